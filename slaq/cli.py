@@ -1,0 +1,163 @@
+"""The ``slaq`` command: simulate, benchmark, and record traces. Every verb prints JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import warnings
+from collections.abc import Sequence
+
+from slaq.policy import POLICIES
+
+log = logging.getLogger("slaq")
+
+
+def _positive(kind: type):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def _emit(payload: dict) -> None:
+    json.dump(payload, sys.stdout, indent=2, default=float)
+    sys.stdout.write("\n")
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from slaq.sim.calibrate import PAPER_FAIR_TIME_TO_90, PAPER_FAIR_TIME_TO_95, calibrate_cost_scale
+    from slaq.sim.engine import simulate
+    from slaq.sim.workload import PAPER_COST_SCALE, make_workload
+
+    calibration: dict = {"source": "fixed in slaq/sim/workload.py (fair only, before SLAQ was measured)",
+                         "paper_fair_time_to_90pct_s": PAPER_FAIR_TIME_TO_90,
+                         "paper_fair_time_to_95pct_s": PAPER_FAIR_TIME_TO_95}
+    cost_scale = args.cost_scale or PAPER_COST_SCALE
+    if args.calibrate:
+        found = calibrate_cost_scale(args.jobs, args.cores, args.arrival_mean, args.seed)
+        cost_scale = found["cost_scale"]
+        calibration = {**calibration, **found, "source": "calibrated now with the fair policy"}
+    elif args.cost_scale:
+        calibration["source"] = "given on the command line"
+    workload = make_workload(args.jobs, args.arrival_mean, args.seed, cost_scale=cost_scale)
+    full = []
+    for name in args.policy or ["slaq", "fair"]:
+        log.info("simulating %s: %d jobs on %s cores", name, args.jobs, args.cores)
+        full.append(simulate(workload, name, args.cores, args.epoch, args.reserve).summary())
+    summaries = full if args.series else [
+        {**s, "loss_over_time": {"bucket_s": s["loss_over_time"]["bucket_s"], "omitted": "pass --series"}} for s in full]
+    out: dict = {"workload": {**workload.description, "cores": args.cores, "epoch_s": args.epoch,
+                              "reserved_cores": args.reserve, "calibration": calibration},
+                 "policies": {s["policy"]: s for s in summaries}}
+    by = out["policies"]
+    if "slaq" in by and "fair" in by:
+        out["slaq_vs_fair"] = {
+            "mean_normalized_loss_reduction": round(1 - by["slaq"]["mean_normalized_loss"] / by["fair"]["mean_normalized_loss"], 4),
+            "time_to_90pct_reduction": round(1 - by["slaq"]["mean_time_to_90pct_s"] / by["fair"]["mean_time_to_90pct_s"], 4),
+            "time_to_95pct_reduction": round(1 - by["slaq"]["mean_time_to_95pct_s"] / by["fair"]["mean_time_to_95pct_s"], 4),
+        }
+    if args.plot:
+        from slaq.sim.plot import plot_summaries
+
+        out["plot"] = str(plot_summaries(full, args.plot))
+    _emit(out)
+    return 0
+
+
+def cmd_bench_allocate(args: argparse.Namespace) -> int:
+    from slaq.bench.allocate import bench_allocate
+
+    _emit(bench_allocate(args.jobs, args.cores, args.policy, args.repeat))
+    return 0
+
+
+def cmd_bench_predict(args: argparse.Namespace) -> int:
+    from slaq.bench.predict import mape_report
+    from slaq.traces.catalog import load
+
+    _emit(mape_report(load()))
+    return 0
+
+
+def cmd_traces_record(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from slaq.traces.catalog import TRACE_FILE, record_all, save
+
+    traces = record_all()
+    path = Path(args.out) if args.out else TRACE_FILE
+    save(traces, path)
+    _emit({"path": str(path), "traces": len(traces),
+           "families": sorted({t.family for t in traces}),
+           "iterations": {t.name: len(t.losses) - 1 for t in traces}})
+    return 0
+
+
+def cmd_traces_list(args: argparse.Namespace) -> int:
+    from slaq.traces.catalog import load
+
+    _emit({"traces": [{"name": t.name, "family": t.family, "iterations": len(t.losses) - 1,
+                       "first_loss": t.losses[0], "last_loss": t.losses[-1]} for t in load()]})
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="slaq", description="SLAQ: quality-driven scheduling of ML training jobs.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    sim = verbs.add_parser("simulate", help="replay recorded training traces on a simulated cluster",
+                           description="Discrete-event simulation of the paper's §6.2 experiment; prints JSON.")
+    sim.add_argument("--policy", action="append", choices=sorted(POLICIES), help="repeat to compare (default: slaq and fair)")
+    sim.add_argument("--jobs", type=_positive(int), default=160)
+    sim.add_argument("--cores", type=_positive(float), default=640)
+    sim.add_argument("--arrival-mean", type=_positive(float), default=15.0, help="mean seconds between arrivals")
+    sim.add_argument("--seed", type=int, default=1)
+    sim.add_argument("--epoch", type=_positive(float), default=2.0, help="scheduling epoch in seconds")
+    sim.add_argument("--reserve", type=float, default=0.0, help="cores reserved for non-ML jobs")
+    sim.add_argument("--cost-scale", type=_positive(float), help="core-seconds per iteration of a unit-size job (default: the calibrated value)")
+    sim.add_argument("--calibrate", action="store_true", help="re-calibrate the cost scale against fair's 71 s to 90%% first")
+    sim.add_argument("--series", action="store_true", help="include the loss-over-time series in the JSON")
+    sim.add_argument("--plot", metavar="PNG", help="draw Fig. 7(a)/(b)-style curves to this file")
+    sim.set_defaults(func=cmd_simulate)
+
+    bench = verbs.add_parser("bench", help="benchmarks that print JSON").add_subparsers(dest="bench", required=True)
+    alloc = bench.add_parser("allocate", help="time one full allocation", description="Median wall time of one allocation.")
+    alloc.add_argument("--jobs", type=_positive(int), default=4000)
+    alloc.add_argument("--cores", type=_positive(float), default=16384)
+    alloc.add_argument("--policy", choices=sorted(POLICIES), default="slaq")
+    alloc.add_argument("--repeat", type=_positive(int), default=7)
+    alloc.set_defaults(func=cmd_bench_allocate)
+    pred = bench.add_parser("predict", help="loss prediction error per family",
+                            description="MAPE of predicting 1, 5, 10 iterations ahead: strawman vs weighted fit.")
+    pred.set_defaults(func=cmd_bench_predict)
+
+    traces = verbs.add_parser("traces", help="recorded training traces").add_subparsers(dest="traces", required=True)
+    rec = traces.add_parser("record", help="train every catalogued job and save the traces",
+                            description="Runs the numpy/scipy trainers and writes the gzip JSON the simulator replays.")
+    rec.add_argument("--out", help="output path (default: the packaged trace file)")
+    rec.set_defaults(func=cmd_traces_record)
+    lst = traces.add_parser("list", help="list the recorded traces", description="Lists the recorded traces.")
+    lst.set_defaults(func=cmd_traces_list)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module="scipy")
+    try:
+        return int(args.func(args))
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"slaq: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
