@@ -1,0 +1,1 @@
+"""Riffle: merge many small Spark shuffle map outputs into few large files."""

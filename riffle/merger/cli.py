@@ -1,0 +1,93 @@
+"""``riffle-merger``: run the merger daemon on a node."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``4m``, ``2g``, ``512k`` or a plain byte count."""
+    raw = text.strip().lower()
+    digits = raw.rstrip("kmgb")
+    unit = raw[len(digits):]
+    try:
+        value = float(digits)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 512k, 4m, 2g)") from None
+    if unit not in UNITS or value <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive size: {text!r} (use e.g. 512k, 4m, 2g)")
+    return int(value * UNITS[unit])
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: structured logs for collectors."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"ts": round(record.created, 3), "level": record.levelname, "logger": record.name, "msg": record.getMessage()}
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="riffle-merger", description="Riffle shuffle merger daemon (one per node).")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    serve = verbs.add_parser("serve", help="run the daemon", description="Serve the riffle.v1.Merger gRPC API.")
+    serve.add_argument("--listen", default="127.0.0.1:7338", help="HOST:PORT to bind (default loopback only: %(default)s)")
+    serve.add_argument("--local-dir", action="append", required=True, metavar="DIR",
+                       help="a root the daemon may read and write under (Spark's spark.local.dir); repeatable")
+    serve.add_argument("--memory", type=parse_size, default=parse_size("2g"), help="buffer memory budget (default 2g)")
+    serve.add_argument("--read-buffer", type=parse_size, default=parse_size("4m"), help="per-input read buffer (default 4m)")
+    serve.add_argument("--write-buffer", type=parse_size, default=parse_size("16m"), help="output write buffer (default 16m)")
+    serve.add_argument("--max-queue", type=int, default=1024, help="merges that may wait for memory before new ones are refused")
+    serve.add_argument("--token-file", help="file holding a shared secret; clients must send 'authorization: Bearer <secret>'")
+    serve.add_argument("--tls-cert", help="PEM certificate chain; enables TLS")
+    serve.add_argument("--tls-key", help="PEM private key for --tls-cert")
+    serve.add_argument("--workers", type=int, default=32, help="gRPC worker threads (default 32)")
+    serve.add_argument("--grace", type=float, default=10.0, help="seconds running merges get to finish on shutdown")
+    serve.add_argument("--log-format", choices=["json", "text"], default="json")
+    serve.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if args.log_format == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
+    log = logging.getLogger("riffle.merger")
+    from riffle.merger.server import MergerDaemon, ServerOptions
+    from riffle.merger.service import Config
+
+    token = None
+    if args.token_file:
+        token = open(args.token_file).read().strip()
+        if not token:
+            print(f"riffle-merger: error: token file {args.token_file} is empty", file=sys.stderr)
+            return 2
+    elif os.environ.get("RIFFLE_MERGER_TOKEN"):
+        token = os.environ["RIFFLE_MERGER_TOKEN"]
+    try:
+        daemon = MergerDaemon(ServerOptions(
+            listen=args.listen, local_dirs=tuple(args.local_dir),
+            config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue),
+            token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, workers=args.workers, grace_seconds=args.grace))
+    except (ValueError, OSError) as exc:
+        print(f"riffle-merger: error: {exc}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    daemon.serve_forever()
+    log.info("uptime %.1fs", time.monotonic() - started)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

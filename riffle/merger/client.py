@@ -1,0 +1,61 @@
+"""A small client for the merger daemon (used by the driver side, benchmarks and tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from riffle.api import pb, pb_grpc
+
+
+class MergerClient:
+    def __init__(self, address: str, token: str | None = None, tls_ca: str | None = None, timeout: float = 600.0):
+        self.address = address
+        self.timeout = timeout
+        if tls_ca:
+            self.channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(Path(tls_ca).read_bytes()))
+        else:
+            self.channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 256 << 20)])
+        self.stub = pb_grpc.MergerStub(self.channel)
+        self.health_stub = health_pb2_grpc.HealthStub(self.channel)
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+
+    def merge(self, request_id: str, shuffle_id: int, map_ids: list[int], local_dirs: list[str], num_partitions: int,
+              merged_map_id: int, app_id: str = "", executor_id: str = "", sub_dirs: int = 0,
+              timeout: float | None = None) -> pb.MergeResponse:
+        req = pb.MergeRequest(request_id=request_id, app_id=app_id, executor_id=executor_id, shuffle_id=shuffle_id,
+                              map_ids=map_ids, local_dirs=[str(d) for d in local_dirs], num_partitions=num_partitions,
+                              merged_map_id=merged_map_id, sub_dirs_per_local_dir=sub_dirs)
+        return self.stub.Merge(req, timeout=timeout or self.timeout, metadata=self.metadata)
+
+    def merge_future(self, *args, timeout: float | None = None, **kwargs) -> grpc.Future:
+        req = pb.MergeRequest(**kwargs) if not args else args[0]
+        return self.stub.Merge.future(req, timeout=timeout or self.timeout, metadata=self.metadata)
+
+    def cancel(self, request_id: str) -> bool:
+        return self.stub.Cancel(pb.CancelRequest(request_id=request_id), timeout=10, metadata=self.metadata).found
+
+    def status(self) -> pb.StatusResponse:
+        return self.stub.Status(pb.StatusRequest(), timeout=10, metadata=self.metadata)
+
+    def cleanup(self, local_dirs: list[str], shuffle_id: int = -1, all_shuffles: bool = False) -> pb.CleanupResponse:
+        req = pb.CleanupRequest(local_dirs=[str(d) for d in local_dirs], shuffle_id=shuffle_id, all_shuffles=all_shuffles)
+        return self.stub.Cleanup(req, timeout=60, metadata=self.metadata)
+
+    def healthy(self, service: str = "") -> bool:
+        try:
+            resp = self.health_stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+        except grpc.RpcError:
+            return False
+        return resp.status == health_pb2.HealthCheckResponse.SERVING
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> MergerClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Sets up everything on a fresh machine with Python 3.11 and a JDK 17: a virtualenv in .venv with
+# pyspark, numpy, scipy, grpcio and the project installed editable, and the gRPC stubs generated.
+# Idempotent: a second run only checks. Used by the README, CI (.ci/run) and docker/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+"$PYTHON" - <<'PY' || { echo "setup: Python >= 3.11 is required (found $($PYTHON --version 2>&1))" >&2; exit 1; }
+import sys
+sys.exit(0 if sys.version_info >= (3, 11) else 1)
+PY
+if ! command -v java >/dev/null 2>&1; then
+  echo "setup: no 'java' on PATH; Spark needs a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)" >&2
+  exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing dependencies (first run takes a few minutes: pyspark is ~400 MB)"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+if [ -d proto ] && ls proto/*/*/*.proto >/dev/null 2>&1; then
+  .venv/bin/python -m riffle.proto_build
+fi
+echo "setup: ready (.venv/bin/slaq, .venv/bin/riffle, .venv/bin/riffle-merger)"
