@@ -1,0 +1,60 @@
+"""The ``riffle`` command: benchmarks of the merge service (JSON output)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="riffle", description="Riffle shuffle merging: benchmarks and tools.")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    bench = verbs.add_parser("bench", help="benchmarks that print JSON").add_subparsers(dest="bench", required=True)
+    merge = bench.add_parser("merge", help="merge throughput vs sequential copy",
+                             description="Generates Spark-format inputs, then alternates a sequential copy and a daemon merge.")
+    merge.add_argument("--inputs", type=_positive_int, default=40)
+    merge.add_argument("--partitions", type=_positive_int, default=2000)
+    merge.add_argument("--block-kb", type=float, default=150)
+    merge.add_argument("--memory", default="2g")
+    merge.add_argument("--read-buffer", default="4m")
+    merge.add_argument("--write-buffer", default="16m")
+    merge.add_argument("--repeat", type=_positive_int, default=3)
+    merge.add_argument("--dir", help="where to put the generated files (default: system temp dir)")
+    load = bench.add_parser("load", help="concurrent merges under a memory budget",
+                            description="Fires concurrent merges at a daemon with a small budget; reports peak RSS and queueing.")
+    load.add_argument("--requests", type=_positive_int, default=64)
+    load.add_argument("--memory", default="256m")
+    load.add_argument("--fan-in", type=_positive_int, default=8)
+    load.add_argument("--partitions", type=_positive_int, default=200)
+    load.add_argument("--block-kb", type=float, default=32)
+    load.add_argument("--dir", help="where to put the generated files (default: system temp dir)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.bench == "merge":
+        from riffle.bench.merge import bench_merge
+
+        out = bench_merge(args.inputs, args.partitions, args.block_kb, args.memory, args.read_buffer, args.write_buffer,
+                          args.repeat, args.dir)
+    else:
+        from riffle.bench.load import bench_load
+
+        out = bench_load(args.requests, args.memory, args.fan_in, args.partitions, args.block_kb, workdir=args.dir)
+    json.dump(out, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

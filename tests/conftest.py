@@ -1,0 +1,34 @@
+"""Shared fixtures: one real Spark session (local-cluster, two executor JVMs) per test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark_local_root():
+    root = Path(tempfile.mkdtemp(prefix="slaq-riffle-spark-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_local_root):
+    """A real SparkSession on ``local-cluster[2,1,1024]`` whose shuffle files live under ``spark_local_root``."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    session = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("slaq-riffle-tests")
+               .config("spark.local.dir", str(spark_local_root))
+               .config("spark.ui.enabled", "false")
+               .config("spark.driver.memory", "1g")
+               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.shuffle.sort.bypassMergeThreshold", "1")
+               .getOrCreate())
+    yield session
+    session.stop()

@@ -1,0 +1,168 @@
+import os
+import struct
+import threading
+
+import pytest
+
+from riffle.merger.engine import TEMP_PREFIX, MergeCancelled, MissingInput, merge_map_outputs, remove_stale_temps
+from riffle.merger.paths import PathRefused
+from riffle.shuffle.layout import (
+    SYNTHETIC_MAP_ID_BASE, CorruptShuffleFile, block_file_path, data_file_name, decode_index, encode_index, index_file_name,
+    java_string_hash, non_negative_hash, read_partition,
+)
+from tests.riffle.conftest import all_files, make_outputs
+
+MERGED = SYNTHETIC_MAP_ID_BASE + 5
+
+
+def paths(dirs, sid, maps):
+    return [(block_file_path(dirs, data_file_name(sid, m)), block_file_path(dirs, index_file_name(sid, m))) for m in maps]
+
+
+def out_paths(dirs, sid, merged=MERGED):
+    return block_file_path(dirs, data_file_name(sid, merged)), block_file_path(dirs, index_file_name(sid, merged))
+
+
+def merge(guard, dirs, sid, maps, partitions, read_buffer=4096, write_buffer=8192, **kw):
+    data, index = out_paths(dirs, sid)
+    return merge_map_outputs(guard, paths(dirs, sid, maps), partitions, data, index, read_buffer, write_buffer, **kw)
+
+
+def test_java_hash_matches_spark():
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(1 << 31)
+    assert non_negative_hash("polygenelubricants") == 0
+    assert non_negative_hash("shuffle_0_0_0.data") == 581811660
+
+
+def test_block_file_path_follows_disk_block_manager():
+    dirs = ["/a", "/b", "/c"]
+    h = non_negative_hash("shuffle_1_2_0.data")
+    assert str(block_file_path(dirs, "shuffle_1_2_0.data")) == f"{dirs[h % 3]}/{(h // 3) % 64:02x}/shuffle_1_2_0.data"
+
+
+@pytest.mark.parametrize("read_buffer,write_buffer", [(4096, 8192), (7, 13), (1 << 20, 1 << 20)])
+def test_merged_blocks_are_concatenations(guard, dirs, read_buffer, write_buffer):
+    blocks = make_outputs(dirs, 2, [10, 11, 12, 13], 37)
+    result = merge(guard, dirs, 2, [10, 11, 12, 13], 37, read_buffer, write_buffer)
+    data, index = out_paths(dirs, 2)
+    assert (result.data_path, result.index_path) == (data, index)
+    for p in range(37):
+        expected = b"".join(blocks[m][p] for m in (10, 11, 12, 13))
+        assert read_partition(data, index, 37, p) == expected
+        assert result.partition_lengths[p] == len(expected)
+    assert not [f for f in all_files(guard.roots[0]) if TEMP_PREFIX in f]
+
+
+def corrupt_cases():
+    def wrong_length(idx, data):
+        idx.write_bytes(idx.read_bytes()[:-8])
+
+    def not_starting_at_zero(idx, data):
+        raw = bytearray(idx.read_bytes())
+        raw[0:8] = struct.pack(">q", 1)
+        idx.write_bytes(bytes(raw))
+
+    def decreasing(idx, data):
+        offs = list(struct.unpack(">6q", idx.read_bytes()))
+        offs[2], offs[3] = offs[3], offs[2] - 1 if offs[2] else 0
+        offs[3] = offs[1] - 1
+        idx.write_bytes(struct.pack(">6q", *offs))
+
+    def data_truncated(idx, data):
+        data.write_bytes(data.read_bytes()[:-1])
+
+    def data_longer(idx, data):
+        data.write_bytes(data.read_bytes() + b"x")
+
+    return {"index length": (wrong_length, "bytes, expected"), "first offset": (not_starting_at_zero, "first offset"),
+            "decreasing": (decreasing, "is below partition"), "truncated data": (data_truncated, "does not match data file length"),
+            "longer data": (data_longer, "does not match data file length")}
+
+
+@pytest.mark.parametrize("case", sorted(corrupt_cases()))
+def test_corrupt_inputs_rejected_without_output(guard, dirs, root, case):
+    corrupt, message = corrupt_cases()[case]
+    make_outputs(dirs, 1, [0, 1], 5)
+    data, idx = paths(dirs, 1, [1])[0]
+    before = all_files(root)
+    corrupt(idx, data)
+    with pytest.raises(CorruptShuffleFile, match=message):
+        merge(guard, dirs, 1, [0, 1], 5)
+    assert all_files(root) == before
+
+
+def test_missing_input_named(guard, dirs, root):
+    make_outputs(dirs, 1, [0], 4)
+    before = all_files(root)
+    with pytest.raises(MissingInput, match="shuffle_1_7_0.data"):
+        merge(guard, dirs, 1, [0, 7], 4)
+    assert all_files(root) == before
+
+
+def test_existing_output_never_rewritten(guard, dirs):
+    make_outputs(dirs, 1, [0, 1], 4)
+    merge(guard, dirs, 1, [0, 1], 4)
+    data, _ = out_paths(dirs, 1)
+    stamp = data.read_bytes()
+    with pytest.raises(FileExistsError):
+        merge(guard, dirs, 1, [0, 1], 4)
+    assert data.read_bytes() == stamp
+
+
+def test_cancel_leaves_nothing(guard, dirs, root):
+    make_outputs(dirs, 1, [0, 1], 50)
+    before = all_files(root)
+    cancel = threading.Event()
+    calls = []
+
+    def progress(n):
+        calls.append(n)
+        if len(calls) == 3:
+            cancel.set()
+
+    with pytest.raises(MergeCancelled):
+        merge(guard, dirs, 1, [0, 1], 50, cancel=cancel, progress=progress)
+    assert all_files(root) == before
+
+
+def test_symlinked_input_refused(guard, dirs, root, tmp_path):
+    make_outputs(dirs, 1, [0], 3)
+    outside = tmp_path / "outside.data"
+    outside.write_bytes(b"secret")
+    data = block_file_path(dirs, data_file_name(1, 9))
+    data.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, data)
+    block_file_path(dirs, index_file_name(1, 9)).parent.mkdir(parents=True, exist_ok=True)
+    block_file_path(dirs, index_file_name(1, 9)).write_bytes(encode_index([2, 2, 2]))
+    with pytest.raises(PathRefused, match="symlink"):
+        merge(guard, dirs, 1, [0, 9], 3)
+
+
+def test_paths_outside_roots_refused(guard, tmp_path):
+    for bad in ["relative/dir", str(tmp_path), "/etc", str(guard.roots[0]) + "/../..", ""]:
+        with pytest.raises(PathRefused):
+            guard.executor_dirs([bad])
+
+
+def test_symlinked_dir_escaping_root_refused(guard, root, tmp_path):
+    escape = root / "blockmgr-evil"
+    os.symlink(tmp_path, escape)
+    with pytest.raises(PathRefused, match="outside"):
+        guard.executor_dirs([str(escape)])
+
+
+def test_stale_temps_removed(guard, dirs):
+    sub = block_file_path(dirs, "x").parent
+    sub.mkdir(parents=True, exist_ok=True)
+    stale = sub / f"{TEMP_PREFIX}abc-shuffle_1_2_0.data"
+    stale.write_bytes(b"partial")
+    keep = sub / "shuffle_1_2_0.data"
+    keep.write_bytes(b"real")
+    assert remove_stale_temps(guard) == [stale]
+    assert keep.exists() and not stale.exists()
+
+
+def test_decode_index_roundtrip():
+    raw = encode_index([3, 0, 5])
+    assert decode_index(raw, 3, 8) == [0, 3, 3, 8]
