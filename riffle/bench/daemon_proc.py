@@ -53,13 +53,19 @@ class DaemonProcess:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
-    def peak_rss_mb(self) -> float:
+    def _status_mb(self, field: str) -> float:
         status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
+        match = re.search(rf"{field}:\s+(\d+) kB", status)
+        if match is None:
+            raise RuntimeError(f"no {field} in /proc/{self.proc.pid}/status")
+        return int(match.group(1)) / 1024
+
+    def peak_rss_mb(self) -> float:
+        """The kernel's high-water mark of the daemon's resident memory."""
+        return self._status_mb("VmHWM")
 
     def rss_mb(self) -> float:
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+        return self._status_mb("VmRSS")
 
     def stop(self, timeout: float = 60.0) -> int:
         self.client.close()

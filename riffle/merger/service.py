@@ -17,7 +17,13 @@ from riffle.merger.engine import DiskFull, MergeCancelled, MissingInput, merge_m
 from riffle.merger.memory import Aborted, MemoryBudget, Overloaded, plan_buffers
 from riffle.merger.paths import PathGuard, PathRefused
 from riffle.shuffle.layout import (
-    DEFAULT_SUB_DIRS, INT64_MAX, SYNTHETIC_MAP_ID_BASE, CorruptShuffleFile, block_file_path, data_file_name, index_file_name,
+    DEFAULT_SUB_DIRS,
+    INT64_MAX,
+    SYNTHETIC_MAP_ID_BASE,
+    CorruptShuffleFile,
+    block_file_path,
+    data_file_name,
+    index_file_name,
 )
 
 log = logging.getLogger("riffle.merger")

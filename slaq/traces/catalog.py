@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,7 @@ def _svm_dense() -> tuple[np.ndarray, np.ndarray] | None:
     return ds.standardize(rows[:, 1:]), (rows[:, 0] > 0).astype(float)
 
 
-Run = Callable[[], "tuple[list, list] | None"]
+Run = Callable[[], tuple[list, list] | None]
 
 
 def _entries() -> list[tuple[str, str, Run]]:
@@ -56,17 +56,22 @@ def _entries() -> list[tuple[str, str, Run]]:
     for seed, (n, d, noise) in enumerate([(4000, 40, 0.3), (3000, 80, 0.1), (6000, 20, 0.5)]):
         X, y = ds.classification(n, d, noise, seed)
         for lr in (0.5, 2.0):
-            out.append((f"logreg-synth{seed}-lr{lr}", "logreg", lambda X=X, y=y, lr=lr: tr.logreg_gd(X, y, lr, 1e-3, it)))
-            out.append((f"svm-synth{seed}-lr{lr / 4}", "svm", lambda X=X, y=y, lr=lr: tr.svm_gd(X, y, lr / 4, 1e-3, it)))
+            out.append((f"logreg-synth{seed}-lr{lr}", "logreg", partial(tr.logreg_gd, X, y, lr, 1e-3, it)))
+            out.append((f"svm-synth{seed}-lr{lr / 4}", "svm", partial(tr.svm_gd, X, y, lr / 4, 1e-3, it)))
+    def logreg_pyspark(lr: float, l2: float) -> tuple[list, list] | None:
+        data = _libsvm_binary("sample_libsvm_data.txt")
+        return None if data is None else tr.logreg_gd(*data, lr, l2, it)
+
+    def svm_pyspark() -> tuple[list, list] | None:
+        data = _svm_dense()
+        return None if data is None else tr.svm_gd(*data, 0.05, 1e-2, it)
+
     for lr, l2 in ((0.1, 5e-2), (0.02, 2e-2)):
-        out.append((f"logreg-pyspark-libsvm-lr{lr}", "logreg",
-                    lambda lr=lr, l2=l2: (lambda d: None if d is None else tr.logreg_gd(*d, lr, l2, it))(
-                        _libsvm_binary("sample_libsvm_data.txt"))))
-    out.append(("svm-pyspark-svmdata", "svm",
-                lambda: (lambda d: None if d is None else tr.svm_gd(*d, 0.05, 1e-2, it))(_svm_dense())))
+        out.append((f"logreg-pyspark-libsvm-lr{lr}", "logreg", partial(logreg_pyspark, lr, l2)))
+    out.append(("svm-pyspark-svmdata", "svm", svm_pyspark))
     for seed, cond in enumerate((10.0, 30.0, 100.0)):
         X, y = ds.regression(4000, 60, 0.5, seed, cond)
-        out.append((f"linreg-synth{seed}-cond{int(cond)}", "linreg", lambda X=X, y=y: tr.linreg_lbfgs(X, y, 1e-4, it)))
+        out.append((f"linreg-synth{seed}-cond{int(cond)}", "linreg", partial(tr.linreg_lbfgs, X, y, 1e-4, it)))
 
     def linreg_pyspark() -> tuple[list, list] | None:
         path = _pyspark_file("sample_linear_regression_data.txt")
@@ -78,14 +83,14 @@ def _entries() -> list[tuple[str, str, Run]]:
     out.append(("linreg-pyspark", "linreg", linreg_pyspark))
     for seed, (k, spread) in enumerate([(8, 3.0), (16, 2.5), (24, 3.5), (12, 4.5)]):
         X = ds.blobs(3000, 6, k, spread, seed)
-        out.append((f"kmeans-synth{seed}-k{k}", "kmeans", lambda X=X, k=k, s=seed: tr.kmeans_lloyd(X, k, it, s)))
+        out.append((f"kmeans-synth{seed}-k{k}", "kmeans", partial(tr.kmeans_lloyd, X, k, it, seed)))
     gmm = _pyspark_file("gmm_data.txt")
     if gmm is not None:
         Xg = ds.read_dense(gmm)
-        out.append(("kmeans-pyspark-gmm-k6", "kmeans", lambda: tr.kmeans_lloyd(Xg, 6, it, 3)))
+        out.append(("kmeans-pyspark-gmm-k6", "kmeans", partial(tr.kmeans_lloyd, Xg, 6, it, 3)))
     for seed, (hidden, classes) in enumerate([(16, 4), (32, 6), (8, 3)]):
         X, labels = ds.multiclass(2000, 20, classes, seed)
-        out.append((f"mlp-synth{seed}-h{hidden}", "mlp", lambda X=X, lab=labels, h=hidden, s=seed: tr.mlp_lbfgs(X, lab, h, 1e-2, it, s)))
+        out.append((f"mlp-synth{seed}-h{hidden}", "mlp", partial(tr.mlp_lbfgs, X, labels, hidden, 1e-2, it, seed)))
 
     def mlp_iris() -> tuple[list, list] | None:
         path = _pyspark_file("sample_multiclass_classification_data.txt")
@@ -97,14 +102,14 @@ def _entries() -> list[tuple[str, str, Run]]:
     out.append(("mlp-pyspark-multiclass", "mlp", mlp_iris))
     for seed, rate in enumerate((0.05, 0.1, 0.2)):
         X, y = ds.regression(3000, 8, 0.3, seed + 10, 3.0)
-        out.append((f"gbt-synth{seed}-rate{rate}", "gbt", lambda X=X, y=y, r=rate: tr.gbt_rounds(X, y, r, it)))
+        out.append((f"gbt-synth{seed}-rate{rate}", "gbt", partial(tr.gbt_rounds, X, y, rate, it)))
     for seed, (docs, topics) in enumerate([(300, 8), (500, 16)]):
         counts = ds.documents(docs, 400, topics, 200, seed)
-        out.append((f"topic-synth{seed}-t{topics}", "topic_em", lambda c=counts, t=topics, s=seed: tr.topic_em(c, t, it, s)))
+        out.append((f"topic-synth{seed}-t{topics}", "topic_em", partial(tr.topic_em, counts, topics, it, seed)))
     lda = _pyspark_file("sample_lda_data.txt")
     if lda is not None:
         counts = ds.read_dense(lda)
-        out.append(("topic-pyspark-lda", "topic_em", lambda: tr.topic_em(counts, 3, it, 5)))
+        out.append(("topic-pyspark-lda", "topic_em", partial(tr.topic_em, counts, 3, it, 5)))
     return out
 
 

@@ -12,7 +12,12 @@ from riffle.bench.daemon_proc import DaemonProcess
 from riffle.bench.inputs import write_inputs
 from riffle.merger.engine import TEMP_PREFIX
 from riffle.shuffle.layout import (
-    SYNTHETIC_MAP_ID_BASE, block_file_path, data_file_name, encode_index, index_file_name, read_partition,
+    SYNTHETIC_MAP_ID_BASE,
+    block_file_path,
+    data_file_name,
+    encode_index,
+    index_file_name,
+    read_partition,
 )
 from tests.riffle.conftest import all_files, make_outputs
 

@@ -7,8 +7,16 @@ import pytest
 from riffle.merger.engine import TEMP_PREFIX, MergeCancelled, MissingInput, merge_map_outputs, remove_stale_temps
 from riffle.merger.paths import PathRefused
 from riffle.shuffle.layout import (
-    SYNTHETIC_MAP_ID_BASE, CorruptShuffleFile, block_file_path, data_file_name, decode_index, encode_index, index_file_name,
-    java_string_hash, non_negative_hash, read_partition,
+    SYNTHETIC_MAP_ID_BASE,
+    CorruptShuffleFile,
+    block_file_path,
+    data_file_name,
+    decode_index,
+    encode_index,
+    index_file_name,
+    java_string_hash,
+    non_negative_hash,
+    read_partition,
 )
 from tests.riffle.conftest import all_files, make_outputs
 

@@ -3,7 +3,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slaq.predict.loss_curves import (
-    EXPONENTIAL, LINEAR, SUBLINEAR, Curve, decay_weights, fit_exponential, fit_loss_curve, fit_sublinear, geometric, strawman,
+    EXPONENTIAL,
+    LINEAR,
+    SUBLINEAR,
+    Curve,
+    decay_weights,
+    fit_exponential,
+    fit_loss_curve,
+    fit_sublinear,
+    geometric,
+    strawman,
 )
 
 

@@ -1,0 +1,47 @@
+import argparse
+import json
+import subprocess
+import sys
+
+import pytest
+
+from riffle.merger.cli import parse_size
+
+
+@pytest.mark.parametrize("argv", [["riffle.cli", "--help"], ["riffle.cli", "bench", "--help"], ["riffle.cli", "bench", "merge", "--help"],
+                                  ["riffle.cli", "bench", "load", "--help"], ["riffle.merger.cli", "--help"],
+                                  ["riffle.merger.cli", "serve", "--help"]])
+def test_help_on_every_verb(argv):
+    out = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True)
+    assert out.returncode == 0 and "usage:" in out.stdout
+
+
+def test_sizes():
+    assert parse_size("4m") == 4 << 20 and parse_size("2g") == 2 << 30 and parse_size("512k") == 512 << 10
+    assert parse_size("1000") == 1000
+    for bad in ("-1m", "lots", "3x", "0"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_size(bad)
+
+
+def test_serve_rejects_missing_local_dir(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "riffle.merger.cli", "serve", "--local-dir", str(tmp_path / "nope")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "does not exist" in out.stderr
+
+
+def test_bench_load_small_keeps_memory_bounded(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "riffle.cli", "bench", "load", "--requests", "12", "--memory", "64m",
+                          "--fan-in", "4", "--partitions", "50", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["failed"] == 0 and report["completed"] == 12 and report["requests_queued"] > 0
+    assert report["peak_buffer_reserved_mb"] <= 64
+
+
+def test_bench_merge_small_reports_ratio(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "riffle.cli", "bench", "merge", "--inputs", "4", "--partitions", "50",
+                          "--block-kb", "16", "--repeat", "1", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["bytes"] == 4 * 50 * 16 * 1024 and report["ratio"] > 0 and report["MB_per_s"] > 0
