@@ -36,6 +36,16 @@ class MissingInput(FileNotFoundError):
     pass
 
 
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _as_disk_full(exc: OSError, doing: str, path: object) -> OSError:
+    """A :class:`DiskFull` naming the file when ``exc`` means no space (or file size limit), else ``exc``."""
+    if exc.errno in DISK_FULL_ERRNOS:
+        return DiskFull(exc.errno, f"disk full {doing} {path}: {exc.strerror}")
+    return exc
+
+
 @dataclass(frozen=True)
 class MergeResult:
     partition_lengths: list[int]
@@ -87,9 +97,7 @@ class _Writer:
             try:
                 n = os.write(self.fd, view)
             except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                    raise DiskFull(exc.errno, f"disk full writing {self.name}: {exc.strerror}") from exc
-                raise
+                raise _as_disk_full(exc, "writing", self.name) from exc
             view = view[n:]
             self.written += n
         self.pos = 0
@@ -129,9 +137,7 @@ def _durable_write(path: Path, payload: bytes) -> None:
             view = view[os.write(fd, view):]
         os.fsync(fd)
     except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-            raise DiskFull(exc.errno, f"disk full writing {path}: {exc.strerror}") from exc
-        raise
+        raise _as_disk_full(exc, "writing", path) from exc
     finally:
         os.close(fd)
 
@@ -183,13 +189,10 @@ def merge_map_outputs(
             if progress is not None and total:
                 progress(total)
         writer.flush()
-        del readers, writer, view
         try:
             os.fsync(out_fd)
         except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise DiskFull(exc.errno, f"disk full syncing {out_data}: {exc.strerror}") from exc
-            raise
+            raise _as_disk_full(exc, "syncing", out_data) from exc
         os.close(out_fd)
         out_fd = -1
         _durable_write(tmp_index, encode_index(lengths))

@@ -101,15 +101,19 @@ class ForecastTable:
         allocations per job at once.
         """
         cores = np.asarray(cores, dtype=float)
-        extra = (slice(None),) + (None,) * (cores.ndim - 1) if cores.ndim > 1 else (slice(None),)
-        pick = lambda a: a[rows][extra]  # noqa: E731
+        pick = _column_picker(rows, cores.ndim)
         n_iter = iterations_in(self.epoch, cores, pick(self.cost), pick(self.overhead))
-        params = self.params[rows][extra]
-        predicted = evaluate(pick(self.family), params, pick(self.k_now) + n_iter)
+        predicted = evaluate(pick(self.family), pick(self.params), pick(self.k_now) + n_iter)
         return np.minimum(predicted, pick(self.loss_now))
 
     def normalized_loss_at(self, cores: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """Predicted loss rescaled to 1 at the job's first loss and 0 at its predicted floor."""
         cores = np.asarray(cores, dtype=float)
-        extra = (slice(None),) + (None,) * (cores.ndim - 1) if cores.ndim > 1 else (slice(None),)
-        return (self.loss_at(cores, rows) - self.floor[rows][extra]) / self.span[rows][extra]
+        pick = _column_picker(rows, cores.ndim)
+        return (self.loss_at(cores, rows) - pick(self.floor)) / pick(self.span)
+
+
+def _column_picker(rows: np.ndarray | slice, ndim: int):
+    """Select ``rows`` of a per-job column and add trailing axes so it broadcasts against ``ndim``-d allocations."""
+    extra = (slice(None),) + (None,) * max(ndim - 1, 0)
+    return lambda column: column[rows][extra]

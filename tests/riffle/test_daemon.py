@@ -162,10 +162,12 @@ def test_crash_mid_merge_then_restart_cleans_up(root, dirs):
     d = DaemonProcess([root])
     from riffle.api import pb
 
-    d.client.stub.Merge.future(pb.MergeRequest(request_id="c", shuffle_id=8, map_ids=maps, local_dirs=dirs,
-                                               num_partitions=20000, merged_map_id=M + 5), timeout=120)
+    # keep the future referenced: a collected future cancels its RPC
+    in_flight = d.client.stub.Merge.future(pb.MergeRequest(request_id="c", shuffle_id=8, map_ids=maps, local_dirs=dirs,
+                                                           num_partitions=20000, merged_map_id=M + 5), timeout=120)
     wait_for_temp(root)
     d.kill()
+    assert in_flight.exception(timeout=30) is not None
     assert temps(root), "the crash should have left a partial temp file behind"
     assert not block_file_path(dirs, data_file_name(8, M + 5)).exists()
     with DaemonProcess([root]) as again:
