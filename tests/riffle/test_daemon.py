@@ -1,7 +1,11 @@
 """The merger daemon as a real process on loopback: gRPC errors, auth, limits, crash and shutdown."""
 
+import os
 import resource
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -202,3 +206,31 @@ def test_index_for_empty_partitions(daemon, dirs):
         idx.write_bytes(encode_index([0, 0, 0]))
     resp = daemon.client.merge("e", 5, [0, 1], dirs, 3, M + 7)
     assert list(resp.partition_lengths) == [0, 0, 0] and resp.bytes_written == 0
+
+
+def test_tls_with_token(root, dirs, tmp_path):
+    from riffle.bench.daemon_proc import free_port
+    from riffle.merger.client import MergerClient
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True)
+    make_outputs(dirs, 3, [0, 1], 4)
+    port = free_port()  # started by hand: DaemonProcess's readiness probe speaks plaintext
+    proc = subprocess.Popen([sys.executable, "-m", "riffle.merger.cli", "serve", "--listen", f"127.0.0.1:{port}", "--local-dir", str(root),
+                             "--tls-cert", str(cert), "--tls-key", str(key)], env={**os.environ, "RIFFLE_MERGER_TOKEN": "tt"},
+                            stderr=subprocess.DEVNULL)
+    try:
+        with MergerClient(f"127.0.0.1:{port}", token="tt", tls_ca=str(cert)) as secure, \
+                MergerClient(f"127.0.0.1:{port}", token="tt", timeout=5) as plaintext:
+            deadline = time.monotonic() + 30
+            while not secure.healthy() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert secure.merge("tls", 3, [0, 1], dirs, 4, M + 20).bytes_written > 0
+            assert rpc_error(plaintext.status).code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
+    finally:
+        proc.terminate()
+        proc.wait(30)
