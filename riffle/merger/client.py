@@ -30,10 +30,6 @@ class MergerClient:
                               merged_map_id=merged_map_id, sub_dirs_per_local_dir=sub_dirs)
         return self.stub.Merge(req, timeout=timeout or self.timeout, metadata=self.metadata)
 
-    def merge_future(self, *args, timeout: float | None = None, **kwargs) -> grpc.Future:
-        req = pb.MergeRequest(**kwargs) if not args else args[0]
-        return self.stub.Merge.future(req, timeout=timeout or self.timeout, metadata=self.metadata)
-
     def cancel(self, request_id: str) -> bool:
         return self.stub.Cancel(pb.CancelRequest(request_id=request_id), timeout=10, metadata=self.metadata).found
 

@@ -22,9 +22,10 @@ class CorruptShuffleFile(ValueError):
 
 def java_string_hash(text: str) -> int:
     """``java.lang.String.hashCode`` (UTF-16 code units, 32-bit wrap-around)."""
+    encoded = text.encode("utf-16-be")
     h = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split():
-        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    for unit in struct.unpack(f">{len(encoded) // 2}H", encoded):
+        h = (31 * h + unit) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
 
 

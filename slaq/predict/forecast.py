@@ -75,7 +75,6 @@ class ForecastTable:
         self.jobs = list(jobs)
         self.epoch = float(epoch)
         n = len(self.jobs)
-        self.ids = [j.job_id for j in self.jobs]
         self.family = np.fromiter((j.curve.family for j in self.jobs), dtype=np.int64, count=n)
         self.params = np.array([j.curve.p for j in self.jobs], dtype=float).reshape(n, 4)
         self.k_now = np.fromiter((j.k_now for j in self.jobs), float, n)
