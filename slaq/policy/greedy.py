@@ -31,10 +31,9 @@ def greedy_allocate(table: ForecastTable, capacity: float, score: Score, block: 
     if alloc.sum() > capacity:  # caps below the quantum cannot push past capacity, but be exact
         alloc *= capacity / alloc.sum()
     remaining = capacity - float(alloc.sum())
-    base = alloc.copy()
     all_rows = np.arange(n)
     width = int(min(block, max(1, np.ceil(remaining / q / n) * 4 + 2)))
-    prio, ok = score(table, all_rows, base[:, None] + q * np.arange(width)[None, :], q)
+    prio, ok = score(table, all_rows, alloc[:, None] + q * np.arange(width)[None, :], q)
     blocks = prio.tolist()
     usable = ok.tolist()
     starts = [0] * n
