@@ -1,0 +1,9 @@
+"""SLAQ: quality-driven scheduling of many concurrent ML training jobs in one Spark application.
+
+``slaq.attach(spark)``, ``with slaq.job(name) as job:``, ``job.report(loss)`` or
+``slaq.report_loss(loss)``, ``job.should_stop()``. Switched on by ``spark.slaq.enabled=true``.
+"""
+
+from slaq.api import InvalidReport, JobClosed, NoActiveJob, Scheduler, attach, current_job, job, report_loss
+
+__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "Scheduler", "attach", "current_job", "job", "report_loss"]

@@ -68,6 +68,23 @@ def forecast(
                        cost, overhead, weight, cap, order)
 
 
+@dataclass
+class CurveCache:
+    """A job's latest fitted curve, refitted only when the job reported new losses since the last fit."""
+
+    curve: Curve | None = None
+    fitted_at: int = -1
+
+    def current(self, losses: list[float]) -> Curve | None:
+        """The fitted curve for ``losses`` (None before two losses: :func:`forecast` explores then)."""
+        n = len(losses)
+        if n < 2:
+            return None
+        if self.fitted_at != n:
+            self.curve, self.fitted_at = fit_loss_curve(losses), n
+        return self.curve
+
+
 class ForecastTable:
     """Column-wise stack of :class:`JobForecast` for vectorized policy evaluation."""
 

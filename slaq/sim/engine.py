@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from slaq.policy import make_policy
-from slaq.predict.forecast import ForecastTable, JobForecast, forecast
-from slaq.predict.loss_curves import Curve, fit_loss_curve, strawman
+from slaq.predict.forecast import CurveCache, ForecastTable, JobForecast, forecast
+from slaq.predict.loss_curves import strawman
 from slaq.sim.workload import SimJob, Workload
 from slaq.stats.history import JobHistory
 
@@ -34,8 +34,7 @@ class _State:
     iteration_started: float = 0.0
     reached: dict[float, float] = field(default_factory=dict)
     finished: float | None = None
-    curve: Curve | None = None
-    curve_at: int = -1
+    curves: CurveCache = field(default_factory=CurveCache)
 
     def remaining_core_seconds(self) -> float:
         return float(self.job.costs[self.k:].sum()) - self.progress
@@ -112,11 +111,8 @@ def _groups(states: list[_State], alloc: np.ndarray) -> tuple[float, float, floa
 def _forecasts(states: list[_State], predictive: bool) -> list[JobForecast]:
     out = []
     for s in states:
-        n = s.history.iterations
-        if predictive and n >= 2 and s.curve_at != n:
-            s.curve, s.curve_at = fit_loss_curve(s.history.losses), n
-        curve = s.curve if predictive else strawman(s.history.losses)
-        out.append(forecast(s.job.job_id, s.history, s.job.weight, s.job.cap, s.job.arrival, curve if n >= 2 else None))
+        curve = s.curves.current(s.history.losses) if predictive else strawman(s.history.losses)
+        out.append(forecast(s.job.job_id, s.history, s.job.weight, s.job.cap, s.job.arrival, curve if s.history.iterations >= 2 else None))
     return out
 
 

@@ -1,0 +1,1 @@
+"""Enforcement: SLAQ's allocations become token buckets on Spark task pools (via the JVM shim)."""

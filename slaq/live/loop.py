@@ -1,0 +1,178 @@
+"""The live epoch loop: shim events -> job histories -> forecasts -> policy -> token deposits.
+
+The allocation half (:meth:`EpochLoop.allocate`) is the simulator's code path: the same
+``forecast``/``ForecastTable``/``Policy`` objects over plain data. The loop never freezes the
+cluster: any failure opens every pool (fair sharing) and is logged, and if the loop stops
+depositing altogether the shim opens the pools on its own after ``fail_open_epochs`` epochs.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from slaq.enforce.pools import Iteration, PoolState
+from slaq.policy import make_policy
+from slaq.predict.forecast import CurveCache, ForecastTable, forecast
+from slaq.stats.history import InvalidReport, JobHistory
+
+log = logging.getLogger("slaq.loop")
+
+
+class Pools(Protocol):
+    def drain(self) -> tuple[list[Iteration], dict[str, PoolState]]: ...
+    def deposit(self, alloc: dict[str, float], epoch: float) -> None: ...
+    def open_all(self, reason: str) -> None: ...
+    def resume(self) -> None: ...
+    def capacity(self) -> float: ...
+
+
+@dataclass
+class LiveJob:
+    name: str
+    weight: float
+    order: float
+    history: JobHistory = field(default_factory=JobHistory)
+    curves: CurveCache = field(default_factory=CurveCache)
+    last: tuple[float, float] | None = None  # (time, cumulative core-seconds) of the latest report
+    cores: float = 0.0  # latest allocation
+    consumed: float = 0.0  # core-seconds used so far (from the pool)
+
+
+def ingest(jobs: dict[str, LiveJob], iterations: list[Iteration]) -> int:
+    """Append reported iterations to their jobs' histories; returns how many were accepted.
+
+    The cost of an iteration is the core-seconds the job's pool used between two reports and its
+    wall time the time between them, so the runtime model learns both online.
+    """
+    accepted = 0
+    for it in iterations:
+        job = jobs.get(it.job)
+        if job is None:
+            continue
+        try:
+            if job.last is None:
+                job.history.report(it.loss)
+            else:
+                wall = max(it.t - job.last[0], 1e-6)
+                used = max(it.core_seconds - job.last[1], 0.0)
+                job.history.report(it.loss, used, wall, used / wall if used > 0 else None)
+        except InvalidReport as exc:
+            log.warning("SLAQ: dropped a report of job %s: %s", it.job, exc)
+            continue
+        job.last = (it.t, it.core_seconds)
+        accepted += 1
+    return accepted
+
+
+class EpochLoop:
+    def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0):
+        self.pools = pools
+        self.policy_name = policy
+        self.policy = make_policy(policy)
+        self.epoch = float(epoch)
+        self.reserve = float(reserve)
+        self.jobs: dict[str, LiveJob] = {}
+        self.epochs = 0
+        self.failures = 0
+        self.cpu_seconds = 0.0  # CPU time the loop thread spent in steps
+        self.last_error: str | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._arrivals = 0
+
+    # -- job registry (called from user threads) -------------------------------------------------
+    def add(self, name: str, weight: float) -> None:
+        with self._lock:
+            self._arrivals += 1
+            self.jobs[name] = LiveJob(name, weight, float(self._arrivals))
+        self._wake.set()  # a new job gets tokens now, not at the next epoch boundary
+
+    def remove(self, name: str) -> LiveJob | None:
+        with self._lock:
+            job = self.jobs.pop(name, None)
+        self._wake.set()
+        return job
+
+    def history(self, name: str) -> JobHistory | None:
+        with self._lock:
+            job = self.jobs.get(name)
+            return None if job is None else job.history
+
+    # -- one epoch -------------------------------------------------------------------------------
+    def allocate(self, capacity: float) -> dict[str, float]:
+        """The policy's cores per active job for ``capacity`` cores (pure given the histories)."""
+        with self._lock:
+            jobs = list(self.jobs.values())
+        if not jobs:
+            return {}
+        table = ForecastTable(
+            [forecast(j.name, j.history, j.weight, math.inf, j.order, j.curves.current(j.history.losses)) for j in jobs],
+            self.epoch,
+        )
+        cores = self.policy.allocate(table, max(capacity - self.reserve, 0.0))
+        for j, c in zip(jobs, cores):
+            j.cores = float(c)
+        return {j.name: float(c) for j, c in zip(jobs, cores)}
+
+    def step(self) -> dict[str, float]:
+        iterations, pools = self.pools.drain()
+        with self._lock:
+            ingest(self.jobs, iterations)
+            for name, state in pools.items():
+                if name in self.jobs:
+                    self.jobs[name].consumed = state.consumed
+        alloc = self.allocate(self.pools.capacity())
+        self.pools.deposit(alloc, self.epoch)
+        self.epochs += 1
+        return alloc
+
+    # -- the thread ------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="slaq-epoch-loop", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        log.info("SLAQ: epoch loop started (policy %s, epoch %.3g s)", self.policy_name, self.epoch)
+        failing = False
+        while not self._stop.is_set():
+            started = time.monotonic()
+            cpu = time.thread_time()
+            try:
+                self.step()
+                if failing:
+                    self.pools.resume()
+                    log.warning("SLAQ: epoch loop recovered after %d failed epochs", self.failures)
+                    failing = False
+            except Exception as exc:  # a broken scheduler must never freeze the cluster
+                self.failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                if not failing:
+                    log.exception("SLAQ: epoch failed; opening all pools (fair sharing) until it recovers")
+                failing = True
+                try:
+                    self.pools.open_all(f"epoch loop failed: {self.last_error}")
+                except Exception:
+                    log.exception("SLAQ: could not open the pools; the shim opens them once deposits stop")
+            self.cpu_seconds += time.thread_time() - cpu
+            self._wake.wait(max(self.epoch - (time.monotonic() - started), 0.0))
+            self._wake.clear()
+        log.info("SLAQ: epoch loop stopped after %d epochs", self.epochs)

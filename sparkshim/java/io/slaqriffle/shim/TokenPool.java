@@ -1,0 +1,95 @@
+package io.slaqriffle.shim;
+
+import org.apache.spark.scheduler.Pool;
+import org.apache.spark.scheduler.SchedulingMode$;
+
+/**
+ * One SLAQ job's task pool: a token bucket of core-seconds.
+ *
+ * <p>Each epoch the scheduler deposits {@code cores x epoch seconds}. Running tasks draw the bucket
+ * down continuously: the balance is settled on every task launch and finish (Spark calls
+ * {@link #increaseRunningTasks}/{@link #decreaseRunningTasks} under the scheduler lock), so the
+ * accounting is exact. Overshoot (tasks already running when the bucket empties) becomes debt that
+ * the next deposit pays first. Whether an empty pool may still launch is decided by {@link JobsPool}.
+ */
+public final class TokenPool extends Pool {
+  private final double cpusPerTask;
+  private final double jobWeight;
+  private double tokens;          // core-seconds left; negative = debt
+  private double consumed;        // core-seconds used since creation, including work-conserving use
+  private double lastDeposit;     // size of the latest deposit, to rank pools by the fraction left
+  private long settledAt = System.nanoTime();
+  private volatile boolean closed;
+  // Snapshots taken once per offer round so the sort never sees values change under it.
+  double snapTokens;
+  double snapFraction;
+  int snapRunning;
+
+  public TokenPool(String name, double weight, double cpusPerTask) {
+    super(name, SchedulingMode$.MODULE$.FIFO(), 0, Math.max(1, (int) Math.round(weight)));
+    this.jobWeight = weight;
+    this.cpusPerTask = cpusPerTask;
+  }
+
+  synchronized void settle(long now) {
+    long dt = now - settledAt;
+    if (dt > 0) {
+      double used = runningTasks() * cpusPerTask * dt / 1e9;
+      tokens -= used;
+      consumed += used;
+      settledAt = now;
+    }
+  }
+
+  @Override
+  public void increaseRunningTasks(int taskNum) {
+    settle(System.nanoTime());
+    super.increaseRunningTasks(taskNum);
+  }
+
+  @Override
+  public void decreaseRunningTasks(int taskNum) {
+    settle(System.nanoTime());
+    super.decreaseRunningTasks(taskNum);
+  }
+
+  /** Debt is carried over; an unspent surplus is not (use it or lose it each epoch). */
+  synchronized void deposit(double coreSeconds, long now) {
+    settle(now);
+    tokens = Math.min(tokens, 0.0) + coreSeconds;
+    lastDeposit = coreSeconds;
+  }
+
+  synchronized void snapshot(long now) {
+    settle(now);
+    snapTokens = tokens;
+    snapFraction = lastDeposit > 0 ? tokens / lastDeposit : (tokens > 0 ? 1.0 : -1e9 + tokens);
+    snapRunning = runningTasks();
+  }
+
+  public synchronized double consumedCoreSeconds() {
+    settle(System.nanoTime());
+    return consumed;
+  }
+
+  public synchronized double tokens() {
+    settle(System.nanoTime());
+    return tokens;
+  }
+
+  public double jobWeight() {
+    return jobWeight;
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  void close() {
+    closed = true;
+  }
+
+  boolean isIdle() {
+    return schedulableQueue().isEmpty() && runningTasks() == 0;
+  }
+}
