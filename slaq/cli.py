@@ -84,6 +84,28 @@ def cmd_bench_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shares(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated fractions such as 0.6,0.3,0.1, got {text!r}") from None
+
+
+def cmd_bench_enforce(args: argparse.Namespace) -> int:
+    from slaq.bench.enforce import bench_enforce
+
+    modes = ["strict", "work-conserving"] if args.mode == "both" else [args.mode]
+    _emit(bench_enforce(args.shares, args.seconds, modes, args.master, args.epoch))
+    return 0
+
+
+def cmd_bench_overhead(args: argparse.Namespace) -> int:
+    from slaq.bench.overhead import bench_overhead
+
+    _emit(bench_overhead(args.jobs, args.seconds, args.epoch, args.report_every, args.master))
+    return 0
+
+
 def cmd_traces_record(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -136,6 +158,23 @@ def build_parser() -> argparse.ArgumentParser:
     pred = bench.add_parser("predict", help="loss prediction error per family",
                             description="MAPE of predicting 1, 5, 10 iterations ahead: strawman vs weighted fit.")
     pred.set_defaults(func=cmd_bench_predict)
+
+    enf = bench.add_parser("enforce", help="achieved vs target core shares on local-cluster Spark",
+                           description="Saturating jobs under fixed shares; prints target and achieved core-time shares.")
+    enf.add_argument("--shares", type=_shares, default=[0.6, 0.3, 0.1], help="comma-separated fractions summing to 1 (default 0.6,0.3,0.1)")
+    enf.add_argument("--seconds", type=_positive(float), default=30.0, help="measurement window per mode (default 30)")
+    enf.add_argument("--mode", choices=["strict", "work-conserving", "both"], default="both")
+    enf.add_argument("--epoch", type=_positive(float), default=1.0)
+    enf.add_argument("--master", default="local-cluster[2,1,1024]")
+    enf.set_defaults(func=cmd_bench_enforce)
+    ovh = bench.add_parser("overhead", help="epoch-loop CPU with many registered jobs",
+                           description="CPU share of one core the live epoch loop uses with --jobs jobs reporting losses.")
+    ovh.add_argument("--jobs", type=_positive(int), default=50)
+    ovh.add_argument("--seconds", type=_positive(float), default=30.0)
+    ovh.add_argument("--epoch", type=_positive(float), default=2.0)
+    ovh.add_argument("--report-every", type=_positive(float), default=0.5, help="seconds between each job's loss reports")
+    ovh.add_argument("--master", default="local-cluster[2,1,1024]")
+    ovh.set_defaults(func=cmd_bench_overhead)
 
     traces = verbs.add_parser("traces", help="recorded training traces").add_subparsers(dest="traces", required=True)
     rec = traces.add_parser("record", help="train every catalogued job and save the traces",

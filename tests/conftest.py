@@ -29,6 +29,9 @@ def spark(spark_local_root):
                .config("spark.driver.memory", "1g")
                .config("spark.sql.shuffle.partitions", "8")
                .config("spark.shuffle.sort.bypassMergeThreshold", "1")
+               .config("spark.scheduler.mode", "FAIR")
+               .config("spark.slaq.enabled", "true")
+               .config("spark.slaq.epoch", "0.5s")
                .getOrCreate())
     yield session
     session.stop()

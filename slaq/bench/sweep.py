@@ -9,8 +9,6 @@ iteration happens differs, so the comparison isolates scheduling.
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import slaq
+from slaq.bench.session import spark_session
 from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
 
 log = logging.getLogger("slaq.sweep")
@@ -97,16 +96,13 @@ def loss_over_time(records: list[tuple[float, list[float], list[float]]], end: f
 def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, partitions: int, rows: int, features: int,
                bucket: float = 5.0) -> dict:
     """Run the whole sweep under ``policy`` in a fresh Spark session; returns per-job metrics."""
-    from pyspark.sql import SparkSession
+    conf = {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": policy, "spark.slaq.epoch": f"{epoch}s"}
+    with spark_session(f"slaq-sweep-{policy}", master, conf) as spark:
+        return _run_sweep(spark, policy, sweep, epoch, partitions, rows, features, bucket)
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors' Python = this one (numpy included)
-    spark = (SparkSession.builder.master(master).appName(f"slaq-sweep-{policy}")
-             .config("spark.scheduler.mode", "FAIR").config("spark.slaq.enabled", "true")
-             .config("spark.slaq.policy", policy).config("spark.slaq.epoch", f"{epoch}s")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .getOrCreate())
+
+def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, partitions: int, rows: int, features: int, bucket: float) -> dict:
     sc = spark.sparkContext
-    sc.setLogLevel("ERROR")
     scheduler = slaq.attach(spark)
     try:
         synthetic_blocks(sc, 2, 10, 2, 0).count()  # executors up and Python workers forked before the clock starts
@@ -157,4 +153,3 @@ def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, pa
         return summary
     finally:
         scheduler.stop()
-        spark.stop()

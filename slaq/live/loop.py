@@ -136,6 +136,7 @@ class EpochLoop:
     # -- the thread ------------------------------------------------------------------------------
     def start(self) -> None:
         if self._thread is None:
+            self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="slaq-epoch-loop", daemon=True)
             self._thread.start()
 

@@ -43,8 +43,12 @@ def estimate_runtime(
     return per_iter, overhead
 
 
+MIN_ITERATION_SECONDS = 1e-3
+
+
 def iterations_in(epoch: float, cores: np.ndarray, cost: np.ndarray, overhead: np.ndarray) -> np.ndarray:
     """How many (fractional) iterations fit in ``epoch`` seconds with ``cores`` cores each."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        per_iteration = np.where(cores > 0, cost / np.maximum(cores, 1e-12) + overhead, np.inf)
+        # floor: an iteration that used no measurable core time (driver-only work) is not free forever
+        per_iteration = np.where(cores > 0, np.maximum(cost / np.maximum(cores, 1e-12) + overhead, MIN_ITERATION_SECONDS), np.inf)
         return np.where(cores > 0, epoch / per_iteration, 0.0)

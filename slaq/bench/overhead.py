@@ -1,0 +1,47 @@
+"""Epoch-loop overhead with many registered jobs: CPU seconds the loop thread spends per wall second
+while every job reports a loss every ``report_every`` seconds (real shim, real Spark driver)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+import slaq
+from slaq.bench.session import DEFAULT_MASTER, spark_session
+
+
+def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: float = 0.5, master: str = DEFAULT_MASTER) -> dict:
+    conf = {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.epoch": f"{epoch}s"}
+    with spark_session("slaq-bench-overhead", master, conf) as spark:
+        scheduler = slaq.attach(spark)
+        loop = scheduler.loop
+        assert loop is not None
+        stop = threading.Event()
+        rng = np.random.default_rng(0)
+
+        def reporter(i: int, rate: float) -> None:
+            with slaq.job(f"overhead-{i:03d}") as job:
+                k = 0
+                while not stop.is_set():
+                    job.report(1.0 / (1.0 + rate * k) + 0.01 * rng.random())
+                    k += 1
+                    stop.wait(report_every)
+
+        threads = [threading.Thread(target=reporter, args=(i, 0.05 + 0.5 * rng.random()), daemon=True) for i in range(jobs)]
+        for t in threads:
+            t.start()
+        time.sleep(2 * epoch)  # every job registered and fitted at least once
+        cpu0, epochs0, t0 = loop.cpu_seconds, loop.epochs, time.monotonic()
+        time.sleep(seconds)
+        cpu, epochs, wall = loop.cpu_seconds - cpu0, loop.epochs - epochs0, time.monotonic() - t0
+        registered = len(scheduler.running_jobs())
+        stop.set()
+        for t in threads:
+            t.join(10)
+        scheduler.stop()
+    share = cpu / wall
+    return {"jobs": registered, "epoch_s": epoch, "report_every_s": report_every, "seconds": round(wall, 2), "epochs": epochs,
+            "loop_cpu_s": round(cpu, 3), "cpu_ms_per_epoch": round(1000 * cpu / max(epochs, 1), 2),
+            "share_of_one_core": round(share, 4), "under_5pct": share < 0.05}

@@ -1,0 +1,29 @@
+"""An embedded Spark session for the live benchmarks and demos (local-cluster by default)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+DEFAULT_MASTER = "local-cluster[2,1,1024]"
+
+
+@contextmanager
+def spark_session(name: str, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None) -> Iterator[Any]:
+    """A fresh quiet SparkSession whose executors run this Python (so numpy and this package are there)."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.master(master).appName(name)
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()

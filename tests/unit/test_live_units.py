@@ -1,0 +1,120 @@
+"""Pure pieces of SLAQ's live path: conf parsing, the shim's drain format, history ingestion, job API validation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import slaq
+from slaq.enforce.pools import Iteration, check_job_name, format_allocation, parse_drain
+from slaq.live.config import ConfigError, SlaqConfig
+from slaq.live.loop import EpochLoop, LiveJob, ingest
+
+
+def conf(**kv):
+    return lambda key: kv.get(key.replace("spark.slaq.", ""))
+
+
+def test_config_defaults_and_values():
+    assert SlaqConfig.from_conf(conf()) == SlaqConfig()
+    c = SlaqConfig.from_conf(conf(enabled="true", policy="fair", epoch="500ms", workConserving="false", failOpenEpochs="4", reserveCores="2"))
+    assert (c.enabled, c.policy, c.epoch, c.work_conserving, c.fail_open_epochs, c.reserve_cores) == (True, "fair", 0.5, False, 4.0, 2.0)
+    assert SlaqConfig.from_conf(conf(epoch="3")).epoch == 3.0
+
+
+@pytest.mark.parametrize("key,value,needle", [
+    ("enabled", "maybe", "spark.slaq.enabled"), ("policy", "lottery", "expected one of"), ("epoch", "-1s", "spark.slaq.epoch"),
+    ("epoch", "soon", "duration"), ("failOpenEpochs", "0.5", ">= 1"), ("reserveCores", "x", "number"),
+])
+def test_config_errors_name_the_key(key, value, needle):
+    with pytest.raises(ConfigError, match=needle):
+        SlaqConfig.from_conf(conf(**{key: value}))
+
+
+def test_parse_drain_and_allocation_format():
+    text = "R\tjob-a\t0.5\t1.25\t3.5\tpython\nR\tjob-a\tNaN\t1.3\t3.6\tmllib\nP\tjob-a\t3.6\t-0.2\t2\tfalse\nP\tb\t0.0\t1.0\t0\ttrue\nbogus\n"
+    its, pools = parse_drain(text)
+    assert its == [Iteration("job-a", 0.5, 1.25, 3.5, "python")]
+    assert pools["job-a"].tokens == -0.2 and pools["job-a"].running == 2 and pools["b"].closed
+    assert format_allocation({"a": 1.5, "b": -1.0}) == "a=1.5;b=0.0"
+
+
+@pytest.mark.parametrize("bad", ["", "  ", "a;b", "a=b", "tab\there", 3, None])
+def test_job_names_that_would_break_the_protocol_are_rejected(bad):
+    with pytest.raises(ValueError):
+        check_job_name(bad)
+
+
+def test_ingest_costs_come_from_pool_consumption_between_reports():
+    jobs = {"a": LiveJob("a", 1.0, 1.0)}
+    n = ingest(jobs, [Iteration("a", 1.0, 10.0, 5.0, "python"), Iteration("a", 0.5, 12.0, 9.0, "python"),
+                      Iteration("ghost", 0.1, 12.0, 1.0, "python")])
+    h = jobs["a"].history
+    assert n == 2 and h.losses == [1.0, 0.5]
+    assert h.core_seconds == [4.0] and h.wall_seconds == [2.0] and h.cores == [2.0]
+
+
+class FakePools:
+    """Stands in for the JVM only in these unit tests; the live tests use the real shim."""
+
+    def __init__(self):
+        self.deposits = []
+
+    def drain(self):
+        return [], {}
+
+    def deposit(self, alloc, epoch):
+        self.deposits.append(dict(alloc))
+
+    def open_all(self, reason):
+        pass
+
+    def resume(self):
+        pass
+
+    def capacity(self):
+        return 4.0
+
+
+def test_allocation_uses_the_simulators_policies_and_respects_reserve():
+    loop = EpochLoop(FakePools(), "fair", 1.0, reserve=2.0)
+    loop.add("a", 1.0)
+    loop.add("b", 3.0)
+    alloc = loop.step()
+    assert alloc == pytest.approx({"a": 0.5, "b": 1.5})
+
+
+def test_job_api_without_spark_validates_and_tracks_targets():
+    with slaq.job("offline", target_loss=0.2) as job:
+        for bad in (float("nan"), math.inf, "1.0", None, True):
+            with pytest.raises(slaq.InvalidReport):
+                slaq.report_loss(bad)
+        for v in (1.0, 0.5, 0.3):
+            slaq.report_loss(v)
+            assert not job.should_stop()
+        job.report(0.19)
+        assert job.should_stop() and job.done
+    assert job.losses == [1.0, 0.5, 0.3, 0.19]
+    with pytest.raises(slaq.NoActiveJob):
+        slaq.report_loss(0.1)
+    with pytest.raises(slaq.JobClosed):
+        job.report(0.1)
+
+
+def test_target_reduction_uses_the_fitted_floor():
+    with slaq.job("reduction", target_reduction=0.95) as job:
+        losses = [1.0 / (1 + k) + 0.1 for k in range(6)] + [0.1 + 0.5 ** k for k in range(6, 30)]
+        stopped_at = None
+        for k, v in enumerate(losses):
+            job.report(v)
+            if job.should_stop():
+                stopped_at = k
+                break
+    assert stopped_at is not None and stopped_at < len(losses) - 1
+
+
+@pytest.mark.parametrize("kwargs", [{"weight": 0}, {"weight": "2"}, {"target_reduction": 1.5}, {"target_loss": math.nan}])
+def test_bad_job_arguments(kwargs):
+    with pytest.raises(ValueError):
+        slaq.job("x", **kwargs)
