@@ -11,6 +11,7 @@ public final class Shim {
   private static final String KEY = "io.slaqriffle.shim.instance";
   private final SparkContext sc;
   private SlaqScheduler slaq;
+  private RiffleTracker riffle;
 
   private Shim(SparkContext sc) {
     this.sc = sc;
@@ -46,6 +47,13 @@ public final class Shim {
       LossAppender.install(slaq, SparkContext.class.getClassLoader());
     }
     return slaq;
+  }
+
+  public synchronized RiffleTracker riffle() throws ReflectiveOperationException {
+    if (riffle == null) {
+      riffle = new RiffleTracker(sc);
+    }
+    return riffle;
   }
 
   public String version() {

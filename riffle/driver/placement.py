@@ -1,0 +1,53 @@
+"""Which merger gets a merge: one that can reach the executor's files (same host), chosen by the
+power of two choices on reported load (thesis §4.3.4). Pure apart from the host-name lookup."""
+
+from __future__ import annotations
+
+import functools
+import random
+import socket
+from collections.abc import Callable, Sequence
+
+
+@functools.lru_cache(maxsize=1)
+def local_names() -> frozenset[str]:
+    names = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
+    try:
+        names.update(socket.gethostbyname_ex(socket.gethostname())[2])
+        names.update(str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), None))
+    except OSError:
+        pass
+    try:  # the address Spark picks for a machine whose hostname resolves to loopback (no packet is sent)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))
+            names.add(probe.getsockname()[0])
+    except OSError:
+        pass
+    return frozenset(n.lower() for n in names)
+
+
+def same_host(a: str, b: str) -> bool:
+    a, b = a.lower(), b.lower()
+    if a == b:
+        return True
+    local = local_names()
+    return a in local and b in local
+
+
+def host_of(address: str) -> str:
+    return address.rpartition(":")[0].strip("[]")
+
+
+def candidates(mergers: Sequence[str], executor_host: str) -> list[str]:
+    """Mergers on the executor's host (only they can read its local dirs)."""
+    return [m for m in mergers if same_host(host_of(m), executor_host)]
+
+
+def two_choices(options: Sequence[str], load: Callable[[str], float], rng: random.Random) -> str:
+    """The less loaded of two mergers picked at random (the only one if there is one)."""
+    if not options:
+        raise ValueError("no merger can reach these map outputs")
+    if len(options) == 1:
+        return options[0]
+    a, b = rng.sample(list(options), 2)
+    return a if load(a) <= load(b) else b

@@ -1,0 +1,74 @@
+"""Merge policies (thesis §4.3.1): which finished map outputs to merge together. Pure.
+
+Every group holds outputs of one executor only: a merged file lives in that executor's dirs, and
+all statuses of a group must carry its BlockManagerId so a lost merged file unregisters them all.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MapOutput:
+    shuffle_id: int
+    map_index: int
+    map_id: int
+    executor: str
+    host: str
+    bytes: int
+
+
+class NWayPolicy:
+    """Merge every ``n`` outputs of the same executor as soon as the ``n``-th finishes."""
+
+    def __init__(self, n: int):
+        if n < 2:
+            raise ValueError(f"N-way merge needs n >= 2, got {n}")
+        self.n = n
+        self._pending: dict[str, list[MapOutput]] = defaultdict(list)
+
+    def add(self, output: MapOutput) -> list[list[MapOutput]]:
+        pending = self._pending[output.executor]
+        pending.append(output)
+        if len(pending) >= self.n:
+            self._pending[output.executor] = []
+            return [pending]
+        return []
+
+    def leftover(self) -> list[MapOutput]:
+        return [o for p in self._pending.values() for o in p]
+
+
+class BlockSizePolicy:
+    """Merge an executor's outputs once their average block (bytes / partitions) reaches the target;
+    outputs whose blocks are already that large are left alone."""
+
+    def __init__(self, target_block_bytes: int, num_partitions: int):
+        self.target = max(int(target_block_bytes), 1)
+        self.partitions = max(int(num_partitions), 1)
+        self._pending: dict[str, list[MapOutput]] = defaultdict(list)
+        self.skipped: list[MapOutput] = []
+
+    def add(self, output: MapOutput) -> list[list[MapOutput]]:
+        if output.bytes < 0 or output.bytes / self.partitions >= self.target:
+            self.skipped.append(output)
+            return []
+        pending = self._pending[output.executor]
+        pending.append(output)
+        if len(pending) >= 2 and sum(o.bytes for o in pending) / self.partitions >= self.target:
+            self._pending[output.executor] = []
+            return [pending]
+        return []
+
+    def leftover(self) -> list[MapOutput]:
+        return [o for p in self._pending.values() for o in p] + self.skipped
+
+
+def make_policy(name: str, nway: int, target_block_bytes: int, num_partitions: int) -> NWayPolicy | BlockSizePolicy:
+    if name == "nway":
+        return NWayPolicy(nway)
+    if name == "blocksize":
+        return BlockSizePolicy(target_block_bytes, num_partitions)
+    raise ValueError(f"unknown merge policy {name!r}; expected nway or blocksize")
