@@ -4,6 +4,6 @@
 starts the driver-side merge scheduler; ``riffle-merger serve`` runs the daemon on every node.
 """
 
-from riffle.attach import attach, detach
+from riffle.activate import attach, detach
 
 __all__ = ["attach", "detach"]

@@ -1,4 +1,4 @@
-"""The ``riffle`` command: benchmarks of the merge service (JSON output)."""
+"""The ``riffle`` command: benchmarks of the merge service and of merged shuffles on Spark (JSON output)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,18 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--partitions", type=_positive_int, default=200)
     load.add_argument("--block-kb", type=float, default=32)
     load.add_argument("--dir", help="where to put the generated files (default: system temp dir)")
+    spark = bench.add_parser("spark", help="vanilla vs N-way merged shuffle on local-cluster Spark",
+                             description="One maps x reducers DataFrame shuffle per configuration, vanilla and each N-way policy, "
+                                         "with real loopback mergers; blocks fetched from Spark's read metrics.")
+    spark.add_argument("--maps", type=_positive_int, default=400)
+    spark.add_argument("--reducers", type=_positive_int, default=400)
+    spark.add_argument("--nway", default="5,10,20", help="comma-separated N for N-way merge (default 5,10,20)")
+    spark.add_argument("--best-effort", default="0.95", help="also run the largest N with these best-effort fractions (default 0.95)")
+    spark.add_argument("--repeat", type=_positive_int, default=3)
+    spark.add_argument("--rows-per-map", type=_positive_int, default=2000)
+    spark.add_argument("--payload", type=_positive_int, default=20, help="bytes per row's string column")
+    spark.add_argument("--master", default="local-cluster[2,1,1024]")
+    spark.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
     return parser
 
 
@@ -47,6 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         out = bench_merge(args.inputs, args.partitions, args.block_kb, args.memory, args.read_buffer, args.write_buffer,
                           args.repeat, args.dir)
+    elif args.bench == "spark":
+        from riffle.bench.spark_shuffle import bench_spark
+
+        nways = [int(x) for x in args.nway.split(",") if x.strip()]
+        if not nways or min(nways) < 2:
+            print("riffle: error: --nway needs values >= 2", file=sys.stderr)
+            return 2
+        fracs = [float(x) for x in args.best_effort.split(",") if x.strip()]
+        out = bench_spark(args.maps, args.reducers, nways, args.repeat, args.rows_per_map, args.payload, args.master, fracs)
     else:
         from riffle.bench.load import bench_load
 

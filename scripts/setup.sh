@@ -31,4 +31,8 @@ fi
 if [ -d proto ] && ls proto/*/*/*.proto >/dev/null 2>&1; then
   .venv/bin/python -m riffle.proto_build
 fi
+# The Java shim (SLAQ pools, Riffle tracker), compiled against this pyspark, and the start-up hook
+# that attaches SLAQ/Riffle when spark.slaq.enabled / spark.riffle.enabled is set.
+.venv/bin/python -m sparkshim.build
+.venv/bin/python -m sparkshim.autoload install >/dev/null
 echo "setup: ready (.venv/bin/slaq, .venv/bin/riffle, .venv/bin/riffle-merger)"

@@ -43,8 +43,8 @@ class RiffleConfig:
             raise ConfigError(f"{key('policy')}={policy!r}: expected one of {', '.join(POLICIES)}")
         mergers = tuple(m.strip() for m in (value("mergers") or "").split(",") if m.strip())
         for m in mergers:
-            host, _, port = m.rpartition(":")
-            if not host or not port.isdigit():
+            host, _, port_text = m.rpartition(":")
+            if not host or not port_text.isdigit():
                 raise ConfigError(f"{key('mergers')}: {m!r} is not host:port")
         nway = int(parse_float(key("nway"), value("nway") or str(d.nway), 2))
         port = int(parse_float(key("mergerPort"), value("mergerPort") or str(d.merger_port), 1))

@@ -40,6 +40,12 @@ class NWayPolicy:
     def leftover(self) -> list[MapOutput]:
         return [o for p in self._pending.values() for o in p]
 
+    def flush(self) -> list[list[MapOutput]]:
+        """At the end of the map stage: each executor's remaining outputs (two or more) as one last group."""
+        groups = [p for p in self._pending.values() if len(p) >= 2]
+        self._pending.clear()
+        return groups
+
 
 class BlockSizePolicy:
     """Merge an executor's outputs once their average block (bytes / partitions) reaches the target;
@@ -64,6 +70,11 @@ class BlockSizePolicy:
 
     def leftover(self) -> list[MapOutput]:
         return [o for p in self._pending.values() for o in p] + self.skipped
+
+    def flush(self) -> list[list[MapOutput]]:
+        groups = [p for p in self._pending.values() if len(p) >= 2]
+        self._pending.clear()
+        return groups
 
 
 def make_policy(name: str, nway: int, target_block_bytes: int, num_partitions: int) -> NWayPolicy | BlockSizePolicy:

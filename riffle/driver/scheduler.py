@@ -72,6 +72,7 @@ class MergeScheduler:
         self.shuffles: dict[int, ShuffleState] = {}
         self.merged_where: dict[int, set[tuple[str, tuple[str, ...]]]] = {}  # shuffle -> {(merger, dirs)}
         self.stats: dict[int, dict] = {}
+        self.unsafe: dict[int, str] = {}  # shuffles never merged, and why
         self._clients: dict[str, MergerClient] = {}
         self._down: dict[str, float] = {}
         self._loads: dict[str, tuple[float, float]] = {}
@@ -141,8 +142,8 @@ class MergeScheduler:
         kind = f[0]
         if kind == "B":  # map stage submitted: shuffle, stage, attempt, tasks, partitions, held, unsafe reason
             sid, stage, attempt, tasks, parts, held, unsafe = int(f[1]), int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6] == "true", f[7]
-            if unsafe and f"unsafe-{sid}" not in self._warned:
-                self._warned.add(f"unsafe-{sid}")
+            if unsafe and sid not in self.unsafe:
+                self.unsafe[sid] = unsafe
                 log.info("Riffle: shuffle %d is left unmerged: %s", sid, unsafe)
             if attempt > 0 or sid in self.shuffles:
                 old = self.shuffles.get(sid)
@@ -168,6 +169,9 @@ class MergeScheduler:
             if s is not None and not s.finalized and int(f[2]) == s.stage_id:
                 if f[3] == "true":
                     s.map_done_at = time.monotonic()
+                    if s.policy is not None:
+                        for group in s.policy.flush():
+                            self._submit(s, group)
                 else:
                     self._abandon(s, "map stage failed")
         elif kind == "T":
@@ -319,7 +323,7 @@ class MergeScheduler:
         merged_outputs = round(s.committed * (sum(members) / len(members))) if members else 0
         files_after = len(s.outputs) - merged_outputs + s.committed
         stats = {
-            "shuffle_id": s.shuffle_id, "map_outputs": len(s.outputs), "partitions": s.num_partitions,
+            "shuffle_id": s.shuffle_id, "stage_id": s.stage_id, "map_outputs": len(s.outputs), "partitions": s.num_partitions,
             "merges_requested": len(s.merges), "merges_committed": s.committed, "merges_cancelled": states["cancelled"],
             "merges_failed": states["failed"], "blocks_before": len(s.outputs) * s.num_partitions,
             "blocks_after": files_after * s.num_partitions, "bytes": s.map_bytes,

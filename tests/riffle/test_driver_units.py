@@ -1,0 +1,71 @@
+"""Pure pieces of Riffle's driver side: merge policies, merger placement, configuration."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from riffle.driver.config import RiffleConfig
+from riffle.driver.placement import candidates, same_host, two_choices
+from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_policy
+from riffle.driver.scheduler import Merge, _group_line
+from sparkshim.conf import ConfigError
+
+
+def out(i, executor="1", nbytes=100):
+    return MapOutput(0, i, 1000 + i, executor, "h", nbytes)
+
+
+def test_nway_groups_per_executor_and_flushes_the_rest():
+    p = NWayPolicy(3)
+    groups = [g for i in range(8) for g in p.add(out(i, executor=str(i % 2)))]
+    assert [[o.map_index for o in g] for g in groups] == [[0, 2, 4], [1, 3, 5]]
+    assert sorted(o.map_index for o in p.leftover()) == [6, 7]
+    p.add(out(8, executor="0"))
+    assert [[o.map_index for o in g] for g in p.flush()] == [[6, 8]]  # executor 1's lone output stays unmerged
+    with pytest.raises(ValueError):
+        NWayPolicy(1)
+
+
+def test_block_size_merges_at_the_target_average_and_skips_large_outputs():
+    p = BlockSizePolicy(target_block_bytes=100, num_partitions=10)  # a group closes at 1000 bytes
+    assert p.add(out(0, nbytes=5000)) == []  # already 500 bytes per block: left alone
+    assert p.add(out(1, nbytes=400)) == [] and p.add(out(2, nbytes=400)) == []
+    (group,) = p.add(out(3, nbytes=400))
+    assert [o.map_index for o in group] == [1, 2, 3]
+    assert [o.map_index for o in p.leftover()] == [0]
+    assert isinstance(make_policy("blocksize", 2, 1, 1), BlockSizePolicy)
+    with pytest.raises(ValueError):
+        make_policy("random", 2, 1, 1)
+
+
+def test_placement_prefers_the_less_loaded_of_two_and_needs_the_same_host():
+    loads = {"a:1": 5.0, "b:1": 1.0, "c:1": 3.0}
+    picks = {two_choices(list(loads), loads.__getitem__, random.Random(s)) for s in range(50)}
+    assert "a:1" not in picks  # the most loaded one never wins a pair
+    assert candidates(["127.0.0.1:7000", "10.9.9.9:7000"], "localhost") == ["127.0.0.1:7000"]
+    assert same_host("10.0.0.5", "10.0.0.5") and not same_host("10.0.0.5", "10.0.0.6")
+    with pytest.raises(ValueError):
+        two_choices([], lambda m: 0.0, random.Random(0))
+
+
+def test_commit_line_names_owner_members_and_lengths():
+    m = Merge("r", 3, [out(4), out(2), out(9)], 1 << 62, "m:1", ["/d"], lengths=[5, 0, 7])
+    assert _group_line(m) == f"2\t{1 << 62}\t1\t4:1004,2:1002,9:1009\t5,0,7"
+
+
+def test_config_parsing_and_errors(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    conf = {"spark.riffle.enabled": "true", "spark.riffle.mergers": "h1:7000, h2:7001", "spark.riffle.nway": "10",
+            "spark.riffle.bestEffort": "0.9", "spark.riffle.holdTimeout": "500ms", "spark.riffle.targetBlockSize": "1m",
+            "spark.riffle.authTokenFile": str(token)}
+    c = RiffleConfig.from_conf(conf.get)
+    assert (c.enabled, c.mergers, c.nway, c.best_effort, c.hold_timeout, c.target_block_bytes, c.token) == (
+        True, ("h1:7000", "h2:7001"), 10, 0.9, 0.5, 1 << 20, "s3cret")
+    assert "s3cret" not in repr(c)
+    for key, value in [("mergers", "nohostport"), ("policy", "greedy"), ("nway", "1"), ("bestEffort", "1.5"),
+                       ("targetBlockSize", "huge"), ("authTokenFile", str(tmp_path / "missing"))]:
+        with pytest.raises(ConfigError, match=f"spark.riffle.{key}"):
+            RiffleConfig.from_conf({f"spark.riffle.{key}": value}.get)
