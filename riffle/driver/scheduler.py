@@ -22,6 +22,7 @@ from typing import Any
 
 import grpc
 
+from riffle.api import pb
 from riffle.driver.config import RiffleConfig
 from riffle.driver.placement import candidates, host_of, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_policy
@@ -58,7 +59,8 @@ class ShuffleState:
     outputs: dict[int, MapOutput] = field(default_factory=dict)
     merges: list[Merge] = field(default_factory=list)
     map_done_at: float | None = None
-    finalized: bool = False
+    finalized: bool = False  # no more merges or commits for this shuffle
+    settled: bool = False  # finalized, reducers released and stats recorded
     committed: int = 0
     map_bytes: int = 0
 
@@ -299,10 +301,11 @@ class MergeScheduler:
                 m.state = "cancelled"
                 if m.future is not None:
                     m.future.cancel()
-                try:
-                    self._client(m.merger).cancel(m.request_id)
-                except grpc.RpcError:
-                    pass
+                try:  # fire and forget: a hung merger must not stall the scheduler
+                    client = self._client(m.merger)
+                    client.stub.Cancel.future(pb.CancelRequest(request_id=m.request_id), timeout=5, metadata=client.metadata)
+                except Exception:
+                    log.debug("riffle: cancel of %s not sent", m.request_id, exc_info=True)
         done = [m for m in s.merges if m.state == "done"]
         committed = 0
         if commit and done:
@@ -315,6 +318,7 @@ class MergeScheduler:
             self.tracker.release(s.shuffle_id)
         s.committed = committed
         self._record(s, reason, len(done))
+        s.settled = True
 
     def _record(self, s: ShuffleState, reason: str, done: int) -> None:
         states = Counter(m.state for m in s.merges)
@@ -348,15 +352,13 @@ class MergeScheduler:
         """True once every tracked shuffle is finalized (benchmarks and tests)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(s.finalized or not s.held for s in list(self.shuffles.values())):
+            if all(s.settled or not s.held for s in list(self.shuffles.values())):
                 return True
             time.sleep(0.02)
         return False
 
 
 def _request(m: Merge, app_id: str, partitions: int) -> Any:
-    from riffle.api import pb
-
     return pb.MergeRequest(request_id=m.request_id, app_id=app_id, executor_id=m.members[0].executor, shuffle_id=m.shuffle_id,
                            map_ids=[o.map_id for o in m.members], local_dirs=m.local_dirs, num_partitions=partitions,
                            merged_map_id=m.merged_map_id)

@@ -134,11 +134,15 @@ def test_sql_skew_join_splitting(spark, scheduler):
     try:
         skewed = spark.range(0, 30000, 1, 12).selectExpr("case when id % 10 < 8 then 0 else id % 40 end as k", "id as v")
         small = spark.range(0, 40, 1, 12).selectExpr("id as k", "id * 3 as w")
-        joined = skewed.join(small, "k")
-        fn = lambda: sorted(joined.groupBy("k").agg({"v": "sum", "w": "sum", "*": "count"}).collect())
+        last: list = []
+
+        def fn():  # a new DataFrame per run: a reused one would reuse its shuffle files
+            last[:] = [skewed.join(small, "k")]  # no aggregate on top: its distribution would veto the split
+            return sorted(last[0].collect())
+
         compare(scheduler, fn)
-        plan = joined._jdf.queryExecution().executedPlan().toString()
-        assert "isSkewJoin=true" in plan or "skew" in plan.lower(), plan
+        plan = last[0]._jdf.queryExecution().executedPlan().toString()
+        assert "SortMergeJoin(skew=true)" in plan and "AQEShuffleRead skewed" in plan, plan
     finally:
         for k in settings:
             spark.conf.unset(k)
@@ -150,10 +154,15 @@ def sc_rdd_data(spark):
 
 
 def test_unsafe_shuffle_is_left_unmerged(spark, scheduler):
-    """PySpark's RDD.repartition shuffles Java-serialized bytes: concatenation is not safe."""
+    """A shuffle of JVM objects under Spark's default JavaSerializer cannot be concatenated safely."""
+    sc = spark.sparkContext
     before = set(scheduler.unsafe)
-    data = spark.sparkContext.parallelize(range(1000), 12)
-    assert sorted(data.repartition(4).collect()) == list(range(1000))
+    items = sc._jvm.java.util.ArrayList()
+    for i in range(300):
+        items.add(f"s{i}")
+    assert sc._jsc.parallelize(items, 12).repartition(4).count() == 300
+    assert scheduler.wait_idle(30)
+    time.sleep(0.5)  # the listener's events reach the scheduler asynchronously
     new = {k: v for k, v in scheduler.unsafe.items() if k not in before}
     assert new and all("serializer" in why for why in new.values()), scheduler.unsafe
     assert all(merged_files_for(spark, scheduler, sid) == [] for sid in new)
@@ -247,6 +256,6 @@ def test_executor_killed_after_commit(spark, scheduler):
         os.kill(pid, signal.SIGKILL)
     assert sorted(rdd.collect()) == first
     deadline = time.monotonic() + 60  # the standalone master replaces the executor; later tests need two
-    while time.monotonic() < deadline and len(sc._jsc.sc().getExecutorMemoryStatus()) < 3:
+    while time.monotonic() < deadline and sc._jsc.sc().getExecutorMemoryStatus().size() < 3:
         time.sleep(0.5)
-    assert len(sc._jsc.sc().getExecutorMemoryStatus()) >= 3
+    assert sc._jsc.sc().getExecutorMemoryStatus().size() >= 3
