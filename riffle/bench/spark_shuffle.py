@@ -40,12 +40,13 @@ def _metrics(tracker: Any, stage: int) -> dict:
 
 
 def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, rows_per_map: int = 2000, payload: int = 20,
-                master: str = "local-cluster[2,1,1024]", best_effort: list[float] | None = None) -> dict:
+                master: str = "local-cluster[2,1,1024]", best_effort: list[float] | None = None, fsync: bool = False) -> dict:
     import riffle
     from slaq.bench.session import spark_session
 
     root = Path(tempfile.mkdtemp(prefix="riffle-bench-"))
-    daemon = DaemonProcess([root])
+    # vanilla Spark never fsyncs its shuffle files; by default the mergers do not either, like for like
+    daemon = DaemonProcess([root], "--fsync" if fsync else "--no-fsync")
     conf = {"spark.local.dir": str(root), "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(reducers),
             "spark.driver.memory": "1g", "spark.shuffle.sort.bypassMergeThreshold": "1",
             # one host emulates a cluster: blocks of the other executor travel over the network as on separate nodes
@@ -81,6 +82,7 @@ def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, ro
     finally:
         daemon.stop()
     out: dict = {"maps": maps, "reducers": reducers, "rows_per_map": rows_per_map, "payload_bytes": payload, "master": master,
+                 "merger_fsync": fsync, "host_local_disk_reads": False,
                  "repeats": repeats, "configs": {}}
     for name, rs in runs.items():
         out["configs"][name] = {

@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-cert", help="PEM certificate chain; enables TLS")
     serve.add_argument("--tls-key", help="PEM private key for --tls-cert")
     serve.add_argument("--workers", type=int, default=32, help="gRPC worker threads (default 32)")
+    serve.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
+                       help="fsync merged files before they are reported (default on; --no-fsync matches Spark, which never "
+                            "fsyncs shuffle files: a merged file lost in a crash is recomputed like any lost map output)")
     serve.add_argument("--grace", type=float, default=10.0, help="seconds running merges get to finish on shutdown")
     serve.add_argument("--log-format", choices=["json", "text"], default="json")
     serve.add_argument("--log-level", default="INFO")
@@ -78,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         daemon = MergerDaemon(ServerOptions(
             listen=args.listen, local_dirs=tuple(args.local_dir),
-            config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue),
+            config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue, fsync=args.fsync),
             token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, workers=args.workers, grace_seconds=args.grace))
     except (ValueError, OSError) as exc:
         print(f"riffle-merger: error: {exc}", file=sys.stderr)

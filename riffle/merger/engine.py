@@ -129,13 +129,14 @@ def _open_inputs(guard: PathGuard, inputs: list[tuple[Path, Path]], num_partitio
     return fds, offsets
 
 
-def _durable_write(path: Path, payload: bytes) -> None:
+def _durable_write(path: Path, payload: bytes, durable: bool = True) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         view = memoryview(payload)
         while len(view):
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except OSError as exc:
         raise _as_disk_full(exc, "writing", path) from exc
     finally:
@@ -152,8 +153,13 @@ def merge_map_outputs(
     write_buffer: int,
     cancel: threading.Event | None = None,
     progress: Callable[[int], None] | None = None,
+    durable: bool = True,
 ) -> MergeResult:
-    """Merge ``inputs`` (data, index) into ``out_data``/``out_index``; all or nothing."""
+    """Merge ``inputs`` (data, index) into ``out_data``/``out_index``; all or nothing.
+
+    ``durable=False`` skips the fsyncs (the temp-then-rename still makes the result all or nothing):
+    Spark itself never fsyncs shuffle files, and a merged file lost in a crash is recomputed.
+    """
     if num_partitions <= 0:
         raise ValueError("num_partitions must be positive")
     if not inputs:
@@ -190,17 +196,19 @@ def merge_map_outputs(
                 progress(total)
         writer.flush()
         try:
-            os.fsync(out_fd)
+            if durable:
+                os.fsync(out_fd)
         except OSError as exc:
             raise _as_disk_full(exc, "syncing", out_data) from exc
         os.close(out_fd)
         out_fd = -1
-        _durable_write(tmp_index, encode_index(lengths))
+        _durable_write(tmp_index, encode_index(lengths), durable)
         os.rename(tmp_data, out_data)
         os.rename(tmp_index, out_index)
-        _fsync_dir(out_data.parent)
-        if out_index.parent != out_data.parent:
-            _fsync_dir(out_index.parent)
+        if durable:
+            _fsync_dir(out_data.parent)
+            if out_index.parent != out_data.parent:
+                _fsync_dir(out_index.parent)
         return MergeResult(lengths, sum(lengths), out_data, out_index)
     except BaseException:
         if out_fd >= 0:

@@ -38,6 +38,7 @@ class Config:
     write_buffer: int = 16 << 20
     memory: int = 2 << 30
     max_queue: int = 1024
+    fsync: bool = True  # False matches Spark, which never fsyncs its own shuffle files
 
 
 @dataclass
@@ -143,7 +144,7 @@ class MergerService(pb_grpc.MergerServicer):
 
         try:
             result = merge_map_outputs(self.guard, inputs, request.num_partitions, out_data, out_index,
-                                       read_buf, write_buf, entry.cancel, progress)
+                                       read_buf, write_buf, entry.cancel, progress, durable=c.fsync)
         except BaseException as exc:
             code, message = _status_for(exc)
             with self._lock:
