@@ -1,90 +1,16 @@
-"""Attach SLAQ and Riffle when a SparkContext starts, so ``spark-submit --conf spark.riffle.enabled=true
-app.py`` (or ``spark.slaq.enabled``) works with no change to the application.
+"""Install, remove or inspect the start-up hook (:mod:`sparkshim.starthook`) in this environment.
 
-``scripts/setup.sh`` (or ``python -m sparkshim.autoload install``) puts a one-line ``.pth`` file in
-the environment's site-packages; at interpreter start it only registers an import hook, which
-wraps ``SparkContext.__init__`` the first time pyspark's context module is imported. Nothing else
-is imported until an application actually creates a SparkContext with one of the flags on.
+    python -m sparkshim.autoload install|uninstall|status
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.abc
-import importlib.machinery
-import logging
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Any
 
-log = logging.getLogger("sparkshim.autoload")
-TARGET = "pyspark.core.context"
-PTH_NAME = "slaq_riffle_autoload.pth"
-PTH_LINE = "import sparkshim.autoload as _a; _a.register()\n"
-
-
-def attach_enabled(sc: Any) -> None:
-    """Attach whatever ``sc``'s conf switches on; a failure is logged and the app runs as plain Spark."""
-    conf = sc.getConf()
-    if (conf.get("spark.riffle.enabled") or "").strip().lower() == "true":
-        try:
-            import riffle
-
-            riffle.attach(sc)
-        except Exception:
-            log.exception("Riffle could not attach; the application runs without shuffle merging")
-    if (conf.get("spark.slaq.enabled") or "").strip().lower() == "true":
-        try:
-            import slaq
-
-            slaq.attach(sc)
-        except Exception:
-            log.exception("SLAQ could not attach; the application runs with Spark's own scheduling")
-
-
-def patch(module: Any) -> None:
-    cls = module.SparkContext
-    if getattr(cls, "_slaq_riffle_patched", False):
-        return
-    original = cls.__init__
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        attach_enabled(self)
-
-    cls.__init__ = __init__
-    cls._slaq_riffle_patched = True
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != TARGET:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return None
-        loader = spec.loader
-        exec_module = loader.exec_module  # type: ignore[union-attr]
-
-        def exec_and_patch(module: Any) -> None:
-            exec_module(module)
-            patch(module)
-
-        loader.exec_module = exec_and_patch  # type: ignore[union-attr, method-assign]
-        return spec
-
-
-def register() -> None:
-    """Called from the .pth file at interpreter start: cheap, imports nothing heavy."""
-    if TARGET in sys.modules:
-        patch(sys.modules[TARGET])
-    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+from sparkshim.starthook import PTH_LINE, PTH_NAME
 
 
 def pth_path() -> Path:
