@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|min)?\s*$")
 
@@ -38,4 +39,14 @@ def parse_float(key: str, text: str, minimum: float = 0.0) -> float:
         raise ConfigError(f"{key}={text!r}: expected a number") from None
     if not value >= minimum:
         raise ConfigError(f"{key}={text!r}: must be >= {minimum}")
+    return value
+
+
+def conf_reader(get: Callable[[str], object], prefix: str) -> Callable[[str], str | None]:
+    """``name -> str(get(prefix + name))`` or None when unset, for ``SparkConf.get`` or a dict's ``get``."""
+
+    def value(name: str) -> str | None:
+        text = get(prefix + name)
+        return None if text is None else str(text)
+
     return value

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from riffle.merger.cli import parse_size
-from sparkshim.conf import ConfigError, parse_bool, parse_float, parse_seconds
+from sparkshim.conf import ConfigError, conf_reader, parse_bool, parse_float, parse_seconds
 
 PREFIX = "spark.riffle."
 POLICIES = ("nway", "blocksize")
@@ -30,10 +30,7 @@ class RiffleConfig:
     @classmethod
     def from_conf(cls, get: Callable[[str], str | None]) -> RiffleConfig:
         d = cls()
-
-        def value(name: str) -> str | None:
-            text = get(PREFIX + name)
-            return None if text is None else str(text)
+        value = conf_reader(get, PREFIX)
 
         def key(name: str) -> str:
             return PREFIX + name

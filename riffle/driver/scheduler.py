@@ -233,19 +233,20 @@ class MergeScheduler:
                 self._dirs[executor] = dirs
         return dirs or []
 
+    def _warn_once(self, key: str, message: str, *args: object) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message, *args)
+
     def _submit(self, s: ShuffleState, group: list[MapOutput]) -> None:
         executor, host = group[0].executor, group[0].host
         dirs = self._local_dirs(executor)
         if not dirs:
-            if f"dirs-{executor}" not in self._warned:
-                self._warned.add(f"dirs-{executor}")
-                log.warning("Riffle: local dirs of executor %s unknown; its outputs stay unmerged", executor)
+            self._warn_once(f"dirs-{executor}", "Riffle: local dirs of executor %s unknown; its outputs stay unmerged", executor)
             return
         options = self._mergers_for(host)
         if not options:
-            if f"host-{host}" not in self._warned:
-                self._warned.add(f"host-{host}")
-                log.warning("Riffle: no reachable merger on host %s; its outputs stay unmerged", host)
+            self._warn_once(f"host-{host}", "Riffle: no reachable merger on host %s; its outputs stay unmerged", host)
             return
         address = two_choices(options, self._load, self._rng)
         merged_id = SYNTHETIC_MAP_ID_BASE + next(self._ids)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from slaq.policy import POLICIES
-from sparkshim.conf import ConfigError, parse_bool, parse_float, parse_seconds
+from sparkshim.conf import ConfigError, conf_reader, parse_bool, parse_float, parse_seconds
 
 PREFIX = "spark.slaq."
 
@@ -24,10 +24,7 @@ class SlaqConfig:
     def from_conf(cls, get: Callable[[str], str | None]) -> SlaqConfig:
         """Read every ``spark.slaq.*`` key through ``get`` (e.g. ``SparkConf.get``); missing keys take defaults."""
         d = cls()
-
-        def value(name: str) -> str | None:
-            text = get(PREFIX + name)
-            return None if text is None else str(text)
+        value = conf_reader(get, PREFIX)
 
         enabled = value("enabled")
         policy = value("policy")
