@@ -24,7 +24,7 @@ import grpc
 
 from riffle.api import pb
 from riffle.driver.config import RiffleConfig
-from riffle.driver.placement import candidates, host_of, two_choices
+from riffle.driver.placement import candidates, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_policy
 from riffle.merger.client import MergerClient
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
@@ -251,9 +251,10 @@ class MergeScheduler:
         address = two_choices(options, self._load, self._rng)
         merged_id = SYNTHETIC_MAP_ID_BASE + next(self._ids)
         m = Merge(f"{self.app_id}-{s.shuffle_id}-{uuid.uuid4().hex[:12]}", s.shuffle_id, list(group), merged_id, address, dirs)
+        client = self._client(address)
         try:
-            req_future = self._client(address).stub.Merge.future(
-                _request(m, self.app_id, s.num_partitions), timeout=self.config.rpc_timeout, metadata=self._client(address).metadata)
+            req_future = client.stub.Merge.future(_request(m, self.app_id, s.num_partitions), timeout=self.config.rpc_timeout,
+                                                  metadata=client.metadata)
         except Exception as exc:
             m.state, m.error = "failed", str(exc)
             s.merges.append(m)
@@ -372,4 +373,4 @@ def _group_line(m: Merge) -> str:
     return f"{owner}\t{m.merged_map_id}\t{m.members[0].executor}\t{members}\t{','.join(str(x) for x in m.lengths)}"
 
 
-__all__ = ["MergeScheduler", "host_of"]
+__all__ = ["MergeScheduler"]

@@ -97,9 +97,6 @@ class PoolBridge:
     def capacity(self) -> float:
         return float(self._j.capacity())
 
-    def now(self) -> float:
-        return float(self._j.now())
-
     def enter(self, job: str) -> tuple[str | None, str | None]:
         """Route the calling thread's Spark work to ``job``'s pool; returns the previous properties."""
         previous = (self._sc.getLocalProperty("spark.scheduler.pool"), self._sc.getLocalProperty(JOB_PROPERTY))

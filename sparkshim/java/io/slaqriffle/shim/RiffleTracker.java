@@ -257,10 +257,6 @@ public final class RiffleTracker extends SparkListener implements CleanerListene
     }
   }
 
-  public boolean isHeld(int shuffle) {
-    return held.containsKey(shuffle);
-  }
-
   /** Called under the scheduler lock once per task set per offer round. */
   boolean blocks(int stageId, long now) {
     int[] reads = stageReads.computeIfAbsent(stageId, this::shufflesReadBy);

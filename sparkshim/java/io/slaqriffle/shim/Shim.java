@@ -55,8 +55,4 @@ public final class Shim {
     }
     return riffle;
   }
-
-  public String version() {
-    return "1";
-  }
 }

@@ -4,7 +4,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.apache.spark.SparkContext;
-import org.apache.spark.scheduler.Pool;
 import org.apache.spark.scheduler.SchedulerBackend;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
@@ -182,10 +181,6 @@ public final class SlaqScheduler {
     return out.toString();
   }
 
-  public double now() {
-    return (System.nanoTime() - base) / 1e9;
-  }
-
   /** Cores the executors offer, in cores (not task slots). */
   public double capacity() {
     SchedulerBackend b = ts.backend();
@@ -193,13 +188,5 @@ public final class SlaqScheduler {
       return ((CoarseGrainedSchedulerBackend) b).totalCoreCount().get();
     }
     return b.defaultParallelism();
-  }
-
-  public double cpusPerTask() {
-    return cpusPerTask;
-  }
-
-  Pool root() {
-    return ts.rootPool();
   }
 }
