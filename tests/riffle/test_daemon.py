@@ -125,7 +125,7 @@ def wait_for_temp(root, timeout=20):
 
 def test_cancel_running_merge(daemon, root, dirs):
     maps = slow_inputs(dirs)
-    from riffle.api import pb
+    from riffle.protocol import pb
 
     request = pb.MergeRequest(request_id="slow", shuffle_id=8, map_ids=maps, local_dirs=dirs, num_partitions=20000,
                               merged_map_id=M + 4)
@@ -140,7 +140,7 @@ def test_cancel_running_merge(daemon, root, dirs):
 
 
 def test_overloaded_queue_is_refused_clearly(root, dirs):
-    from riffle.api import pb
+    from riffle.protocol import pb
 
     make_outputs(dirs, 2, [0, 1], 10)
     slow = slow_inputs(dirs, sid=9, maps=4)
@@ -164,7 +164,7 @@ def test_overloaded_queue_is_refused_clearly(root, dirs):
 def test_crash_mid_merge_then_restart_cleans_up(root, dirs):
     maps = slow_inputs(dirs)
     d = DaemonProcess([root])
-    from riffle.api import pb
+    from riffle.protocol import pb
 
     # keep the future referenced: a collected future cancels its RPC
     in_flight = d.client.stub.Merge.future(pb.MergeRequest(request_id="c", shuffle_id=8, map_ids=maps, local_dirs=dirs,
@@ -183,7 +183,7 @@ def test_crash_mid_merge_then_restart_cleans_up(root, dirs):
 
 def test_graceful_shutdown_never_leaves_temp_files(root, dirs):
     maps = slow_inputs(dirs)
-    from riffle.api import pb
+    from riffle.protocol import pb
 
     d = DaemonProcess([root], "--grace", "0.2")
     future = d.client.stub.Merge.future(pb.MergeRequest(request_id="g", shuffle_id=8, map_ids=maps, local_dirs=dirs,
