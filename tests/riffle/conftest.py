@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from riffle.merger.paths import PathGuard
+from riffle.merger.journal import Journal
+from riffle.merger.paths import Roots
 from riffle.shuffle.layout import write_map_output
 
 
@@ -23,8 +24,17 @@ def dirs(root) -> list[str]:
 
 
 @pytest.fixture
-def guard(root) -> PathGuard:
-    return PathGuard([root])
+def roots(root):
+    r = Roots([root])
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def journal(roots):
+    j = Journal(roots, durable=False)
+    yield j
+    j.close()
 
 
 def make_outputs(dirs, shuffle_id, maps, partitions, seed=0):
@@ -40,4 +50,5 @@ def make_outputs(dirs, shuffle_id, maps, partitions, seed=0):
 
 
 def all_files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+    """Files under ``root`` except the daemon's own state and logs."""
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.relative_to(root).parts[0].startswith((".riffle", ".merger-"))}
