@@ -49,8 +49,8 @@ class MergerClient:
     def cancel(self, request_id: str) -> bool:
         return self.stub.Cancel(pb.CancelRequest(request_id=request_id), timeout=10, metadata=self.metadata).found
 
-    def status(self) -> pb.StatusResponse:
-        return self.stub.Status(pb.StatusRequest(), timeout=10, metadata=self.metadata)
+    def status(self, timeout: float = 10) -> pb.StatusResponse:
+        return self.stub.Status(pb.StatusRequest(), timeout=timeout, metadata=self.metadata)
 
     def cleanup(self, local_dirs: list[str], app_id: str, shuffle_id: int | None = None, all_shuffles: bool = False) -> pb.CleanupResponse:
         """Delete the merged files this daemon wrote for ``app_id`` under ``local_dirs``: one shuffle, or all of them
