@@ -193,6 +193,29 @@ class Journal:
                         os.close(fd)
         return kept, undone
 
+    def prune(self) -> int:
+        """Forget published pairs that are gone (Spark removed the executor's dirs); returns records dropped."""
+        dropped = 0
+        for key in os.listdir(self.apps_fd):
+            try:
+                app_fd = open_dir_at(self.apps_fd, key, "app state")
+            except OSError:
+                continue
+            try:
+                for name, rec in self._records(app_fd):
+                    alive = False
+                    for where, fname, inode in ((rec.data_dir, rec.data, rec.data_inode), (rec.index_dir, rec.index, rec.index_inode)):
+                        dir_fd = self._open(where)
+                        if dir_fd is not None:
+                            alive = alive or _inode(dir_fd, fname) == inode
+                            os.close(dir_fd)
+                    if not alive:
+                        unlink_quietly(app_fd, name)
+                        dropped += 1
+            finally:
+                os.close(app_fd)
+        return dropped
+
     def delete(self, app_id: str, keep: Callable[[Record], bool]) -> tuple[int, int]:
         """Delete the published pairs of ``app_id`` that ``keep`` rejects; returns (files, bytes)."""
         try:

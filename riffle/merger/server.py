@@ -101,6 +101,9 @@ class MergerDaemon:
         kept, undone = self.journal.recover()
         if kept or undone:
             log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)
+        pruned = self.journal.prune()
+        if pruned:
+            log.info("forgot %d merged pairs whose files are gone", pruned)
         removed = remove_stale_temps(self.roots)
         if removed:
             log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(removed[:5]))

@@ -175,3 +175,14 @@ def test_stale_temps_removed(roots, dirs):
 def test_decode_index_roundtrip():
     raw = encode_index([3, 0, 5])
     assert decode_index(raw, 3, 8) == [0, 3, 3, 8]
+
+
+def test_journal_forgets_pairs_whose_files_are_gone(roots, journal, dirs):
+    make_outputs(dirs, 1, [0, 1], 4)
+    result = merge(roots, journal, dirs, 1, [0, 1], 4)
+    assert journal.prune() == 0
+    os.unlink(result.data_path)
+    assert journal.prune() == 0  # the index is still there
+    os.unlink(result.index_path)
+    assert journal.prune() == 1
+    assert journal.delete("app", lambda rec: False) == (0, 0)
