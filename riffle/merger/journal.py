@@ -13,6 +13,7 @@ nothing or a complete pair.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -101,9 +102,18 @@ class Journal:
             self.path = state_dir
         self.pending_fd = open_dir_at(self.fd, "pending", "pending", create=True)
         self.apps_fd = open_dir_at(self.fd, "apps", "apps", create=True)
+        # Every live daemon holds a shared lock; only one that finds no other may recover, since
+        # another's pending records and temps are merges in progress, not leftovers of a crash.
+        self.lock_fd = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
+        try:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.alone = True
+        except BlockingIOError:
+            self.alone = False
+        fcntl.flock(self.lock_fd, fcntl.LOCK_SH)
 
     def close(self) -> None:
-        for fd in (self.pending_fd, self.apps_fd, self.fd):
+        for fd in (self.pending_fd, self.apps_fd, self.fd, self.lock_fd):
             os.close(fd)
 
     # -- writing --------------------------------------------------------------------------------
@@ -170,6 +180,8 @@ class Journal:
     def recover(self) -> tuple[int, int]:
         """Finish or undo every publish a crash interrupted; returns (pairs kept, pairs undone)."""
         kept = undone = 0
+        if not self.alone:
+            return kept, undone
         for name, rec in self._records(self.pending_fd):
             data_fd, index_fd = self._open(rec.data_dir), self._open(rec.index_dir)
             try:

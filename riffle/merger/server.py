@@ -98,15 +98,18 @@ class MergerDaemon:
         config.max_fan_in = min(config.max_fan_in, fan_in_limit(config.fd_budget))
         self.roots = Roots(options.local_dirs)
         self.journal = Journal(self.roots, options.state_dir, durable=config.fsync)
-        kept, undone = self.journal.recover()
-        if kept or undone:
-            log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)
-        pruned = self.journal.prune()
-        if pruned:
-            log.info("forgot %d merged pairs whose files are gone", pruned)
-        removed = remove_stale_temps(self.roots)
-        if removed:
-            log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(removed[:5]))
+        if self.journal.alone:
+            kept, undone = self.journal.recover()
+            if kept or undone:
+                log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)
+            pruned = self.journal.prune()
+            if pruned:
+                log.info("forgot %d merged pairs whose files are gone", pruned)
+            removed = remove_stale_temps(self.roots)
+            if removed:
+                log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(removed[:5]))
+        else:
+            log.warning("another merger is running on state dir %s: start-up recovery skipped", self.journal.path)
         self.service = MergerService(self.roots, self.journal, config)
         self.metrics_port = self.service.metrics.serve(options.metrics_listen) if options.metrics_listen else None
         self.port = 0

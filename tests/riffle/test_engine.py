@@ -186,3 +186,14 @@ def test_journal_forgets_pairs_whose_files_are_gone(roots, journal, dirs):
     os.unlink(result.index_path)
     assert journal.prune() == 1
     assert journal.delete("app", lambda rec: False) == (0, 0)
+
+
+def test_only_a_daemon_alone_on_its_state_dir_recovers(roots, journal):
+    from riffle.merger.journal import Journal
+
+    assert journal.alone
+    second = Journal(roots, durable=False)
+    try:
+        assert not second.alone and second.recover() == (0, 0)
+    finally:
+        second.close()
