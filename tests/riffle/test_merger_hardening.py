@@ -67,9 +67,14 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path)
                 os.symlink(target, victim)
                 time.sleep(rng.random() * 0.004)
                 os.unlink(victim)
-            except OSError:  # the daemon re-created the dir meanwhile: set that one aside (inside the root)
-                os.rename(victim, victim.with_name(f"{victim.name}-aside-{swaps[0]}"))
-            os.rename(moved, victim)
+            except OSError:
+                pass
+            for attempt in range(100):
+                try:
+                    os.rename(moved, victim)
+                    break
+                except OSError:  # the daemon re-created the dir meanwhile: set that one aside (inside the root)
+                    os.rename(victim, victim.with_name(f"{victim.name}-aside-{swaps[0]}-{attempt}"))
             swaps[0] += 1
 
     with DaemonProcess([root], "--no-fsync", "--log-level", "WARNING") as d:
