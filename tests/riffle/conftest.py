@@ -37,14 +37,14 @@ def journal(roots):
     j.close()
 
 
-def make_outputs(dirs, shuffle_id, maps, partitions, seed=0):
-    """Random map outputs (some empty blocks); returns {map_id: [block bytes]}."""
+def make_outputs(dirs, shuffle_id, maps, partitions, seed=0, sizes=(0, 1, 17, 300, 4096, 70000)):
+    """Random map outputs (block sizes drawn from ``sizes``); returns {map_id: [block bytes]}."""
     import random
 
     rng = random.Random(seed)
     blocks = {}
     for m in maps:
-        blocks[m] = [os.urandom(rng.choice([0, 1, 17, 300, 4096, 70000])) for _ in range(partitions)]
+        blocks[m] = [os.urandom(rng.choice(sizes)) for _ in range(partitions)]
         write_map_output(dirs, shuffle_id, m, blocks[m])
     return blocks
 

@@ -44,12 +44,15 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path)
     executor = root / "blockmgr-a"
     executor.mkdir(parents=True)
     dirs = [str(executor)]
-    make_outputs(dirs, 1, [0, 1, 2, 3], 64)
+    parts = 20000  # big indexes: a path-checking daemon spends a while between its check and its first write
+    make_outputs(dirs, 1, [0, 1, 2, 3], parts, sizes=(0, 0, 0, 0, 0, 17))
+    outputs = [block_file_path(dirs, data_file_name(1, M + i)).parent for i in range(30)]
+    for sub in outputs:
+        sub.mkdir(exist_ok=True)
     shutil.copytree(root, outside)  # a mirror: a merge that followed a symlink would succeed there
     before = files_under(outside)
-    # the sub dirs the outputs go to, and the executor dir itself, are swapped for symlinks to the mirror
-    victims = [executor] + [executor / block_file_path(dirs, data_file_name(1, M + i)).parent.name for i in range(40)]
-    victims = list(dict.fromkeys(victims))
+    # the executor dir and the sub dirs the outputs go to are swapped for symlinks to the mirror
+    victims = [executor, *dict.fromkeys(outputs)]
     stop = threading.Event()
     swaps = [0]
 
@@ -65,7 +68,7 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path)
                 continue
             try:
                 os.symlink(target, victim)
-                time.sleep(rng.random() * 0.004)
+                time.sleep(rng.random() * 0.05)
                 os.unlink(victim)
             except OSError:
                 pass
@@ -76,15 +79,16 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path)
                 except OSError:  # the daemon re-created the dir meanwhile: set that one aside (inside the root)
                     os.rename(victim, victim.with_name(f"{victim.name}-aside-{swaps[0]}-{attempt}"))
             swaps[0] += 1
+            time.sleep(rng.random() * 0.005)
 
     with DaemonProcess([root], "--no-fsync", "--log-level", "WARNING") as d:
         thread = threading.Thread(target=swapper)
         thread.start()
         outcomes = []
         try:
-            for i in range(40):
+            for i in range(30):
                 try:
-                    d.client.merge(f"race-{i}", 1, [0, 1, 2, 3], dirs, 64, M + i, app_id="app")
+                    d.client.merge(f"race-{i}", 1, [0, 1, 2, 3], dirs, parts, M + i, app_id="app")
                     outcomes.append("OK")
                 except grpc.RpcError as exc:
                     outcomes.append(exc.code().name)
@@ -92,7 +96,7 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path)
         finally:
             stop.set()
             thread.join()
-    assert swaps[0] > 40
+    assert swaps[0] > 10
     assert set(outcomes) <= {"OK", "PERMISSION_DENIED", "NOT_FOUND", "ALREADY_EXISTS"}, outcomes
     assert files_under(outside) == before
 
