@@ -15,6 +15,7 @@ file Spark reads first), then the temps go and the record is committed (:mod:`ri
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import threading
@@ -27,14 +28,13 @@ from riffle.merger.journal import Journal, Record, unlink_if_ours, unlink_quietl
 from riffle.merger.paths import PRIVATE_PREFIX, Location, PathRefused, Roots, open_dir_at, open_input_at
 from riffle.shuffle.layout import CorruptShuffleFile, block_location, data_file_name, index_file_name
 
-TEMP_PREFIX = ".riffle-tmp-"
+TEMP_PREFIX = f"{PRIVATE_PREFIX}-tmp-"  # temp names are private: no request may name them, the sweep finds them
 INDEX_WINDOW = 8192             # partitions whose offsets an input holds at a time
 REPLY_BYTES_PER_PARTITION = 48  # the reply's lengths: our array, the message's copy, its serialized form
 IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 1024
 CRASH_ENV = "RIFFLE_MERGER_CRASH_AT"  # fault injection for tests: exit abruptly at this publish step
 PUBLISH_STEPS = ("temps-written", "recorded", "data-linked", "index-linked", "temps-removed", "committed")
 _CRASH_AT = os.environ.get(CRASH_ENV)
-assert PRIVATE_PREFIX and TEMP_PREFIX.startswith(PRIVATE_PREFIX)
 
 
 class MergeCancelled(RuntimeError):
@@ -49,7 +49,7 @@ class MissingInput(FileNotFoundError):
     pass
 
 
-DISK_FULL_ERRNOS = (28, 122, 27)  # ENOSPC, EDQUOT, EFBIG
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _as_disk_full(exc: OSError, doing: str, path: object) -> OSError:
