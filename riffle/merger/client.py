@@ -36,8 +36,9 @@ class MergerClient:
     def status(self) -> pb.StatusResponse:
         return self.stub.Status(pb.StatusRequest(), timeout=10, metadata=self.metadata)
 
-    def cleanup(self, local_dirs: list[str], shuffle_id: int = -1, all_shuffles: bool = False) -> pb.CleanupResponse:
-        req = pb.CleanupRequest(local_dirs=[str(d) for d in local_dirs], shuffle_id=shuffle_id, all_shuffles=all_shuffles)
+    def cleanup(self, local_dirs: list[str], shuffle_id: int | None = -1, all_shuffles: bool = False, app_id: str = "") -> pb.CleanupResponse:
+        sid = -1 if shuffle_id is None else shuffle_id
+        req = pb.CleanupRequest(local_dirs=[str(d) for d in local_dirs], shuffle_id=sid, all_shuffles=all_shuffles)
         return self.stub.Cleanup(req, timeout=60, metadata=self.metadata)
 
     def healthy(self, service: str = "") -> bool:
