@@ -45,7 +45,8 @@ class Scheduler:
         mode = (sc.getConf().get("spark.scheduler.mode") or "FIFO").upper()
         if mode != "FAIR":
             raise ConfigError("spark.slaq.enabled=true needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode)")
-        self.pools = PoolBridge(sc, config.work_conserving, config.fail_open_epochs * config.epoch)
+        self.pools = PoolBridge(sc)
+        self.pools.configure(config.work_conserving, config.fail_open_epochs * config.epoch)
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores)
         self.loop.start()
         log.info("SLAQ: attached (policy %s, epoch %.3g s, work-conserving %s)", config.policy, config.epoch, config.work_conserving)

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from riffle.driver.policy import MERGE_POLICIES
 from riffle.merger.cli import parse_size
 from sparkshim.conf import ConfigError, conf_reader, parse_bool, parse_float, parse_seconds
 
 PREFIX = "spark.riffle."
-POLICIES = ("nway", "blocksize")
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ class RiffleConfig:
             return PREFIX + name
 
         policy = value("policy") or d.policy
-        if policy not in POLICIES:
-            raise ConfigError(f"{key('policy')}={policy!r}: expected one of {', '.join(POLICIES)}")
+        if policy not in MERGE_POLICIES:
+            raise ConfigError(f"{key('policy')}={policy!r}: expected one of {', '.join(MERGE_POLICIES)}")
         mergers = tuple(m.strip() for m in (value("mergers") or "").split(",") if m.strip())
         for m in mergers:
             host, _, port_text = m.rpartition(":")

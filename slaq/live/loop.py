@@ -13,9 +13,8 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from slaq.enforce.pools import Iteration, PoolState
 from slaq.policy import make_policy
 from slaq.predict.forecast import CurveCache, ForecastTable, forecast
 from slaq.stats.history import InvalidReport, JobHistory
@@ -24,7 +23,7 @@ log = logging.getLogger("slaq.loop")
 
 
 class Pools(Protocol):
-    def drain(self) -> tuple[list[Iteration], dict[str, PoolState]]: ...
+    def drain(self) -> tuple[list[Any], dict[str, Any]]: ...  # iteration and pool_state messages (sparkshim.messages)
     def deposit(self, alloc: dict[str, float], epoch: float) -> None: ...
     def open_all(self, reason: str) -> None: ...
     def resume(self) -> None: ...
@@ -43,7 +42,7 @@ class LiveJob:
     consumed: float = 0.0  # core-seconds used so far (from the pool)
 
 
-def ingest(jobs: dict[str, LiveJob], iterations: list[Iteration]) -> int:
+def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> int:
     """Append reported iterations to their jobs' histories; returns how many were accepted.
 
     The cost of an iteration is the core-seconds the job's pool used between two reports and its

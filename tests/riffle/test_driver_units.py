@@ -8,8 +8,9 @@ import pytest
 
 from riffle.driver.config import RiffleConfig
 from riffle.driver.placement import candidates, same_host, two_choices
-from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_policy
-from riffle.driver.scheduler import Merge, _group_line
+from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
+from riffle.driver.scheduler import Merge, merge_group
+from sparkshim import messages
 from sparkshim.conf import ConfigError
 
 
@@ -35,9 +36,9 @@ def test_block_size_merges_at_the_target_average_and_skips_large_outputs():
     (group,) = p.add(out(3, nbytes=400))
     assert [o.map_index for o in group] == [1, 2, 3]
     assert [o.map_index for o in p.leftover()] == [0]
-    assert isinstance(make_policy("blocksize", 2, 1, 1), BlockSizePolicy)
+    assert isinstance(make_merge_policy("blocksize", 2, 1, 1), BlockSizePolicy)
     with pytest.raises(ValueError):
-        make_policy("random", 2, 1, 1)
+        make_merge_policy("random", 2, 1, 1)
 
 
 def test_placement_prefers_the_less_loaded_of_two_and_needs_the_same_host():
@@ -50,9 +51,11 @@ def test_placement_prefers_the_less_loaded_of_two_and_needs_the_same_host():
         two_choices([], lambda m: 0.0, random.Random(0))
 
 
-def test_commit_line_names_owner_members_and_lengths():
+def test_merge_group_names_owner_members_and_lengths():
     m = Merge("r", 3, [out(4), out(2), out(9)], 1 << 62, "m:1", ["/d"], lengths=[5, 0, 7])
-    assert _group_line(m) == f"2\t{1 << 62}\t1\t4:1004,2:1002,9:1009\t5,0,7"
+    g = merge_group(m)
+    assert (g.owner, g.merged_map_id, g.executor, g.map_indexes, g.map_ids, g.lengths) == (2, 1 << 62, "1", (4, 2, 9), (1004, 1002, 1009), (5, 0, 7))
+    assert messages.decode(messages.encode(g)) == g
 
 
 def test_config_parsing_and_errors(tmp_path):
