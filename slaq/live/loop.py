@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from slaq.policy import make_policy
-from slaq.predict.forecast import CurveCache, ForecastTable, forecast
+from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast
 from slaq.stats.history import InvalidReport, JobHistory
 
 log = logging.getLogger("slaq.loop")
@@ -111,10 +111,7 @@ class EpochLoop:
             jobs = list(self.jobs.values())
         if not jobs:
             return {}
-        table = ForecastTable(
-            [forecast(j.name, j.history, j.weight, math.inf, j.order, j.curves.current(j.history.losses)) for j in jobs],
-            self.epoch,
-        )
+        table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs], self.epoch)
         cores = self.policy.allocate(table, max(capacity - self.reserve, 0.0))
         for j, c in zip(jobs, cores):
             j.cores = float(c)
