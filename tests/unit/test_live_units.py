@@ -134,3 +134,33 @@ def test_messages_check_every_field_when_built_and_decoded():
     with pytest.raises(MessageError, match="unknown message type"):
         decode('[{"type": "nope"}]')
     assert decode('{"type": "hold_expired", "shuffle": 1}') == messages.HoldExpired(1)
+
+
+class _ConfOnly:
+    """A SparkContext stand-in with only a conf: enough for the attach decision, nothing to attach to."""
+
+    def __init__(self, conf):
+        self._conf = conf
+
+    def getConf(self):
+        return self
+
+    def get(self, key):
+        return self._conf.get(key)
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "on", "enabled"])
+def test_enabled_values_other_than_true_false_are_refused_everywhere_alike(value, caplog):
+    from riffle.driver.config import RiffleConfig
+    from sparkshim import starthook
+    from sparkshim.conf import enabled
+
+    for key, parse in (("spark.riffle.enabled", RiffleConfig.from_conf), ("spark.slaq.enabled", SlaqConfig.from_conf)):
+        with pytest.raises(ConfigError, match=key):
+            parse({key: value}.get)
+        with pytest.raises(ConfigError, match=key):
+            enabled({key: value}.get, key)
+        caplog.clear()
+        starthook.attach_enabled(_ConfOnly({key: value}))  # refused with one error, never half-attached
+        assert [r.levelname for r in caplog.records] == ["ERROR"] and "not attached" in caplog.text and key in caplog.text
+    assert enabled({"k": " TRUE "}.get, "k") and not enabled({"k": "false"}.get, "k") and not enabled({}.get, "k")
