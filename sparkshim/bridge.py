@@ -57,19 +57,24 @@ def new_instance(gateway: Any, name: str, *args: Any) -> Any:
     raise ShimUnavailable(f"{name} has no public constructor taking {len(args)} arguments")
 
 
+def call_static(gateway: Any, name: str, method: str, arg_types: list[str], *args: Any) -> Any:
+    """``io.slaqriffle.shim.<name>.<method>(args)`` for a static method; ``arg_types`` are Java class names."""
+    jvm = gateway.jvm
+    params = gateway.new_array(jvm.java.lang.Class, len(args))
+    jargs = gateway.new_array(jvm.java.lang.Object, len(args))
+    for i, (type_name, arg) in enumerate(zip(arg_types, args, strict=True)):
+        params[i] = jvm.java.lang.Class.forName(type_name)
+        jargs[i] = arg
+    return shim_class(gateway, name).getMethod(method, params).invoke(None, jargs)
+
+
 def shim_for(sc: Any) -> Any:
     """The Java ``Shim`` of the (Python) SparkContext ``sc``."""
     cached = getattr(sc, "_slaqriffle_shim", None)
     if cached is not None:
         return cached
-    gateway = sc._gateway
     try:
-        entry = shim_class(gateway, "Shim")
-        params = gateway.new_array(gateway.jvm.java.lang.Class, 1)
-        params[0] = gateway.jvm.java.lang.Class.forName("org.apache.spark.SparkContext")
-        args = gateway.new_array(gateway.jvm.java.lang.Object, 1)
-        args[0] = sc._jsc.sc()
-        shim = entry.getMethod("install", params).invoke(None, args)
+        shim = call_static(sc._gateway, "Shim", "install", ["org.apache.spark.SparkContext"], sc._jsc.sc())
     except ShimUnavailable:
         raise
     except Exception as exc:  # py4j surfaces JVM errors as Py4JJavaError

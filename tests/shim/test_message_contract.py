@@ -9,7 +9,7 @@ import pytest
 from py4j.protocol import Py4JJavaError
 
 from sparkshim import messages
-from sparkshim.bridge import shim_class
+from sparkshim.bridge import call_static
 
 pytestmark = pytest.mark.spark
 
@@ -37,39 +37,29 @@ def sample(kind: str, seed: int = 1):
     return messages.CLASSES[kind](**{name: sample_value(spec, seed + i) for i, (name, spec) in enumerate(fields.items())})
 
 
-@pytest.fixture(scope="module")
-def codec(gateway):
-    return shim_class(gateway, "Messages")
-
-
-def call(codec, gateway, method: str, *args):
-    """A static method of Messages through reflection on its class (it lives in the shim's class loader)."""
-    params = gateway.new_array(gateway.jvm.java.lang.Class, len(args))
-    jargs = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
-    for i, a in enumerate(args):
-        params[i] = gateway.jvm.java.lang.Class.forName("java.lang.String")
-        jargs[i] = a
-    return codec.getMethod(method, params).invoke(None, jargs)
+def call(gateway, method: str, *args: str):
+    """A static method of the shim's Messages (String arguments)."""
+    return call_static(gateway, "Messages", method, ["java.lang.String"] * len(args), *args)
 
 
 @pytest.mark.parametrize("kind", sorted(messages.SCHEMA))
-def test_python_to_java_and_back(codec, gateway, kind):
+def test_python_to_java_and_back(gateway, kind):
     msg = sample(kind)
     text = messages.encode(msg)
-    back = str(call(codec, gateway, "roundTrip", text))
+    back = str(call(gateway, "roundTrip", text))
     assert json.loads(back) == json.loads(text)
     assert messages.decode(back) == msg
 
 
-def test_java_samples_cover_every_type_and_decode_exactly(codec, gateway):
-    text = str(call(codec, gateway, "samples"))
+def test_java_samples_cover_every_type_and_decode_exactly(gateway):
+    text = str(call(gateway, "samples"))
     decoded = messages.decode(text)
     assert sorted(messages.KIND_OF[type(m)] for m in decoded) == sorted(messages.SCHEMA)
     assert json.loads(messages.encode(decoded)) == json.loads(text)
 
 
 @pytest.mark.parametrize("mutate", ["extra", "missing", "wrong_type", "unknown_type"])
-def test_java_refuses_drifted_messages(codec, gateway, mutate):
+def test_java_refuses_drifted_messages(gateway, mutate):
     obj = json.loads(messages.encode(messages.MapOutput(1, 2, 0, 3, 4, "e", "h", 5)))
     if mutate == "extra":
         obj["surprise"] = 1
@@ -80,6 +70,6 @@ def test_java_refuses_drifted_messages(codec, gateway, mutate):
     else:
         obj["type"] = "map_outptu"
     with pytest.raises(Py4JJavaError, match="bad Message message"):
-        call(codec, gateway, "roundTrip", json.dumps(obj))
+        call(gateway, "roundTrip", json.dumps(obj))
     with pytest.raises(messages.MessageError):
         messages.decode(json.dumps(obj))
