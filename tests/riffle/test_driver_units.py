@@ -72,3 +72,34 @@ def test_config_parsing_and_errors(tmp_path):
                        ("targetBlockSize", "huge"), ("authTokenFile", str(tmp_path / "missing"))]:
         with pytest.raises(ConfigError, match=f"spark.riffle.{key}"):
             RiffleConfig.from_conf({f"spark.riffle.{key}": value}.get)
+
+
+class TrackerStandIn:
+    """Stands in for the JVM tracker only here (its messages are the real schema's); the live tests use the shim."""
+
+    def __init__(self):
+        self.events: list = []
+        self.lookups = 0
+
+    def applicationId(self):
+        return "app-1"
+
+    def drain(self):
+        text, self.events = messages.encode(self.events), []
+        return text
+
+    def localDirs(self, executor):
+        self.lookups += 1
+        return [f"/local/{executor}/v{self.lookups}"]
+
+
+def test_executor_removed_invalidates_cached_local_dirs():
+    from riffle.driver.scheduler import MergeScheduler
+
+    tracker = TrackerStandIn()
+    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
+    assert s._local_dirs("7") == ["/local/7/v1"] and s._local_dirs("7") == ["/local/7/v1"]  # cached
+    tracker.events = [messages.ExecutorRemoved("7")]
+    s.step()
+    assert s._local_dirs("7") == ["/local/7/v2"]  # a new executor under that id has new dirs
+    assert s.state_sizes()["local_dirs"] == 1
