@@ -29,6 +29,10 @@ import scala.Option;
  * A feature whose handles are missing is switched off with one WARN; nothing here throws at a caller
  * that checked {@link #available} first.
  *
+ * <p>"verified" means checked against that release's bytecode (javap) and exercised by the live
+ * tests; the "since" notes come from Spark's history (JIRA numbers given where known) and were not
+ * re-run against older releases. The pinned range is pyspark &lt;4.4 (pyproject.toml).
+ *
  * <table>
  * <caption>Members reached, and where they were verified</caption>
  * <tr><th>member</th><th>feature</th><th>verified</th></tr>
