@@ -4,6 +4,6 @@
 ``slaq.report_loss(loss)``, ``job.should_stop()``. Switched on by ``spark.slaq.enabled=true``.
 """
 
-from slaq.api import InvalidReport, JobClosed, NoActiveJob, Scheduler, attach, current_job, job, report_loss
+from slaq.api import InvalidReport, JobClosed, NoActiveJob, SlaqRuntime, attach, current_job, job, report_loss
 
-__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "Scheduler", "attach", "current_job", "job", "report_loss"]
+__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "job", "report_loss"]

@@ -30,7 +30,7 @@ class JobClosed(RuntimeError):
     """A report for a job whose ``with`` block has already ended."""
 
 
-class Scheduler:
+class SlaqRuntime:
     """SLAQ attached to one SparkContext: the shim's pools plus the epoch loop (when enabled)."""
 
     def __init__(self, sc: Any, config: SlaqConfig):
@@ -45,10 +45,17 @@ class Scheduler:
         mode = (sc.getConf().get("spark.scheduler.mode") or "FIFO").upper()
         if mode != "FAIR":
             raise ConfigError("spark.slaq.enabled=true needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode)")
-        self.pools = PoolBridge(sc, config.work_conserving, config.fail_open_epochs * config.epoch)
+        self.pools = PoolBridge(sc)
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores)
-        self.loop.start()
-        log.info("SLAQ: attached (policy %s, epoch %.3g s, work-conserving %s)", config.policy, config.epoch, config.work_conserving)
+
+    def start(self) -> SlaqRuntime:
+        """Configure the shim's pools and start the epoch loop (nothing happens while disabled)."""
+        if self.pools is not None and self.loop is not None:
+            c = self.config
+            self.pools.configure(c.work_conserving, c.fail_open_epochs * c.epoch)
+            self.loop.start()
+            log.info("SLAQ: attached (policy %s, epoch %.3g s, work-conserving %s)", c.policy, c.epoch, c.work_conserving)
+        return self
 
     @property
     def enabled(self) -> bool:
@@ -84,7 +91,7 @@ class Scheduler:
             self.pools.open_all("SLAQ detached")
 
 
-_scheduler: Scheduler | None = None
+_scheduler: SlaqRuntime | None = None
 _attach_lock = threading.Lock()
 _local = threading.local()
 
@@ -97,7 +104,7 @@ def _spark_context(spark: Any) -> Any:
     return getattr(spark, "sparkContext", spark)
 
 
-def attach(spark: Any = None) -> Scheduler:
+def attach(spark: Any = None) -> SlaqRuntime:
     """SLAQ for ``spark`` (a SparkSession or SparkContext; default: the active one), configured from
     its ``spark.slaq.*`` confs. Idempotent. Without an active Spark context SLAQ is disabled."""
     global _scheduler
@@ -108,7 +115,7 @@ def attach(spark: Any = None) -> Scheduler:
         if _scheduler is not None:
             _scheduler.stop()
         config = SlaqConfig() if sc is None else SlaqConfig.from_conf(lambda k: sc.getConf().get(k))
-        _scheduler = Scheduler(sc, config)
+        _scheduler = SlaqRuntime(sc, config).start()
         return _scheduler
 
 
@@ -134,7 +141,7 @@ class Job:
         self.target_reduction = target_reduction
         self.losses: list[float] = []
         self.times: list[float] = []  # time.monotonic() of each report
-        self.scheduler: Scheduler | None = None
+        self.scheduler: SlaqRuntime | None = None
         self.done = False
         self._previous: tuple[str | None, str | None] | None = None
 
@@ -245,4 +252,4 @@ def _install_thread_inheritance() -> None:
     threading.Thread.start = start  # type: ignore[method-assign]
 
 
-__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "Scheduler", "attach", "current_job", "job", "report_loss"]
+__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "job", "report_loss"]

@@ -17,43 +17,67 @@ from sparkshim.build import BuildError, build
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 ENTRY = "io.slaqriffle.shim.Shim"
-LOADER_KEY = "io.slaqriffle.shim.loader"
+# One class loader per JVM (keyed by its py4j gateway): py4j caches reflected methods by class name,
+# so a second copy of the classes (e.g. for a second SparkContext) would be called with the first's
+# methods. Kept here, in the Python process that owns the gateway, not in the JVM's system properties.
+_loaders: dict[int, tuple[Any, Any]] = {}
 
 
 class ShimUnavailable(RuntimeError):
     """The shim could not be built or loaded into this driver."""
 
 
+def shim_class(gateway: Any, name: str) -> Any:
+    """The ``java.lang.Class`` of ``io.slaqriffle.shim.<name>`` in ``gateway``'s JVM, loading the jar once per JVM."""
+    jvm = gateway.jvm
+    with _lock:
+        entry = _loaders.get(id(gateway))
+        if entry is None or entry[0] is not gateway:
+            try:
+                jar = build()
+            except BuildError as exc:
+                raise ShimUnavailable(str(exc)) from exc
+            urls = gateway.new_array(jvm.java.net.URL, 1)
+            urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
+            parent = jvm.java.lang.Class.forName("org.apache.spark.SparkContext").getClassLoader()
+            entry = _loaders[id(gateway)] = (gateway, jvm.java.net.URLClassLoader(urls, parent))
+            log.info("sparkshim: loaded %s into the driver JVM", jar.name)
+    return jvm.java.lang.Class.forName(f"io.slaqriffle.shim.{name}", True, entry[1])
+
+
+def new_instance(gateway: Any, name: str, *args: Any) -> Any:
+    """``new io.slaqriffle.shim.<name>(args...)`` through the shim's loader (tests build pools and clocks this way)."""
+    cls = shim_class(gateway, name)
+    for ctor in cls.getConstructors():
+        if len(ctor.getParameterTypes()) == len(args):
+            jargs = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
+            for i, a in enumerate(args):
+                jargs[i] = a
+            return ctor.newInstance(jargs)
+    raise ShimUnavailable(f"{name} has no public constructor taking {len(args)} arguments")
+
+
+def call_static(gateway: Any, name: str, method: str, arg_types: list[str], *args: Any) -> Any:
+    """``io.slaqriffle.shim.<name>.<method>(args)`` for a static method; ``arg_types`` are Java class names."""
+    jvm = gateway.jvm
+    params = gateway.new_array(jvm.java.lang.Class, len(args))
+    jargs = gateway.new_array(jvm.java.lang.Object, len(args))
+    for i, (type_name, arg) in enumerate(zip(arg_types, args, strict=True)):
+        params[i] = jvm.java.lang.Class.forName(type_name)
+        jargs[i] = arg
+    return shim_class(gateway, name).getMethod(method, params).invoke(None, jargs)
+
+
 def shim_for(sc: Any) -> Any:
     """The Java ``Shim`` of the (Python) SparkContext ``sc``."""
-    with _lock:
-        cached = getattr(sc, "_slaqriffle_shim", None)
-        if cached is not None:
-            return cached
-        try:
-            jar = build()
-        except BuildError as exc:
-            raise ShimUnavailable(str(exc)) from exc
-        jvm, gateway = sc._jvm, sc._gateway
-        jsc = sc._jsc.sc()
-        try:
-            props = jvm.java.lang.System.getProperties()
-            loader = props.get(LOADER_KEY)
-            if loader is None:
-                # One loader per JVM: py4j caches reflected methods by class name, so a second copy of
-                # the classes (e.g. for a second SparkContext) would be called with the first's methods.
-                urls = gateway.new_array(jvm.java.net.URL, 1)
-                urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
-                loader = jvm.java.net.URLClassLoader(urls, jsc.getClass().getClassLoader())
-                props.put(LOADER_KEY, loader)
-            entry = jvm.java.lang.Class.forName(ENTRY, True, loader)
-            params = gateway.new_array(jvm.java.lang.Class, 1)
-            params[0] = jvm.java.lang.Class.forName("org.apache.spark.SparkContext")
-            args = gateway.new_array(jvm.java.lang.Object, 1)
-            args[0] = jsc
-            shim = entry.getMethod("install", params).invoke(None, args)
-        except Exception as exc:  # py4j surfaces JVM errors as Py4JJavaError
-            raise ShimUnavailable(f"could not load {jar.name} into the driver JVM: {exc}") from exc
-        log.info("sparkshim: loaded %s into the driver JVM", jar.name)
-        sc._slaqriffle_shim = shim
-        return shim
+    cached = getattr(sc, "_slaqriffle_shim", None)
+    if cached is not None:
+        return cached
+    try:
+        shim = call_static(sc._gateway, "Shim", "install", ["org.apache.spark.SparkContext"], sc._jsc.sc())
+    except ShimUnavailable:
+        raise
+    except Exception as exc:  # py4j surfaces JVM errors as Py4JJavaError
+        raise ShimUnavailable(f"could not load the shim into the driver JVM: {exc}") from exc
+    sc._slaqriffle_shim = shim
+    return shim

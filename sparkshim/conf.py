@@ -1,9 +1,15 @@
-"""Parsing of ``spark.slaq.*``/``spark.riffle.*`` values, with errors that name the key."""
+"""The one parser of ``spark.slaq.*``/``spark.riffle.*`` values, with errors that name the key.
+
+Both packages read their confs through :class:`ConfReader`; the start-up hook uses the same
+:func:`enabled` to decide whether to attach, so a value is either used or refused, everywhere alike.
+Booleans follow Spark (``SparkConf.getBoolean``): ``true`` or ``false``, any case, nothing else.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from typing import Any
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|min)?\s*$")
 
@@ -14,9 +20,9 @@ class ConfigError(ValueError):
 
 def parse_bool(key: str, text: str) -> bool:
     value = text.strip().lower()
-    if value in ("true", "1", "yes", "on"):
+    if value == "true":
         return True
-    if value in ("false", "0", "no", "off"):
+    if value == "false":
         return False
     raise ConfigError(f"{key}={text!r}: expected true or false")
 
@@ -32,21 +38,64 @@ def parse_seconds(key: str, text: str) -> float:
     return value
 
 
-def parse_float(key: str, text: str, minimum: float = 0.0) -> float:
+def parse_float(key: str, text: str, minimum: float = 0.0, maximum: float = float("inf")) -> float:
     try:
         value = float(text)
     except ValueError:
         raise ConfigError(f"{key}={text!r}: expected a number") from None
     if not value >= minimum:
         raise ConfigError(f"{key}={text!r}: must be >= {minimum}")
+    if value > maximum:
+        raise ConfigError(f"{key}={text!r}: must be in [{minimum}, {maximum}]")
     return value
 
 
-def conf_reader(get: Callable[[str], object], prefix: str) -> Callable[[str], str | None]:
-    """``name -> str(get(prefix + name))`` or None when unset, for ``SparkConf.get`` or a dict's ``get``."""
+class ConfReader:
+    """Typed reads of ``prefix + name`` through ``get`` (``SparkConf.get`` or a dict's ``get``); unset keys take the default."""
 
-    def value(name: str) -> str | None:
-        text = get(prefix + name)
-        return None if text is None else str(text)
+    def __init__(self, get: Callable[[str], object], prefix: str):
+        self._get = get
+        self.prefix = prefix
 
-    return value
+    def key(self, name: str) -> str:
+        return self.prefix + name
+
+    def text(self, name: str) -> str | None:
+        value = self._get(self.prefix + name)
+        return None if value is None else str(value)
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.text(name)
+        return default if value is None else parse_bool(self.key(name), value)
+
+    def seconds(self, name: str, default: float) -> float:
+        value = self.text(name)
+        return default if value is None else parse_seconds(self.key(name), value)
+
+    def number(self, name: str, default: float, minimum: float = 0.0, maximum: float = float("inf")) -> float:
+        value = self.text(name)
+        return default if value is None else parse_float(self.key(name), value, minimum, maximum)
+
+    def choice(self, name: str, default: str, options: Collection[str]) -> str:
+        value = self.text(name)
+        if value is None:
+            return default
+        if value not in options:
+            raise ConfigError(f"{self.key(name)}={value!r}: expected one of {', '.join(sorted(options))}")
+        return value
+
+    def parsed(self, name: str, default: Any, parse: Callable[[str], Any], expected: str) -> Any:
+        """``parse(value)`` for formats owned elsewhere (sizes); any failure is a ConfigError naming the key."""
+        value = self.text(name)
+        if value is None:
+            return default
+        try:
+            return parse(value)
+        except Exception:
+            raise ConfigError(f"{self.key(name)}={value!r}: expected {expected}") from None
+
+
+def enabled(get: Callable[[str], object], key: str) -> bool:
+    """Whether ``key`` (e.g. ``spark.riffle.enabled``) switches a package on; raises ConfigError for anything but true/false."""
+    value = get(key)
+    return False if value is None else parse_bool(key, str(value))

@@ -23,22 +23,22 @@ PTH_LINE = 'import sys; exec("try:\\n import sparkshim.starthook as h; h.registe
 
 
 def attach_enabled(sc: Any) -> None:
-    """Attach whatever ``sc``'s conf switches on; a failure is logged and the app runs as plain Spark."""
+    """Attach whatever ``sc``'s conf switches on (parsed exactly as the packages parse it: a value
+    other than true/false is refused with an error naming the key); a failure is logged and the app
+    runs as plain Spark."""
+    from sparkshim.conf import ConfigError, enabled
+
     conf = sc.getConf()
-    if (conf.get("spark.riffle.enabled") or "").strip().lower() == "true":
+    for key, package, without in (("spark.riffle.enabled", "riffle", "without shuffle merging"),
+                                  ("spark.slaq.enabled", "slaq", "with Spark's own scheduling")):
         try:
-            import riffle
-
-            riffle.attach(sc)
+            if not enabled(conf.get, key):
+                continue
+            __import__(package).attach(sc)
+        except ConfigError as exc:
+            log.error("%s not attached: %s; the application runs %s", package, exc, without)
         except Exception:
-            log.exception("Riffle could not attach; the application runs without shuffle merging")
-    if (conf.get("spark.slaq.enabled") or "").strip().lower() == "true":
-        try:
-            import slaq
-
-            slaq.attach(sc)
-        except Exception:
-            log.exception("SLAQ could not attach; the application runs with Spark's own scheduling")
+            log.exception("%s could not attach; the application runs %s", package, without)
 
 
 def patch(module: Any) -> None:

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from riffle.driver.policy import MERGE_POLICIES
 from riffle.merger.cli import parse_size
-from sparkshim.conf import ConfigError, conf_reader, parse_bool, parse_float, parse_seconds
+from sparkshim.conf import ConfigError, ConfReader
 
 PREFIX = "spark.riffle."
-POLICIES = ("nway", "blocksize")
 
 
 @dataclass(frozen=True)
@@ -30,47 +30,29 @@ class RiffleConfig:
     @classmethod
     def from_conf(cls, get: Callable[[str], str | None]) -> RiffleConfig:
         d = cls()
-        value = conf_reader(get, PREFIX)
-
-        def key(name: str) -> str:
-            return PREFIX + name
-
-        policy = value("policy") or d.policy
-        if policy not in POLICIES:
-            raise ConfigError(f"{key('policy')}={policy!r}: expected one of {', '.join(POLICIES)}")
-        mergers = tuple(m.strip() for m in (value("mergers") or "").split(",") if m.strip())
+        conf = ConfReader(get, PREFIX)
+        mergers = tuple(m.strip() for m in (conf.text("mergers") or "").split(",") if m.strip())
         for m in mergers:
             host, _, port_text = m.rpartition(":")
             if not host or not port_text.isdigit():
-                raise ConfigError(f"{key('mergers')}: {m!r} is not host:port")
-        nway = int(parse_float(key("nway"), value("nway") or str(d.nway), 2))
-        port = int(parse_float(key("mergerPort"), value("mergerPort") or str(d.merger_port), 1))
-        best = parse_float(key("bestEffort"), value("bestEffort") or str(d.best_effort), 0.0)
-        if best > 1:
-            raise ConfigError(f"{key('bestEffort')}={best}: must be in [0, 1]")
-        size_text = value("targetBlockSize")
-        try:
-            target = parse_size(size_text) if size_text else d.target_block_bytes
-        except Exception:
-            raise ConfigError(f"{key('targetBlockSize')}={size_text!r}: expected a size such as 256k or 1m") from None
-        token = value("authToken")
-        token_file = value("authTokenFile")
+                raise ConfigError(f"{conf.key('mergers')}: {m!r} is not host:port")
+        token = conf.text("authToken")
+        token_file = conf.text("authTokenFile")
         if token_file:
             try:
                 token = Path(token_file).read_text().strip()
             except OSError as exc:
-                raise ConfigError(f"{key('authTokenFile')}={token_file!r}: {exc.strerror}") from None
-        enabled = value("enabled")
+                raise ConfigError(f"{conf.key('authTokenFile')}={token_file!r}: {exc.strerror}") from None
         return cls(
-            enabled=d.enabled if enabled is None else parse_bool(key("enabled"), enabled),
+            enabled=conf.boolean("enabled", d.enabled),
             mergers=mergers,
-            merger_port=port,
-            policy=policy,
-            nway=nway,
-            target_block_bytes=target,
-            best_effort=best,
-            hold_timeout=parse_seconds(key("holdTimeout"), value("holdTimeout") or f"{d.hold_timeout}s"),
-            rpc_timeout=parse_seconds(key("rpcTimeout"), value("rpcTimeout") or f"{d.rpc_timeout}s"),
+            merger_port=int(conf.number("mergerPort", d.merger_port, 1)),
+            policy=conf.choice("policy", d.policy, MERGE_POLICIES),
+            nway=int(conf.number("nway", d.nway, 2)),
+            target_block_bytes=conf.parsed("targetBlockSize", d.target_block_bytes, parse_size, "a size such as 256k or 1m"),
+            best_effort=conf.number("bestEffort", d.best_effort, 0.0, 1.0),
+            hold_timeout=conf.seconds("holdTimeout", d.hold_timeout),
+            rpc_timeout=conf.seconds("rpcTimeout", d.rpc_timeout),
             token=token or None,
-            tls_ca=value("tlsCa"),
+            tls_ca=conf.text("tlsCa"),
         )

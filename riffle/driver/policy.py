@@ -7,7 +7,9 @@ all statuses of a group must carry its BlockManagerId so a lost merged file unre
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,22 @@ class MapOutput:
     executor: str
     host: str
     bytes: int
+
+
+class MergePolicy(Protocol):
+    """Groups one shuffle's finished map outputs into merges; one instance per shuffle."""
+
+    def add(self, output: MapOutput) -> list[list[MapOutput]]:
+        """Takes one finished output; returns the groups it completed (merged at once)."""
+        ...
+
+    def leftover(self) -> list[MapOutput]:
+        """Outputs not (yet) in any group."""
+        ...
+
+    def flush(self) -> list[list[MapOutput]]:
+        """At the end of the map stage: the last groups worth merging."""
+        ...
 
 
 class NWayPolicy:
@@ -77,9 +95,16 @@ class BlockSizePolicy:
         return groups
 
 
-def make_policy(name: str, nway: int, target_block_bytes: int, num_partitions: int) -> NWayPolicy | BlockSizePolicy:
-    if name == "nway":
-        return NWayPolicy(nway)
-    if name == "blocksize":
-        return BlockSizePolicy(target_block_bytes, num_partitions)
-    raise ValueError(f"unknown merge policy {name!r}; expected nway or blocksize")
+# name -> factory(nway, target_block_bytes, num_partitions); the one list of merge policy names
+MERGE_POLICIES: dict[str, Callable[[int, int, int], MergePolicy]] = {
+    "nway": lambda nway, target, partitions: NWayPolicy(nway),
+    "blocksize": lambda nway, target, partitions: BlockSizePolicy(target, partitions),
+}
+
+
+def make_merge_policy(name: str, nway: int, target_block_bytes: int, num_partitions: int) -> MergePolicy:
+    try:
+        factory = MERGE_POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown merge policy {name!r}; expected one of {', '.join(MERGE_POLICIES)}") from None
+    return factory(nway, target_block_bytes, num_partitions)

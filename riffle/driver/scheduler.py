@@ -16,7 +16,8 @@ import random
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,14 +25,16 @@ import grpc
 
 from riffle.driver.config import RiffleConfig
 from riffle.driver.placement import candidates, two_choices
-from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_policy
+from riffle.driver.policy import MapOutput, MergePolicy, make_merge_policy
 from riffle.merger.client import MergerClient
-from riffle.protocol import pb
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
+from sparkshim import messages
 
 log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01
 DOWN_SECONDS = 30.0  # how long an unreachable merger is left out
+MAX_SETTLED_SHUFFLES = 256  # settled shuffles (and their stats) kept when Spark does not clean them up
+MAX_RPC_THREADS = 64  # merges in flight at once; each waits on one blocking MergerClient call
 
 
 @dataclass
@@ -42,7 +45,7 @@ class Merge:
     merged_map_id: int
     merger: str
     local_dirs: list[str]
-    future: Any = None
+    future: Future | None = None
     state: str = "running"  # running, done, failed, cancelled
     lengths: list[int] = field(default_factory=list)
     error: str = ""
@@ -55,7 +58,7 @@ class ShuffleState:
     num_maps: int
     num_partitions: int
     held: bool
-    policy: NWayPolicy | BlockSizePolicy | None
+    policy: MergePolicy | None
     outputs: dict[int, MapOutput] = field(default_factory=dict)
     merges: list[Merge] = field(default_factory=list)
     map_done_at: float | None = None
@@ -71,10 +74,12 @@ class MergeScheduler:
         self.tracker = tracker
         self.config = config
         self.app_id = str(tracker.applicationId())
+        # Every map is pruned when Spark cleans a shuffle; settled shuffles, their stats and unsafe
+        # reasons are also capped at MAX_SETTLED_SHUFFLES for apps whose shuffles are never cleaned.
         self.shuffles: dict[int, ShuffleState] = {}
-        self.merged_where: dict[int, set[tuple[str, tuple[str, ...]]]] = {}  # shuffle -> {(merger, dirs)}
-        self.stats: dict[int, dict] = {}
-        self.unsafe: dict[int, str] = {}  # shuffles never merged, and why
+        self.merged_where: dict[int, set[tuple[str, tuple[str, ...]]]] = {}  # shuffle -> {(merger, dirs)} with merged files on disk
+        self.stats: OrderedDict[int, dict] = OrderedDict()
+        self.unsafe: OrderedDict[int, str] = OrderedDict()  # shuffles never merged, and why
         self._clients: dict[str, MergerClient] = {}
         self._down: dict[str, float] = {}
         self._loads: dict[str, tuple[float, float]] = {}
@@ -85,6 +90,7 @@ class MergeScheduler:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="riffle-merge-scheduler", daemon=True)
+        self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
         self.errors = 0
 
     # ---------------------------------------------------------------- lifecycle
@@ -107,6 +113,7 @@ class MergeScheduler:
         if cleanup:
             for sid in list(self.merged_where):
                 self._cleanup_shuffle(sid)
+        self._rpc.shutdown(wait=False, cancel_futures=True)
         for c in self._clients.values():
             c.close()
 
@@ -133,60 +140,87 @@ class MergeScheduler:
             self._stop.wait(POLL_SECONDS)
 
     def step(self) -> None:
-        for line in str(self.tracker.drain()).splitlines():
-            self._event(line.split("\t"))
+        for event in messages.decode(str(self.tracker.drain())):
+            self._event(event)
         now = time.monotonic()
         for s in list(self.shuffles.values()):
             if not s.finalized and s.held:
                 self._progress(s, now)
 
-    def _event(self, f: list[str]) -> None:
-        kind = f[0]
-        if kind == "B":  # map stage submitted: shuffle, stage, attempt, tasks, partitions, held, unsafe reason
-            sid, stage, attempt, tasks, parts, held, unsafe = int(f[1]), int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6] == "true", f[7]
-            if unsafe and sid not in self.unsafe:
-                self.unsafe[sid] = unsafe
-                log.info("Riffle: shuffle %d is left unmerged: %s", sid, unsafe)
-            if attempt > 0 or sid in self.shuffles:
-                old = self.shuffles.get(sid)
-                if old is not None and not old.finalized:
-                    self._abandon(old, "map stage retried")
-                return
-            policy = make_policy(self.config.policy, self.config.nway, self.config.target_block_bytes, parts) if held else None
-            self.shuffles[sid] = ShuffleState(sid, stage, tasks, parts, held, policy)
-        elif kind == "M":  # map output: shuffle, stage, attempt, map index, map id, executor, host, bytes
-            s = self.shuffles.get(int(f[1]))
-            if s is None or s.finalized or int(f[3]) > 0:
-                return
-            out = MapOutput(int(f[1]), int(f[4]), int(f[5]), f[6], f[7], int(f[8]))
-            s.map_bytes += max(out.bytes, 0)
-            if out.map_index in s.outputs:  # a speculative or repeated attempt: merge neither copy
-                return
-            s.outputs[out.map_index] = out
-            if s.policy is not None:
-                for group in s.policy.add(out):
-                    self._submit(s, group)
-        elif kind == "D":  # map stage done: shuffle, stage, succeeded
-            s = self.shuffles.get(int(f[1]))
-            if s is not None and not s.finalized and int(f[2]) == s.stage_id:
-                if f[3] == "true":
+    def _event(self, e: Any) -> None:
+        if isinstance(e, messages.MapStageSubmitted):
+            self._map_stage_submitted(e)
+        elif isinstance(e, messages.MapOutput):
+            self._map_output(e)
+        elif isinstance(e, messages.MapStageDone):
+            s = self.shuffles.get(e.shuffle)
+            if s is not None and not s.finalized and e.stage == s.stage_id:
+                if e.succeeded:
                     s.map_done_at = time.monotonic()
                     if s.policy is not None:
                         for group in s.policy.flush():
                             self._submit(s, group)
                 else:
                     self._abandon(s, "map stage failed")
-        elif kind == "T":
-            s = self.shuffles.get(int(f[1]))
+        elif isinstance(e, messages.HoldExpired):
+            s = self.shuffles.get(e.shuffle)
             if s is not None and not s.finalized:
                 self._finalize(s, commit=False, reason="the shim's hold timed out")
-        elif kind == "C":
-            sid = int(f[1])
-            self.shuffles.pop(sid, None)
-            self._cleanup_shuffle(sid)
-        elif kind == "E":
+        elif isinstance(e, messages.ShuffleCleaned):
+            self._forget(e.shuffle)
+        elif isinstance(e, messages.ExecutorRemoved):
+            self._dirs.pop(e.executor, None)  # a new executor with this id would have new dirs
+            self._warned.discard(f"dirs-{e.executor}")
+        elif isinstance(e, messages.ApplicationEnd):
             for sid in list(self.merged_where):
                 self._cleanup_shuffle(sid)
+
+    def _map_stage_submitted(self, e: Any) -> None:
+        if e.unsafe and e.shuffle not in self.unsafe:
+            self.unsafe[e.shuffle] = e.unsafe
+            _cap(self.unsafe)
+            log.info("Riffle: shuffle %d is left unmerged: %s", e.shuffle, e.unsafe)
+        if e.attempt > 0 or e.shuffle in self.shuffles:
+            old = self.shuffles.get(e.shuffle)
+            if old is not None and not old.finalized:
+                self._abandon(old, "map stage retried")
+            return
+        policy = make_merge_policy(self.config.policy, self.config.nway, self.config.target_block_bytes, e.partitions) if e.held else None
+        self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, e.held, policy)
+        if not e.held:
+            s = self.shuffles[e.shuffle]
+            s.finalized = s.settled = True  # nothing to merge or release: it only counts its outputs
+            self._prune_settled()
+
+    def _map_output(self, e: Any) -> None:
+        s = self.shuffles.get(e.shuffle)
+        if s is None or s.finalized or e.attempt > 0:
+            return
+        out = MapOutput(e.shuffle, e.map_index, e.map_id, e.executor, e.host, e.bytes)
+        s.map_bytes += max(out.bytes, 0)
+        if out.map_index in s.outputs:  # a speculative or repeated attempt: merge neither copy
+            return
+        s.outputs[out.map_index] = out
+        if s.policy is not None:
+            for group in s.policy.add(out):
+                self._submit(s, group)
+
+    def _forget(self, sid: int) -> None:
+        """Spark cleaned the shuffle up: delete its merged files and everything kept about it."""
+        self.shuffles.pop(sid, None)
+        self.stats.pop(sid, None)
+        self.unsafe.pop(sid, None)
+        self._cleanup_shuffle(sid)
+
+    def _prune_settled(self) -> None:
+        settled = [sid for sid, s in self.shuffles.items() if s.settled]
+        for sid in settled[:max(len(settled) - MAX_SETTLED_SHUFFLES, 0)]:
+            del self.shuffles[sid]
+
+    def state_sizes(self) -> dict[str, int]:
+        """Entries in each per-shuffle or per-executor map (the bounded-state test reads this)."""
+        return {"shuffles": len(self.shuffles), "stats": len(self.stats), "unsafe": len(self.unsafe),
+                "merged_where": len(self.merged_where), "local_dirs": len(self._dirs), "warned": len(self._warned)}
 
     # ---------------------------------------------------------------- merging
     def _mergers_for(self, host: str) -> list[str]:
@@ -225,7 +259,7 @@ class MergeScheduler:
         dirs = self._dirs.get(executor)
         if not dirs:
             try:
-                dirs = [d for d in str(self.tracker.localDirs(executor)).splitlines() if d]
+                dirs = [str(d) for d in self.tracker.localDirs(executor) if d]
             except Exception as exc:  # reflection into Spark internals failed: merge nothing for it
                 log.warning("Riffle: cannot read the local dirs of executor %s: %s", executor, exc)
                 dirs = []
@@ -253,13 +287,13 @@ class MergeScheduler:
         m = Merge(f"{self.app_id}-{s.shuffle_id}-{uuid.uuid4().hex[:12]}", s.shuffle_id, list(group), merged_id, address, dirs)
         client = self._client(address)
         try:
-            req_future = client.stub.Merge.future(_request(m, self.app_id, s.num_partitions), timeout=self.config.rpc_timeout,
-                                                  metadata=client.metadata)
+            m.future = self._rpc.submit(client.merge, m.request_id, s.shuffle_id, [o.map_id for o in m.members], m.local_dirs,
+                                        s.num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
+                                        timeout=self.config.rpc_timeout)
         except Exception as exc:
             m.state, m.error = "failed", str(exc)
             s.merges.append(m)
             return
-        m.future = req_future
         s.merges.append(m)
         self.merged_where.setdefault(s.shuffle_id, set()).add((address, tuple(dirs)))
 
@@ -304,15 +338,14 @@ class MergeScheduler:
                 if m.future is not None:
                     m.future.cancel()
                 try:  # fire and forget: a hung merger must not stall the scheduler
-                    client = self._client(m.merger)
-                    client.stub.Cancel.future(pb.CancelRequest(request_id=m.request_id), timeout=5, metadata=client.metadata)
+                    self._rpc.submit(self._client(m.merger).cancel, m.request_id)
                 except Exception:
                     log.debug("riffle: cancel of %s not sent", m.request_id, exc_info=True)
         done = [m for m in s.merges if m.state == "done"]
         committed = 0
         if commit and done:
-            spec = "\n".join(_group_line(m) for m in done)
-            committed = int(self.tracker.commit(s.shuffle_id, spec))
+            commit_message = messages.Commit(s.shuffle_id, [merge_group(m) for m in done])
+            committed = int(self.tracker.commit(messages.encode(commit_message)))
             if committed < 0:
                 reason += "; commit refused (the reducers were already running)"
                 committed = 0
@@ -321,6 +354,7 @@ class MergeScheduler:
         s.committed = committed
         self._record(s, reason, len(done))
         s.settled = True
+        self._prune_settled()
 
     def _record(self, s: ShuffleState, reason: str, done: int) -> None:
         states = Counter(m.state for m in s.merges)
@@ -336,6 +370,7 @@ class MergeScheduler:
             "hold_seconds": round(time.monotonic() - s.map_done_at, 4) if s.map_done_at else None, "reason": reason,
         }
         self.stats[s.shuffle_id] = stats
+        _cap(self.stats)
         if s.held:
             log.info("Riffle: shuffle %d: %d merges requested, %d committed, %d cancelled, %d failed; map files %d -> %d "
                      "(blocks %d -> %d, %d bytes); reducers held %.3f s after the map stage (%s)",
@@ -346,7 +381,7 @@ class MergeScheduler:
     def _cleanup_shuffle(self, sid: int) -> None:
         for address, dirs in self.merged_where.pop(sid, set()):
             try:
-                self._client(address).cleanup(list(dirs), self.app_id, shuffle_id=sid)
+                self._client(address).cleanup(list(dirs), app_id=self.app_id, shuffle_id=sid)
             except grpc.RpcError as exc:
                 log.warning("Riffle: could not delete merged files of shuffle %d on %s: %s", sid, address, exc.details())
 
@@ -360,17 +395,15 @@ class MergeScheduler:
         return False
 
 
-def _request(m: Merge, app_id: str, partitions: int) -> Any:
-    return pb.MergeRequest(request_id=m.request_id, app_id=app_id, executor_id=m.members[0].executor, shuffle_id=m.shuffle_id,
-                           map_ids=[o.map_id for o in m.members], local_dirs=m.local_dirs, num_partitions=partitions,
-                           merged_map_id=m.merged_map_id)
+def _cap(d: OrderedDict) -> None:
+    while len(d) > MAX_SETTLED_SHUFFLES:
+        d.popitem(last=False)
 
 
-def _group_line(m: Merge) -> str:
-    """One group for the shim's commit: owner index, merged id, executor, members, merged lengths."""
-    owner = min(o.map_index for o in m.members)
-    members = ",".join(f"{o.map_index}:{o.map_id}" for o in m.members)
-    return f"{owner}\t{m.merged_map_id}\t{m.members[0].executor}\t{members}\t{','.join(str(x) for x in m.lengths)}"
+def merge_group(m: Merge) -> Any:
+    """A finished merge as the shim's ``merge_group`` message: the owner is the group's lowest map index."""
+    return messages.MergeGroup(owner=min(o.map_index for o in m.members), merged_map_id=m.merged_map_id, executor=m.members[0].executor,
+                               map_indexes=[o.map_index for o in m.members], map_ids=[o.map_id for o in m.members], lengths=list(m.lengths))
 
 
 __all__ = ["MergeScheduler"]

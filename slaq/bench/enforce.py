@@ -33,7 +33,8 @@ def measure(sc: Any, shares: list[float], seconds: float, work_conserving: bool,
             tasks: int = 16, task_ms: float = 50.0, submitters: int = 2) -> dict:
     """Run one saturating job per share (``submitters`` threads each, so a job always has tasks
     queued) and return target vs achieved shares of the core-time the jobs used."""
-    pools = PoolBridge(sc, work_conserving, stale_after=10 * epoch)
+    pools = PoolBridge(sc)
+    pools.configure(work_conserving, stale_after=10 * epoch)
     tag = f"{'wc' if work_conserving else 'strict'}-{time.monotonic_ns()}"
     names = [f"enforce-{tag}-{i}" for i in range(len(shares))]
     for name in names:
@@ -87,5 +88,5 @@ def bench_enforce(shares: list[float], seconds: float, modes: list[str], master:
         sc = spark.sparkContext
         sc.parallelize(range(4), 4).map(lambda _: _burn(10)).count()  # executors and Python workers up
         runs = [measure(sc, shares, seconds, mode == "work-conserving", epoch) for mode in modes]
-        capacity = PoolBridge(sc, True, 10.0).capacity()
+        capacity = PoolBridge(sc).capacity()
     return {"master": master, "cores": capacity, "seconds": seconds, "epoch_s": epoch, "runs": runs}

@@ -1,73 +1,56 @@
-"""Python side of the shim's ``SlaqScheduler``: a few coarse py4j calls per epoch, and the pure
-parser for what the shim reports back."""
+"""Python side of the shim's ``SlaqPools``: a few coarse py4j calls per epoch, in the typed messages
+of :mod:`sparkshim.messages` (``iteration`` and ``pool_state`` from the JVM, ``allocation`` to it)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from sparkshim import messages
 from sparkshim.bridge import shim_for
 
 JOB_PROPERTY = "slaq.job"
 POOL_PREFIX = "slaq."
-_FORBIDDEN = set(";=\t\n\r")
+_FORBIDDEN = set("\t\n\r")
 
-
-@dataclass(frozen=True)
-class Iteration:
-    """One reported loss, stamped by the JVM with its time and the job's cumulative core-seconds."""
-
-    job: str
-    loss: float
-    t: float
-    core_seconds: float
-    source: str
-
-
-@dataclass(frozen=True)
-class PoolState:
-    job: str
-    consumed: float  # core-seconds used since the pool was created
-    tokens: float  # core-seconds left (negative: debt)
-    running: int
-    closed: bool
+Iteration = messages.Iteration  # one reported loss: job, loss, t, core_seconds, source (stamped by the JVM)
+PoolState = messages.PoolState  # one pool: job, consumed, tokens (negative: debt), running, closed
 
 
 def check_job_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a SLAQ job name must be a non-empty string, got {name!r}")
     if _FORBIDDEN & set(name):
-        raise ValueError(f"a SLAQ job name may not contain ';', '=', tabs or newlines: {name!r}")
+        raise ValueError(f"a SLAQ job name may not contain tabs or newlines: {name!r}")
     return name
 
 
-def parse_drain(text: str) -> tuple[list[Iteration], dict[str, PoolState]]:
-    """Parse the shim's drain() lines (``R job loss t core source`` / ``P job consumed tokens running closed``)."""
-    iterations: list[Iteration] = []
-    pools: dict[str, PoolState] = {}
-    for line in text.splitlines():
-        parts = line.split("\t")
-        if parts[0] == "R" and len(parts) == 6:
-            loss = float(parts[2])
-            if math.isfinite(loss):
-                iterations.append(Iteration(parts[1], loss, float(parts[3]), float(parts[4]), parts[5]))
-        elif parts[0] == "P" and len(parts) == 6:
-            pools[parts[1]] = PoolState(parts[1], float(parts[2]), float(parts[3]), int(parts[4]), parts[5] == "true")
+def split_drain(text: str) -> tuple[list[Any], dict[str, Any]]:
+    """The shim's drain(): its ``iteration`` messages in order, and the latest ``pool_state`` per job."""
+    iterations: list[Any] = []
+    pools: dict[str, Any] = {}
+    for m in messages.decode(text):
+        if isinstance(m, Iteration):
+            iterations.append(m)
+        elif isinstance(m, PoolState):
+            pools[m.job] = m
     return iterations, pools
 
 
-def format_allocation(alloc: Mapping[str, float]) -> str:
-    return ";".join(f"{job}={max(float(cores), 0.0)!r}" for job, cores in alloc.items())
+def allocation_message(alloc: Mapping[str, float], epoch: float) -> str:
+    return messages.encode(messages.Allocation(float(epoch), {job: max(float(c), 0.0) for job, c in alloc.items()}))
 
 
 class PoolBridge:
-    """The driver JVM's SLAQ pools, as seen from Python."""
+    """The driver JVM's SLAQ pools, as seen from Python. Building one changes nothing in the JVM
+    (beyond loading the shim); :meth:`configure` sets the mode."""
 
-    def __init__(self, sc: Any, work_conserving: bool, stale_after: float):
+    def __init__(self, sc: Any):
         self._sc = sc
         self._j = shim_for(sc).slaq()
+
+    def configure(self, work_conserving: bool, stale_after: float) -> None:
+        """Work-conserving or strict, and after how many seconds without an allocation the pools open."""
         self._j.configure(bool(work_conserving), float(stale_after))
 
     def register(self, job: str, weight: float) -> bool:
@@ -79,11 +62,11 @@ class PoolBridge:
     def report(self, job: str, loss: float) -> bool:
         return bool(self._j.report(job, float(loss), "python"))
 
-    def drain(self) -> tuple[list[Iteration], dict[str, PoolState]]:
-        return parse_drain(self._j.drain())
+    def drain(self) -> tuple[list[Any], dict[str, Any]]:
+        return split_drain(self._j.drain())
 
     def deposit(self, alloc: Mapping[str, float], epoch: float) -> None:
-        self._j.deposit(format_allocation(alloc), float(epoch))
+        self._j.deposit(allocation_message(alloc, epoch))
 
     def open_all(self, reason: str) -> None:
         self._j.openAll(reason)

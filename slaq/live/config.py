@@ -6,9 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from slaq.policy import POLICIES
-from sparkshim.conf import ConfigError, conf_reader, parse_bool, parse_float, parse_seconds
+from sparkshim.conf import ConfigError, ConfReader
 
 PREFIX = "spark.slaq."
+__all__ = ["PREFIX", "ConfigError", "SlaqConfig"]
 
 
 @dataclass(frozen=True)
@@ -24,21 +25,12 @@ class SlaqConfig:
     def from_conf(cls, get: Callable[[str], str | None]) -> SlaqConfig:
         """Read every ``spark.slaq.*`` key through ``get`` (e.g. ``SparkConf.get``); missing keys take defaults."""
         d = cls()
-        value = conf_reader(get, PREFIX)
-
-        enabled = value("enabled")
-        policy = value("policy")
-        if policy is not None and policy not in POLICIES:
-            raise ConfigError(f"{PREFIX}policy={policy!r}: expected one of {', '.join(sorted(POLICIES))}")
-        epoch = value("epoch")
-        wc = value("workConserving")
-        fail = value("failOpenEpochs")
-        reserve = value("reserveCores")
+        conf = ConfReader(get, PREFIX)
         return cls(
-            enabled=d.enabled if enabled is None else parse_bool(PREFIX + "enabled", enabled),
-            policy=policy or d.policy,
-            epoch=d.epoch if epoch is None else parse_seconds(PREFIX + "epoch", epoch),
-            work_conserving=d.work_conserving if wc is None else parse_bool(PREFIX + "workConserving", wc),
-            fail_open_epochs=d.fail_open_epochs if fail is None else parse_float(PREFIX + "failOpenEpochs", fail, 1.0),
-            reserve_cores=d.reserve_cores if reserve is None else parse_float(PREFIX + "reserveCores", reserve, 0.0),
+            enabled=conf.boolean("enabled", d.enabled),
+            policy=conf.choice("policy", d.policy, POLICIES),
+            epoch=conf.seconds("epoch", d.epoch),
+            work_conserving=conf.boolean("workConserving", d.work_conserving),
+            fail_open_epochs=conf.number("failOpenEpochs", d.fail_open_epochs, 1.0),
+            reserve_cores=conf.number("reserveCores", d.reserve_cores, 0.0),
         )

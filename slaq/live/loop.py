@@ -13,18 +13,17 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from slaq.enforce.pools import Iteration, PoolState
 from slaq.policy import make_policy
-from slaq.predict.forecast import CurveCache, ForecastTable, forecast
+from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast
 from slaq.stats.history import InvalidReport, JobHistory
 
 log = logging.getLogger("slaq.loop")
 
 
 class Pools(Protocol):
-    def drain(self) -> tuple[list[Iteration], dict[str, PoolState]]: ...
+    def drain(self) -> tuple[list[Any], dict[str, Any]]: ...  # iteration and pool_state messages (sparkshim.messages)
     def deposit(self, alloc: dict[str, float], epoch: float) -> None: ...
     def open_all(self, reason: str) -> None: ...
     def resume(self) -> None: ...
@@ -43,7 +42,7 @@ class LiveJob:
     consumed: float = 0.0  # core-seconds used so far (from the pool)
 
 
-def ingest(jobs: dict[str, LiveJob], iterations: list[Iteration]) -> int:
+def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> int:
     """Append reported iterations to their jobs' histories; returns how many were accepted.
 
     The cost of an iteration is the core-seconds the job's pool used between two reports and its
@@ -112,10 +111,7 @@ class EpochLoop:
             jobs = list(self.jobs.values())
         if not jobs:
             return {}
-        table = ForecastTable(
-            [forecast(j.name, j.history, j.weight, math.inf, j.order, j.curves.current(j.history.losses)) for j in jobs],
-            self.epoch,
-        )
+        table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs], self.epoch)
         cores = self.policy.allocate(table, max(capacity - self.reserve, 0.0))
         for j, c in zip(jobs, cores):
             j.cores = float(c)

@@ -7,7 +7,7 @@ import sys
 from pyspark import cloudpickle
 
 from slaq.ml.blocks import as_blocks, synthetic_blocks
-from slaq.ml.trainers import TrainResult, boosted_stumps, kmeans, logistic_regression, svm
+from slaq.ml.rdd_trainers import TrainResult, boosted_stumps, kmeans, logistic_regression, svm
 
 __all__ = ["TrainResult", "as_blocks", "boosted_stumps", "kmeans", "logistic_regression", "svm", "synthetic_blocks"]
 

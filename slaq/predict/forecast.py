@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slaq.predict.loss_curves import LINEAR, Curve, evaluate, fit_loss_curve
+from slaq.predict.loss_curves import LINEAR, Curve, evaluate, fit_loss_curve, strawman
 from slaq.predict.runtime import estimate_runtime, iterations_in
 from slaq.stats.history import JobHistory
 
@@ -83,6 +83,27 @@ class CurveCache:
         if self.fitted_at != n:
             self.curve, self.fitted_at = fit_loss_curve(losses), n
         return self.curve
+
+
+def job_forecast(
+    job_id: str,
+    history: JobHistory,
+    curves: CurveCache,
+    weight: float = 1.0,
+    cap: float = math.inf,
+    order: float = 0.0,
+    predictive: bool = True,
+) -> JobForecast:
+    """The one way the simulator and the live loop turn a tracked job into what the policies read:
+    the job's cached fitted curve (``predictive``) or the strawman that repeats the last reduction,
+    and exploration before it has two losses."""
+    if history.iterations < 2:
+        curve = None
+    elif predictive:
+        curve = curves.current(history.losses)
+    else:
+        curve = strawman(history.losses)
+    return forecast(job_id, history, weight, cap, order, curve)
 
 
 class ForecastTable:

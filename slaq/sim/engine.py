@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from slaq.policy import make_policy
-from slaq.predict.forecast import CurveCache, ForecastTable, JobForecast, forecast
-from slaq.predict.loss_curves import strawman
+from slaq.predict.forecast import CurveCache, ForecastTable, JobForecast, job_forecast
 from slaq.sim.workload import SimJob, Workload
 from slaq.stats.history import JobHistory
 
@@ -109,11 +108,7 @@ def _groups(states: list[_State], alloc: np.ndarray) -> tuple[float, float, floa
 
 
 def _forecasts(states: list[_State], predictive: bool) -> list[JobForecast]:
-    out = []
-    for s in states:
-        curve = s.curves.current(s.history.losses) if predictive else strawman(s.history.losses)
-        out.append(forecast(s.job.job_id, s.history, s.job.weight, s.job.cap, s.job.arrival, curve if s.history.iterations >= 2 else None))
-    return out
+    return [job_forecast(s.job.job_id, s.history, s.curves, s.job.weight, s.job.cap, s.job.arrival, predictive) for s in states]
 
 
 def _advance(s: _State, cores: float, start: float, dt: float) -> None:

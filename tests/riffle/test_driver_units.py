@@ -8,8 +8,9 @@ import pytest
 
 from riffle.driver.config import RiffleConfig
 from riffle.driver.placement import candidates, same_host, two_choices
-from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_policy
-from riffle.driver.scheduler import Merge, _group_line
+from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
+from riffle.driver.scheduler import Merge, merge_group
+from sparkshim import messages
 from sparkshim.conf import ConfigError
 
 
@@ -35,9 +36,9 @@ def test_block_size_merges_at_the_target_average_and_skips_large_outputs():
     (group,) = p.add(out(3, nbytes=400))
     assert [o.map_index for o in group] == [1, 2, 3]
     assert [o.map_index for o in p.leftover()] == [0]
-    assert isinstance(make_policy("blocksize", 2, 1, 1), BlockSizePolicy)
+    assert isinstance(make_merge_policy("blocksize", 2, 1, 1), BlockSizePolicy)
     with pytest.raises(ValueError):
-        make_policy("random", 2, 1, 1)
+        make_merge_policy("random", 2, 1, 1)
 
 
 def test_placement_prefers_the_less_loaded_of_two_and_needs_the_same_host():
@@ -50,9 +51,11 @@ def test_placement_prefers_the_less_loaded_of_two_and_needs_the_same_host():
         two_choices([], lambda m: 0.0, random.Random(0))
 
 
-def test_commit_line_names_owner_members_and_lengths():
+def test_merge_group_names_owner_members_and_lengths():
     m = Merge("r", 3, [out(4), out(2), out(9)], 1 << 62, "m:1", ["/d"], lengths=[5, 0, 7])
-    assert _group_line(m) == f"2\t{1 << 62}\t1\t4:1004,2:1002,9:1009\t5,0,7"
+    g = merge_group(m)
+    assert (g.owner, g.merged_map_id, g.executor, g.map_indexes, g.map_ids, g.lengths) == (2, 1 << 62, "1", (4, 2, 9), (1004, 1002, 1009), (5, 0, 7))
+    assert messages.decode(messages.encode(g)) == g
 
 
 def test_config_parsing_and_errors(tmp_path):
@@ -69,3 +72,34 @@ def test_config_parsing_and_errors(tmp_path):
                        ("targetBlockSize", "huge"), ("authTokenFile", str(tmp_path / "missing"))]:
         with pytest.raises(ConfigError, match=f"spark.riffle.{key}"):
             RiffleConfig.from_conf({f"spark.riffle.{key}": value}.get)
+
+
+class TrackerStandIn:
+    """Stands in for the JVM tracker only here (its messages are the real schema's); the live tests use the shim."""
+
+    def __init__(self):
+        self.events: list = []
+        self.lookups = 0
+
+    def applicationId(self):
+        return "app-1"
+
+    def drain(self):
+        text, self.events = messages.encode(self.events), []
+        return text
+
+    def localDirs(self, executor):
+        self.lookups += 1
+        return [f"/local/{executor}/v{self.lookups}"]
+
+
+def test_executor_removed_invalidates_cached_local_dirs():
+    from riffle.driver.scheduler import MergeScheduler
+
+    tracker = TrackerStandIn()
+    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
+    assert s._local_dirs("7") == ["/local/7/v1"] and s._local_dirs("7") == ["/local/7/v1"]  # cached
+    tracker.events = [messages.ExecutorRemoved("7")]
+    s.step()
+    assert s._local_dirs("7") == ["/local/7/v2"]  # a new executor under that id has new dirs
+    assert s.state_sizes()["local_dirs"] == 1

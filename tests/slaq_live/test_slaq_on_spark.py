@@ -33,9 +33,10 @@ def scheduler(sc):
 @pytest.fixture
 def strict_pools(sc, scheduler):
     """The shim in strict mode for one test (the loop keeps running for SLAQ jobs)."""
-    pools = PoolBridge(sc, work_conserving=False, stale_after=30.0)
+    pools = PoolBridge(sc)
+    pools.configure(work_conserving=False, stale_after=30.0)
     yield pools
-    PoolBridge(sc, work_conserving=True, stale_after=scheduler.config.fail_open_epochs * scheduler.config.epoch)
+    pools.configure(work_conserving=True, stale_after=scheduler.config.fail_open_epochs * scheduler.config.epoch)
 
 
 def _run_tasks(sc, pools, job, results, tasks=2, task_ms=200.0):
@@ -70,7 +71,8 @@ def test_strict_pool_without_tokens_gets_no_cores_until_fail_open(sc, strict_poo
 
 def test_dead_loop_opens_pools_by_themselves(sc, scheduler, strict_pools):
     """If the epoch loop stops depositing (dead thread, hung driver), the shim opens the pools itself."""
-    pools = PoolBridge(sc, work_conserving=False, stale_after=2.0)
+    pools = PoolBridge(sc)
+    pools.configure(work_conserving=False, stale_after=2.0)
     scheduler.loop.stop()
     try:
         pools.register("orphan", 1.0)
@@ -88,7 +90,8 @@ def test_dead_loop_opens_pools_by_themselves(sc, scheduler, strict_pools):
 
 
 def test_work_conserving_pool_uses_idle_cores(sc, scheduler):
-    pools = PoolBridge(sc, work_conserving=True, stale_after=30.0)
+    pools = PoolBridge(sc)
+    pools.configure(work_conserving=True, stale_after=30.0)
     pools.register("borrower", 1.0)
     pools.deposit({"borrower": 0.0}, 1.0)
     done: dict[str, float] = {}

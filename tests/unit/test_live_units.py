@@ -7,9 +7,10 @@ import math
 import pytest
 
 import slaq
-from slaq.enforce.pools import Iteration, check_job_name, format_allocation, parse_drain
+from slaq.enforce.pools import Iteration, allocation_message, check_job_name, split_drain
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.loop import EpochLoop, LiveJob, ingest
+from sparkshim import messages
 
 
 def conf(**kv):
@@ -32,16 +33,17 @@ def test_config_errors_name_the_key(key, value, needle):
         SlaqConfig.from_conf(conf(**{key: value}))
 
 
-def test_parse_drain_and_allocation_format():
-    text = "R\tjob-a\t0.5\t1.25\t3.5\tpython\nR\tjob-a\tNaN\t1.3\t3.6\tmllib\nP\tjob-a\t3.6\t-0.2\t2\tfalse\nP\tb\t0.0\t1.0\t0\ttrue\nbogus\n"
-    its, pools = parse_drain(text)
+def test_split_drain_and_allocation_message():
+    text = messages.encode([Iteration("job-a", 0.5, 1.25, 3.5, "python"), messages.PoolState("job-a", 3.6, -0.2, 2, False),
+                            messages.PoolState("b", 0.0, 1.0, 0, True)])
+    its, pools = split_drain(text)
     assert its == [Iteration("job-a", 0.5, 1.25, 3.5, "python")]
     assert pools["job-a"].tokens == -0.2 and pools["job-a"].running == 2 and pools["b"].closed
-    assert format_allocation({"a": 1.5, "b": -1.0}) == "a=1.5;b=0.0"
+    assert messages.decode(allocation_message({"a": 1.5, "b": -1.0}, 2)) == messages.Allocation(2.0, {"a": 1.5, "b": 0.0})
 
 
-@pytest.mark.parametrize("bad", ["", "  ", "a;b", "a=b", "tab\there", 3, None])
-def test_job_names_that_would_break_the_protocol_are_rejected(bad):
+@pytest.mark.parametrize("bad", ["", "  ", "tab\there", "new\nline", 3, None])
+def test_bad_job_names_are_rejected(bad):
     with pytest.raises(ValueError):
         check_job_name(bad)
 
@@ -118,3 +120,47 @@ def test_target_reduction_uses_the_fitted_floor():
 def test_bad_job_arguments(kwargs):
     with pytest.raises(ValueError):
         slaq.job("x", **kwargs)
+
+
+def test_messages_check_every_field_when_built_and_decoded():
+    from sparkshim.messages import MessageError, decode
+
+    with pytest.raises(MessageError, match="32-bit"):
+        messages.MapOutput(1 << 31, 0, 0, 0, 0, "e", "h", 0)
+    with pytest.raises(MessageError, match="finite"):
+        Iteration("a", float("nan"), 0.0, 0.0, "python")
+    with pytest.raises(MessageError, match="do not match"):
+        decode('{"type": "hold_expired", "shuffle": 1, "extra": 2}')
+    with pytest.raises(MessageError, match="unknown message type"):
+        decode('[{"type": "nope"}]')
+    assert decode('{"type": "hold_expired", "shuffle": 1}') == messages.HoldExpired(1)
+
+
+class _ConfOnly:
+    """A SparkContext stand-in with only a conf: enough for the attach decision, nothing to attach to."""
+
+    def __init__(self, conf):
+        self._conf = conf
+
+    def getConf(self):
+        return self
+
+    def get(self, key):
+        return self._conf.get(key)
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "on", "enabled"])
+def test_enabled_values_other_than_true_false_are_refused_everywhere_alike(value, caplog):
+    from riffle.driver.config import RiffleConfig
+    from sparkshim import starthook
+    from sparkshim.conf import enabled
+
+    for key, parse in (("spark.riffle.enabled", RiffleConfig.from_conf), ("spark.slaq.enabled", SlaqConfig.from_conf)):
+        with pytest.raises(ConfigError, match=key):
+            parse({key: value}.get)
+        with pytest.raises(ConfigError, match=key):
+            enabled({key: value}.get, key)
+        caplog.clear()
+        starthook.attach_enabled(_ConfOnly({key: value}))  # refused with one error, never half-attached
+        assert [r.levelname for r in caplog.records] == ["ERROR"] and "not attached" in caplog.text and key in caplog.text
+    assert enabled({"k": " TRUE "}.get, "k") and not enabled({"k": "false"}.get, "k") and not enabled({}.get, "k")

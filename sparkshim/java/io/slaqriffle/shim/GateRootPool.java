@@ -8,15 +8,17 @@ import scala.collection.mutable.ArrayBuffer;
 
 /**
  * Replacement for the task scheduler's root pool that leaves out, each offer round, the task sets
- * of stages reading a shuffle Riffle is still merging. Everything else (FIFO or FAIR order, child
- * pools such as SLAQ's) is the stock Pool's behaviour.
+ * the {@link ReducerGate} holds. Everything else (FIFO or FAIR order, child pools such as SLAQ's)
+ * is the stock Pool's behaviour. The sort only reads the gate; it changes nothing.
  */
 public final class GateRootPool extends Pool {
-  private final RiffleTracker tracker;
+  private final ReducerGate gate;
+  private final ShimClock clock;
 
-  GateRootPool(Enumeration.Value mode, RiffleTracker tracker, Pool old) {
+  GateRootPool(Enumeration.Value mode, ReducerGate gate, ShimClock clock, Pool old) {
     super("", mode, 0, 0);
-    this.tracker = tracker;
+    this.gate = gate;
+    this.clock = clock;
     for (Schedulable s : old.schedulableQueue()) {
       addSchedulable(s);
     }
@@ -26,10 +28,10 @@ public final class GateRootPool extends Pool {
   public ArrayBuffer<TaskSetManager> getSortedTaskSetQueue() {
     ArrayBuffer<TaskSetManager> all = super.getSortedTaskSetQueue();
     ArrayBuffer<TaskSetManager> out = new ArrayBuffer<>(all.size());
-    long now = System.nanoTime();
+    long now = clock.nanoTime();
     for (int i = 0; i < all.size(); i++) {
       TaskSetManager tsm = all.apply(i);
-      if (!tracker.blocks(tsm.stageId(), now)) {
+      if (!gate.holds(tsm.stageId(), now)) {
         out.addOne(tsm);
       }
     }

@@ -16,18 +16,18 @@ import scala.collection.mutable.ArrayBuffer;
  * is declared failed) every pool opens and is ordered as Spark's fair scheduler would.
  */
 public final class JobsPool extends Pool {
-  private final SlaqScheduler scheduler;
+  private final PoolMode mode;
+  private final ShimClock clock;
 
-  JobsPool(String name, SlaqScheduler scheduler) {
+  public JobsPool(String name, PoolMode mode, ShimClock clock) {
     super(name, SchedulingMode$.MODULE$.FAIR(), 0, 1);
-    this.scheduler = scheduler;
+    this.mode = mode;
+    this.clock = clock;
   }
 
-  @Override
-  public ArrayBuffer<TaskSetManager> getSortedTaskSetQueue() {
-    long now = System.nanoTime();
-    boolean open = scheduler.isOpen(now);
-    boolean workConserving = scheduler.workConserving();
+  /** The job pools that may launch this round, in the order they are offered cores. */
+  public List<TokenPool> admitted(long now) {
+    boolean open = mode.isOpen(now);
     List<TokenPool> pools = new ArrayList<>();
     for (Schedulable s : schedulableQueue()) {
       if (s instanceof TokenPool) {
@@ -38,21 +38,32 @@ public final class JobsPool extends Pool {
     }
     if (open) {
       pools.sort((a, b) -> Double.compare(a.snapRunning / a.jobWeight(), b.snapRunning / b.jobWeight()));
-    } else {
-      pools.sort((a, b) -> {
-        boolean ra = a.isClosed() || a.snapTokens > 0;
-        boolean rb = b.isClosed() || b.snapTokens > 0;
-        if (ra != rb) {
-          return ra ? -1 : 1;
-        }
-        return Double.compare(b.snapFraction, a.snapFraction);
-      });
+      return pools;
     }
-    ArrayBuffer<TaskSetManager> out = new ArrayBuffer<>();
-    for (TokenPool p : pools) {
-      if (open || workConserving || p.isClosed() || p.snapTokens > 0) {
-        out.addAll(p.getSortedTaskSetQueue());
+    pools.sort((a, b) -> {
+      boolean ra = a.isClosed() || a.snapTokens > 0;
+      boolean rb = b.isClosed() || b.snapTokens > 0;
+      if (ra != rb) {
+        return ra ? -1 : 1;
       }
+      return Double.compare(b.snapFraction, a.snapFraction);
+    });
+    if (!mode.workConserving()) {
+      pools.removeIf(p -> !p.isClosed() && p.snapTokens <= 0);
+    }
+    return pools;
+  }
+
+  /** {@link #admitted} at the clock's time, as pool names (tests and diagnostics). */
+  public String[] admittedNames() {
+    return admitted(clock.nanoTime()).stream().map(Pool::name).toArray(String[]::new);
+  }
+
+  @Override
+  public ArrayBuffer<TaskSetManager> getSortedTaskSetQueue() {
+    ArrayBuffer<TaskSetManager> out = new ArrayBuffer<>();
+    for (TokenPool p : admitted(clock.nanoTime())) {
+      out.addAll(p.getSortedTaskSetQueue());
     }
     return out;
   }

@@ -21,9 +21,9 @@ import org.apache.logging.log4j.core.config.Property;
 public final class LossAppender extends AbstractAppender {
   static final String LOGGER = "breeze.optimize";
   private static final Pattern LINE = Pattern.compile("Val and Grad Norm: (\\S+) \\(rel: \\S+\\) \\S+");
-  private final SlaqScheduler scheduler;
+  private final SlaqPools scheduler;
 
-  private LossAppender(SlaqScheduler scheduler) {
+  private LossAppender(SlaqPools scheduler) {
     super("slaq-loss-capture", null, null, true, Property.EMPTY_ARRAY);
     this.scheduler = scheduler;
   }
@@ -45,7 +45,7 @@ public final class LossAppender extends AbstractAppender {
     }
     String job = scheduler.currentJob();
     if (job == null) {
-      job = ThreadContext.get(SlaqScheduler.JOB_PROPERTY);
+      job = ThreadContext.get(SlaqPools.JOB_PROPERTY);
     }
     if (job != null) {
       scheduler.report(job, value, "mllib");
@@ -53,7 +53,7 @@ public final class LossAppender extends AbstractAppender {
   }
 
   /** Adds the appender to Spark's log4j2 context, on its own non-additive INFO logger config. */
-  static LossAppender install(SlaqScheduler scheduler, ClassLoader sparkLoader) {
+  static LossAppender install(SlaqPools scheduler, ClassLoader sparkLoader) {
     LoggerContext ctx = (LoggerContext) LogManager.getContext(sparkLoader, false);
     Configuration config = ctx.getConfiguration();
     LossAppender appender = new LossAppender(scheduler);

@@ -18,17 +18,20 @@ public final class TokenPool extends Pool {
   private double tokens;          // core-seconds left; negative = debt
   private double consumed;        // core-seconds used since creation, including work-conserving use
   private double lastDeposit;     // size of the latest deposit, to rank pools by the fraction left
-  private long settledAt = System.nanoTime();
+  private final ShimClock clock;
+  private long settledAt;
   private volatile boolean closed;
   // Snapshots taken once per offer round so the sort never sees values change under it.
   double snapTokens;
   double snapFraction;
   int snapRunning;
 
-  public TokenPool(String name, double weight, double cpusPerTask) {
+  public TokenPool(String name, double weight, double cpusPerTask, ShimClock clock) {
     super(name, SchedulingMode$.MODULE$.FIFO(), 0, Math.max(1, (int) Math.round(weight)));
     this.jobWeight = weight;
     this.cpusPerTask = cpusPerTask;
+    this.clock = clock;
+    this.settledAt = clock.nanoTime();
   }
 
   synchronized void settle(long now) {
@@ -43,24 +46,24 @@ public final class TokenPool extends Pool {
 
   @Override
   public void increaseRunningTasks(int taskNum) {
-    settle(System.nanoTime());
+    settle(clock.nanoTime());
     super.increaseRunningTasks(taskNum);
   }
 
   @Override
   public void decreaseRunningTasks(int taskNum) {
-    settle(System.nanoTime());
+    settle(clock.nanoTime());
     super.decreaseRunningTasks(taskNum);
   }
 
   /** Debt is carried over; an unspent surplus is not (use it or lose it each epoch). */
-  synchronized void deposit(double coreSeconds, long now) {
+  public synchronized void deposit(double coreSeconds, long now) {
     settle(now);
     tokens = Math.min(tokens, 0.0) + coreSeconds;
     lastDeposit = coreSeconds;
   }
 
-  synchronized void snapshot(long now) {
+  public synchronized void snapshot(long now) {
     settle(now);
     snapTokens = tokens;
     snapFraction = lastDeposit > 0 ? tokens / lastDeposit : (tokens > 0 ? 1.0 : -1e9 + tokens);
@@ -68,12 +71,12 @@ public final class TokenPool extends Pool {
   }
 
   public synchronized double consumedCoreSeconds() {
-    settle(System.nanoTime());
+    settle(clock.nanoTime());
     return consumed;
   }
 
   public synchronized double tokens() {
-    settle(System.nanoTime());
+    settle(clock.nanoTime());
     return tokens;
   }
 
@@ -85,11 +88,11 @@ public final class TokenPool extends Pool {
     return closed;
   }
 
-  void close() {
+  public void close() {
     closed = true;
   }
 
-  boolean isIdle() {
+  public boolean isIdle() {
     return schedulableQueue().isEmpty() && runningTasks() == 0;
   }
 }

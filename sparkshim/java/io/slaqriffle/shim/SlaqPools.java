@@ -1,69 +1,51 @@
 package io.slaqriffle.shim;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SchedulerBackend;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * SLAQ's enforcement side in the driver JVM: one {@link TokenPool} per job under one
  * {@link JobsPool}, loss records per job (from Python reports and from {@link LossAppender}), and a
- * few coarse calls the Python epoch loop makes once per epoch.
+ * few coarse calls the Python epoch loop makes once per epoch, in the messages of
+ * {@link Messages}.
  */
-public final class SlaqScheduler {
+public final class SlaqPools {
   public static final String JOB_PROPERTY = "slaq.job";
   public static final String POOL_PREFIX = "slaq.";
-  private static final Logger LOG = LoggerFactory.getLogger(SlaqScheduler.class);
+  /** Loss records kept for a loop that stopped draining; older ones are dropped. */
+  static final int MAX_PENDING_RECORDS = 65_536;
 
   private final SparkContext sc;
   private final TaskSchedulerImpl ts;
   private final JobsPool parent;
+  private final PoolMode mode = new PoolMode();
+  private final ShimClock clock = ShimClock.SYSTEM;
   private final double cpusPerTask;
-  private final long base = System.nanoTime();
+  private final long base = clock.nanoTime();
   private final Map<String, TokenPool> pools = new ConcurrentHashMap<>();
-  private final ConcurrentLinkedQueue<String> records = new ConcurrentLinkedQueue<>();
-  private volatile boolean workConserving = true;
-  private volatile long staleAfterNanos = 6_000_000_000L;
-  private volatile long lastDeposit = Long.MIN_VALUE; // none yet: pools are open until the first epoch
-  private volatile String openReason = null;
-  private volatile boolean loggedStale = false;
+  private final ConcurrentLinkedQueue<Messages.Iteration> records = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger pending = new AtomicInteger();
 
-  SlaqScheduler(SparkContext sc) {
+  SlaqPools(SparkContext sc) {
     this.sc = sc;
     this.ts = (TaskSchedulerImpl) sc.taskScheduler();
     this.cpusPerTask = ts.CPUS_PER_TASK().doubleValue();
-    this.parent = new JobsPool("slaq", this);
+    this.parent = new JobsPool("slaq", mode, clock);
     synchronized (ts) {
       ts.rootPool().addSchedulable(parent);
     }
   }
 
   public void configure(boolean workConserving, double staleAfterSeconds) {
-    this.workConserving = workConserving;
-    this.staleAfterNanos = (long) (staleAfterSeconds * 1e9);
-  }
-
-  boolean workConserving() {
-    return workConserving;
-  }
-
-  /** Open = fair sharing: before the first deposit, after the loop is declared failed, or when deposits stop. */
-  boolean isOpen(long now) {
-    if (openReason != null || lastDeposit == Long.MIN_VALUE) {
-      return true;
-    }
-    boolean stale = now - lastDeposit > staleAfterNanos;
-    if (stale && !loggedStale) {
-      loggedStale = true;
-      LOG.warn("SLAQ: no allocation for {} s; all job pools are open (fair sharing) until the epoch loop recovers",
-          staleAfterNanos / 1e9);
-    }
-    return stale;
+    mode.configure(workConserving, staleAfterSeconds);
   }
 
   public String poolName(String job) {
@@ -76,7 +58,7 @@ public final class SlaqScheduler {
     if (existing != null && !existing.isClosed()) {
       return false;
     }
-    TokenPool pool = new TokenPool(poolName(job), weight, cpusPerTask);
+    TokenPool pool = new TokenPool(poolName(job), weight, cpusPerTask, clock);
     synchronized (ts) {
       if (existing != null) {
         parent.removeSchedulable(existing);
@@ -99,11 +81,14 @@ public final class SlaqScheduler {
   /** Records one iteration's loss with the job's cumulative core-seconds; false when no such job is open. */
   public boolean report(String job, double loss, String source) {
     TokenPool pool = pools.get(job);
-    if (pool == null || pool.isClosed()) {
+    if (pool == null || pool.isClosed() || !Double.isFinite(loss)) {
       return false;
     }
-    double t = (System.nanoTime() - base) / 1e9;
-    records.add(job + "\t" + loss + "\t" + t + "\t" + pool.consumedCoreSeconds() + "\t" + source);
+    double t = (clock.nanoTime() - base) / 1e9;
+    records.add(new Messages.Iteration(job, loss, t, pool.consumedCoreSeconds(), source));
+    if (pending.incrementAndGet() > MAX_PENDING_RECORDS && records.poll() != null) {
+      pending.decrementAndGet();
+    }
     return true;
   }
 
@@ -114,61 +99,53 @@ public final class SlaqScheduler {
   }
 
   /**
-   * One epoch's allocation: {@code "job=cores;job=cores"}. Deposits {@code cores x epochSeconds}
+   * One epoch's allocation, an {@code allocation} message. Deposits {@code cores x epochSeconds}
    * into every listed pool in one batch under the scheduler lock, then revives offers.
    */
-  public void deposit(String allocation, double epochSeconds) {
-    long now = System.nanoTime();
+  public void deposit(String allocationJson) {
+    Messages.Allocation allocation = Messages.decode(allocationJson, Messages.Allocation.class);
+    long now = clock.nanoTime();
     synchronized (ts) {
-      for (String item : allocation.split(";")) {
-        int eq = item.lastIndexOf('=');
-        if (eq <= 0) {
-          continue;
-        }
-        TokenPool pool = pools.get(item.substring(0, eq));
+      for (Map.Entry<String, Double> e : allocation.cores().entrySet()) {
+        TokenPool pool = pools.get(e.getKey());
         if (pool != null) {
-          pool.deposit(Double.parseDouble(item.substring(eq + 1)) * epochSeconds, now);
+          pool.deposit(Math.max(e.getValue(), 0.0) * allocation.epochSeconds(), now);
         }
       }
-      lastDeposit = now;
-      if (loggedStale) {
-        LOG.warn("SLAQ: allocations resumed; job pools are token-limited again");
-        loggedStale = false;
-      }
+      mode.deposited(now);
     }
     ts.backend().reviveOffers();
   }
 
   /** Gives up on token limits until {@link #resume()}: the Python loop calls this when it fails. */
   public void openAll(String reason) {
-    openReason = reason;
-    LOG.warn("SLAQ: all job pools opened (fair sharing): {}", reason);
+    mode.openAll(reason);
     ts.backend().reviveOffers();
   }
 
   public void resume() {
-    openReason = null;
+    mode.resume();
   }
 
   public boolean isOpenNow() {
-    return isOpen(System.nanoTime());
+    return mode.isOpen(clock.nanoTime());
   }
 
   /**
-   * Everything new since the last call, as tab-separated lines: {@code R job loss t coreSeconds source}
-   * per iteration, then {@code P job consumed tokens running closed} per pool. Idle closed pools are
-   * removed after they are reported.
+   * Everything new since the last call, as a JSON list of messages: an {@code iteration} per
+   * reported loss, then a {@code pool_state} per pool. Idle closed pools are removed after they are
+   * reported.
    */
   public String drain() {
-    StringBuilder out = new StringBuilder();
-    String r;
+    List<Messages.Message> out = new ArrayList<>();
+    Messages.Iteration r;
     while ((r = records.poll()) != null) {
-      out.append("R\t").append(r).append('\n');
+      pending.decrementAndGet();
+      out.add(r);
     }
     for (Map.Entry<String, TokenPool> e : pools.entrySet()) {
       TokenPool p = e.getValue();
-      out.append("P\t").append(e.getKey()).append('\t').append(p.consumedCoreSeconds()).append('\t')
-          .append(p.tokens()).append('\t').append(p.runningTasks()).append('\t').append(p.isClosed()).append('\n');
+      out.add(new Messages.PoolState(e.getKey(), p.consumedCoreSeconds(), p.tokens(), p.runningTasks(), p.isClosed()));
       if (p.isClosed() && p.isIdle()) {
         synchronized (ts) {
           if (p.isIdle()) {
@@ -178,7 +155,7 @@ public final class SlaqScheduler {
         }
       }
     }
-    return out.toString();
+    return Messages.encode(out);
   }
 
   /** Cores the executors offer, in cores (not task slots). */

@@ -1,0 +1,87 @@
+package io.slaqriffle.shim;
+
+import java.util.List;
+import java.util.concurrent.locks.Lock;
+import org.apache.spark.MapOutputTrackerMaster;
+import org.apache.spark.ShuffleStatus;
+import org.apache.spark.scheduler.MapStatus;
+import org.apache.spark.scheduler.MapStatus$;
+import org.apache.spark.storage.BlockManagerId;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Points merged groups' map statuses at their merged files, atomically per shuffle (DESIGN.md, the
+ * map-status commit rules): the merged status (synthetic map id, the owner's checksum) at the
+ * group's owner index and zero-size statuses (original ids and checksums) at the others, all with
+ * the executor's BlockManagerId, under the shuffle's write lock; then the serialized-status cache is
+ * invalidated and the epoch bumped. The caller holds the scheduler lock and the shuffle's readers.
+ */
+final class MapStatusCommit {
+  private static final Logger LOG = LoggerFactory.getLogger(MapStatusCommit.class);
+
+  private MapStatusCommit() {}
+
+  /** Groups committed, or -1 when Spark has no status for the shuffle. A group whose statuses changed is skipped. */
+  static int apply(Messages.Commit commit, int partitions) {
+    ShuffleStatus status = SparkInternals.shuffleStatus(commit.shuffle());
+    if (status == null) {
+      return -1;
+    }
+    int committed = 0;
+    Lock lock = SparkInternals.writeLock(status);
+    lock.lock();
+    try {
+      MapStatus[] statuses = status.mapStatuses();
+      @SuppressWarnings("unchecked")
+      scala.collection.mutable.HashMap<Object, Object> idToIndex = status.mapIdToMapIndex();
+      for (Messages.MergeGroup g : commit.groups()) {
+        BlockManagerId loc = unchangedLocation(g, statuses);
+        if (loc == null || g.lengths().size() != partitions) {
+          LOG.warn("Riffle: group at map index {} of shuffle {} left unmerged (statuses changed since its merge, or {} != {} partitions)",
+              g.owner(), commit.shuffle(), g.lengths().size(), partitions);
+          continue;
+        }
+        long[] sizes = g.lengths().stream().mapToLong(Long::longValue).toArray();
+        for (int i = 0; i < g.mapIndexes().size(); i++) {
+          int index = g.mapIndexes().get(i);
+          long mapId = g.mapIds().get(i);
+          MapStatus cur = statuses[index];
+          if (index == g.owner()) {
+            statuses[index] = MapStatus$.MODULE$.apply(loc, sizes, g.mergedMapId(), cur.checksumValue());
+            idToIndex.remove(mapId);
+            idToIndex.put(g.mergedMapId(), index);
+          } else {
+            statuses[index] = MapStatus$.MODULE$.apply(loc, new long[sizes.length], mapId, cur.checksumValue());
+          }
+        }
+        committed++;
+      }
+    } finally {
+      lock.unlock();
+    }
+    status.invalidateSerializedMapOutputStatusCache();
+    MapOutputTrackerMaster tracker = SparkInternals.mapOutputTracker();
+    tracker.incrementEpoch();
+    return committed;
+  }
+
+  /** The members' common BlockManagerId if every member still has its recorded map id on the group's executor, else null. */
+  private static BlockManagerId unchangedLocation(Messages.MergeGroup g, MapStatus[] statuses) {
+    List<Integer> indexes = g.mapIndexes();
+    if (indexes.size() < 2 || indexes.size() != g.mapIds().size() || !indexes.contains(g.owner())) {
+      return null;
+    }
+    BlockManagerId loc = null;
+    for (int i = 0; i < indexes.size(); i++) {
+      int index = indexes.get(i);
+      MapStatus cur = index >= 0 && index < statuses.length ? statuses[index] : null;
+      if (cur == null || cur.mapId() != g.mapIds().get(i) || !cur.location().executorId().equals(g.executor())
+          || (loc != null && !loc.equals(cur.location()))) {
+        return null;
+      }
+      loc = cur.location();
+    }
+    return loc;
+  }
+}

@@ -1,0 +1,192 @@
+package io.slaqriffle.shim;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.CleanerListener;
+import org.apache.spark.ShuffleDependency;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerJobEnd;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.scheduler.TaskInfo;
+
+/**
+ * Riffle's eyes: turns Spark's listener and cleaner events into {@link Messages} for Python, feeds
+ * the {@link StageGraph}, starts and times the {@link ReducerGate}'s holds, and keeps per-stage read
+ * metrics for benchmarks. Runs on Spark's listener-bus and cleaner threads.
+ */
+final class RiffleListener extends SparkListener implements CleanerListener {
+  /** Stages whose read metrics are kept (most recent first out). */
+  static final int MAX_STAGE_METRICS = 256;
+
+  private final SparkContext sc;
+  private final RiffleTracker tracker;
+  private final StageGraph graph;
+  private final ReducerGate gate;
+  private final ShimClock clock;
+  private final Map<Integer, long[]> stageMetrics = new LinkedHashMap<>(16, 0.75f, false) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<Integer, long[]> eldest) {
+      return size() > MAX_STAGE_METRICS;
+    }
+  }; // blocks, bytes, tasks, submitted, completed
+  private final Map<Integer, Integer> partitions = new ConcurrentHashMap<>(); // held shuffle -> reduce partitions
+
+  RiffleListener(SparkContext sc, RiffleTracker tracker, StageGraph graph, ReducerGate gate, ShimClock clock) {
+    this.sc = sc;
+    this.tracker = tracker;
+    this.graph = graph;
+    this.gate = gate;
+    this.clock = clock;
+  }
+
+  @Override
+  public void onJobStart(SparkListenerJobStart event) {
+    List<StageInfo> stages = new ArrayList<>();
+    scala.collection.Iterator<StageInfo> it = event.stageInfos().iterator();
+    while (it.hasNext()) {
+      stages.add(it.next());
+    }
+    graph.jobStarted(event.jobId(), stages);
+  }
+
+  @Override
+  public void onJobEnd(SparkListenerJobEnd event) {
+    graph.jobEnded(event.jobId());
+  }
+
+  @Override
+  public void onStageSubmitted(SparkListenerStageSubmitted event) {
+    StageInfo info = event.stageInfo();
+    graph.stageSubmitted(info);
+    metrics(info.stageId())[3] = clock.nanoTime();
+    if (info.shuffleDepId().isEmpty()) {
+      return;
+    }
+    int shuffle = (Integer) info.shuffleDepId().get();
+    ShuffleDependency<?, ?, ?> dep = SparkInternals.shuffleDependency(sc, shuffle);
+    int parts = dep == null ? -1 : dep.partitioner().numPartitions();
+    String unsafe = tracker.unavailableReason();
+    if (unsafe == null) {
+      unsafe = ShuffleSafety.unsafeReason(sc.getConf(), dep);
+    }
+    boolean hold = tracker.merging() && unsafe == null && info.attemptNumber() == 0 && gate.hold(shuffle);
+    if (hold) {
+      partitions.put(shuffle, parts);
+    }
+    tracker.emit(new Messages.MapStageSubmitted(shuffle, info.stageId(), info.attemptNumber(), info.numTasks(), parts, hold,
+        unsafe == null ? "" : unsafe));
+  }
+
+  @Override
+  public void onTaskEnd(SparkListenerTaskEnd event) {
+    TaskInfo t = event.taskInfo();
+    if (event.taskMetrics() != null) {
+      long[] m = metrics(event.stageId());
+      synchronized (m) {
+        m[0] += event.taskMetrics().shuffleReadMetrics().totalBlocksFetched();
+        m[1] += event.taskMetrics().shuffleReadMetrics().totalBytesRead();
+        m[2] += 1;
+      }
+    }
+    if (!"ShuffleMapTask".equals(event.taskType()) || !t.successful()) {
+      return;
+    }
+    Integer shuffle = graph.writtenBy(event.stageId());
+    if (shuffle == null) {
+      return;
+    }
+    long bytes = event.taskMetrics() == null ? -1 : event.taskMetrics().shuffleWriteMetrics().bytesWritten();
+    tracker.emit(new Messages.MapOutput(shuffle, event.stageId(), event.stageAttemptId(), t.partitionId(), t.taskId(), t.executorId(),
+        t.host(), bytes));
+  }
+
+  @Override
+  public void onStageCompleted(SparkListenerStageCompleted event) {
+    StageInfo info = event.stageInfo();
+    metrics(info.stageId())[4] = clock.nanoTime();
+    if (info.shuffleDepId().isEmpty()) {
+      return;
+    }
+    int shuffle = (Integer) info.shuffleDepId().get();
+    gate.mapStageDone(shuffle, clock.nanoTime());
+    tracker.emit(new Messages.MapStageDone(shuffle, info.stageId(), info.failureReason().isEmpty()));
+  }
+
+  @Override
+  public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
+    tracker.emit(new Messages.ExecutorRemoved(event.executorId()));
+  }
+
+  @Override
+  public void onApplicationEnd(SparkListenerApplicationEnd event) {
+    tracker.emit(new Messages.ApplicationEnd());
+  }
+
+  @Override
+  public void shuffleCleaned(int shuffleId) {
+    forget(shuffleId);
+    tracker.emit(new Messages.ShuffleCleaned(shuffleId));
+  }
+
+  @Override
+  public void rddCleaned(int rddId) {}
+
+  @Override
+  public void broadcastCleaned(long broadcastId) {}
+
+  @Override
+  public void accumCleaned(long accId) {}
+
+  @Override
+  public void checkpointCleaned(long rddId) {}
+
+  /** Reduce partitions of a held shuffle (-1 when unknown). */
+  int partitions(int shuffle) {
+    return partitions.getOrDefault(shuffle, -1);
+  }
+
+  /** The shuffle is settled or gone: nothing about it is kept. */
+  boolean forget(int shuffle) {
+    partitions.remove(shuffle);
+    return gate.release(shuffle);
+  }
+
+  private long[] metrics(int stageId) {
+    synchronized (stageMetrics) {
+      return stageMetrics.computeIfAbsent(stageId, k -> new long[5]);
+    }
+  }
+
+  /** {@code stageId blocksFetched bytesRead tasks seconds} of one stage ("" if unknown); read by {@code riffle bench spark}. */
+  String stageMetrics(int stageId) {
+    long[] m;
+    synchronized (stageMetrics) {
+      m = stageMetrics.get(stageId);
+    }
+    if (m == null) {
+      return "";
+    }
+    double secs = m[4] > 0 && m[3] > 0 ? (m[4] - m[3]) / 1e9 : -1;
+    return stageId + "\t" + m[0] + "\t" + m[1] + "\t" + m[2] + "\t" + secs;
+  }
+
+  int heldPartitions() {
+    return partitions.size();
+  }
+
+  int stageMetricsSize() {
+    synchronized (stageMetrics) {
+      return stageMetrics.size();
+    }
+  }
+}

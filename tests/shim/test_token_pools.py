@@ -1,0 +1,105 @@
+"""The token-bucket pools' ordering and accounting, driven through py4j on the real Java classes
+with a manual clock (in the spirit of Spark's PoolSuite): no wall time, no timing luck."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkshim.bridge import new_instance
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def clock(gateway):
+    return new_instance(gateway, "ShimClock$Manual", 0)
+
+
+@pytest.fixture
+def mode(gateway):
+    return new_instance(gateway, "PoolMode")
+
+
+def pool(gateway, clock, name, weight=1.0, cpus_per_task=1.0):
+    return new_instance(gateway, "TokenPool", name, float(weight), float(cpus_per_task), clock)
+
+
+def jobs_pool(gateway, mode, clock, *pools):
+    parent = new_instance(gateway, "JobsPool", "slaq", mode, clock)
+    for p in pools:
+        parent.addSchedulable(p)
+    return parent
+
+
+def test_running_tasks_draw_tokens_down_exactly_and_overshoot_is_debt(gateway, clock):
+    p = pool(gateway, clock, "a", cpus_per_task=2.0)
+    p.deposit(3.0, clock.nanoTime())
+    p.increaseRunningTasks(1)
+    clock.advanceSeconds(1.0)
+    assert p.tokens() == pytest.approx(1.0) and p.consumedCoreSeconds() == pytest.approx(2.0)
+    p.increaseRunningTasks(1)  # settles at 1 task first, then 2 run
+    clock.advanceSeconds(0.5)
+    assert p.tokens() == pytest.approx(-1.0)  # 2 tasks x 2 cpus x 0.5 s overshoot the bucket: debt
+    p.decreaseRunningTasks(2)
+    clock.advanceSeconds(10.0)  # nothing runs: nothing is drawn
+    assert p.tokens() == pytest.approx(-1.0) and p.consumedCoreSeconds() == pytest.approx(4.0)
+    p.deposit(1.5, clock.nanoTime())
+    assert p.tokens() == pytest.approx(0.5)  # the deposit pays the debt first
+    p.deposit(2.0, clock.nanoTime())
+    assert p.tokens() == pytest.approx(2.0)  # an unspent surplus is not carried over
+
+
+def test_pools_with_tokens_go_first_by_fraction_left(gateway, clock, mode):
+    a, b, c = (pool(gateway, clock, n) for n in "abc")
+    parent = jobs_pool(gateway, mode, clock, a, b, c)
+    now = clock.nanoTime()
+    a.deposit(4.0, now)
+    b.deposit(1.0, now)
+    c.deposit(2.0, now)
+    mode.deposited(now)
+    a.increaseRunningTasks(2)  # a: 4 core-seconds, 2 running for 1.5 s -> 1.0 left (25%)
+    clock.advanceSeconds(1.5)
+    assert list(parent.admittedNames()) == ["b", "c", "a"]  # b 100%, c 100% (stable), a 25%
+    clock.advanceSeconds(1.0)  # a is now 1 core-second in debt
+    assert list(parent.admittedNames()) == ["b", "c", "a"]
+
+
+def test_strict_mode_leaves_throttled_pools_out_work_conserving_puts_them_last(gateway, clock, mode):
+    rich, broke, indebted = (pool(gateway, clock, n) for n in ("rich", "broke", "indebted"))
+    parent = jobs_pool(gateway, mode, clock, broke, indebted, rich)
+    now = clock.nanoTime()
+    rich.deposit(5.0, now)
+    broke.deposit(0.0, now)
+    indebted.deposit(1.0, now)
+    indebted.increaseRunningTasks(1)
+    clock.advanceSeconds(3.0)  # indebted: -2 core-seconds
+    mode.deposited(clock.nanoTime())
+    mode.configure(True, 30.0)
+    # throttled pools after every pool with tokens, ranked by the fraction of their deposit left:
+    # indebted (-2 of 1) before broke (given nothing this epoch ranks last)
+    assert list(parent.admittedNames()) == ["rich", "indebted", "broke"]
+    mode.configure(False, 30.0)
+    assert list(parent.admittedNames()) == ["rich"]
+    broke.close()  # a closed job may finish its queued work without tokens
+    assert list(parent.admittedNames()) == ["rich", "broke"]
+
+
+def test_fail_open_before_first_deposit_after_open_all_and_when_deposits_stop(gateway, clock, mode):
+    a, b = pool(gateway, clock, "a", weight=1.0), pool(gateway, clock, "b", weight=2.0)
+    parent = jobs_pool(gateway, mode, clock, a, b)
+    mode.configure(False, 3.0)
+    a.increaseRunningTasks(2)
+    b.increaseRunningTasks(2)
+    assert list(parent.admittedNames()) == ["b", "a"]  # open before any allocation: fair order (running / weight)
+    mode.deposited(clock.nanoTime())  # allocations of nothing: strict mode holds both
+    assert list(parent.admittedNames()) == []
+    clock.advanceSeconds(2.9)
+    assert not mode.isOpen(clock.nanoTime()) and list(parent.admittedNames()) == []
+    clock.advanceSeconds(0.2)  # no allocation for more than 3 s: the loop is presumed dead
+    assert mode.isOpen(clock.nanoTime()) and sorted(parent.admittedNames()) == ["a", "b"]
+    mode.deposited(clock.nanoTime())
+    assert list(parent.admittedNames()) == []
+    mode.openAll("test: the loop failed")
+    assert sorted(parent.admittedNames()) == ["a", "b"]
+    mode.resume()
+    assert list(parent.admittedNames()) == []
