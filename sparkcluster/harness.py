@@ -351,3 +351,35 @@ def running_cluster(nodes: int = 3, **kwargs) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.down(progress=lambda _: None)
+
+
+@dataclass
+class SparkTarget:
+    """Where a demo or benchmark runs: a master URL, the confs a driver needs for it, and the cluster
+    (when ``--nodes N`` started one for the run)."""
+
+    master: str
+    conf: dict[str, str]
+    cluster: Cluster | None = None
+
+
+@contextmanager
+def spark_target(master: str, nodes: int | None = None, progress: Callable[[str], None] = log.info, **cluster_kwargs) -> Iterator[SparkTarget]:
+    """``--master M`` as given, or with ``--nodes N`` a fresh N-node cluster for the length of the block."""
+    if not nodes:
+        yield SparkTarget(master, {})
+        return
+    os.environ["SPARK_LOCAL_IP"] = MASTER_HOST  # the driver binds and names loopback only
+    with running_cluster(nodes, progress=progress, **cluster_kwargs) as cluster:
+        conf = cluster.layout.driver_conf(riffle=False)
+        yield SparkTarget(conf.pop("spark.master"), conf, cluster)
+
+
+def wait_executors(sc, count: int, timeout: float = 90.0) -> None:
+    """Block until ``count`` executors have registered with ``sc``'s driver (a standalone app's executors
+    come up a few seconds after the context; measuring before that would measure fewer nodes)."""
+    deadline = time.monotonic() + timeout
+    while sc._jsc.sc().getExecutorMemoryStatus().size() - 1 < count:  # the driver's own block manager counts too
+        if time.monotonic() > deadline:
+            raise ClusterError(f"fewer than {count} executors registered after {timeout:.0f}s")
+        time.sleep(0.3)

@@ -13,6 +13,9 @@ import pytest
 
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from sparkcluster import Cluster, running_cluster
+from sparkcluster.harness import wait_executors
+
+__all__ = ["cluster_session", "merged_files_by_node", "wait_executors"]
 
 pytestmark = pytest.mark.spark
 
@@ -60,13 +63,3 @@ def merged_files_by_node(cluster: Cluster, shuffle_ids: set[int] | None = None) 
                 n += 1
         out[node.host] = n
     return out
-
-
-def wait_executors(sc, count: int, timeout: float = 90.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while sc._jsc.sc().getExecutorMemoryStatus().size() - 1 < count:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"fewer than {count} executors after {timeout}s")
-        time.sleep(0.3)
