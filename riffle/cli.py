@@ -18,6 +18,14 @@ def _positive_int(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="riffle", description="Riffle shuffle merging: benchmarks and tools.")
     verbs = parser.add_subparsers(dest="verb", required=True)
+    status = verbs.add_parser("status", help="health, load, queue and version of mergers",
+                              description="Ask each merger daemon for its health and Status; prints a table (or --json). "
+                                          "Exit code 1 when any merger is not serving.")
+    status.add_argument("addresses", nargs="+", metavar="HOST:PORT")
+    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    status.add_argument("--token-file", help="file holding the mergers' shared token (or set RIFFLE_MERGER_TOKEN)")
+    status.add_argument("--tls-ca", help="PEM CA certificate to verify TLS mergers")
+    status.add_argument("--timeout", type=float, default=2.0, help="seconds per merger (default 2)")
     bench = verbs.add_parser("bench", help="benchmarks that print JSON").add_subparsers(dest="bench", required=True)
     merge = bench.add_parser("merge", help="merge throughput vs sequential copy",
                              description="Generates Spark-format inputs, then alternates a sequential copy and a daemon merge.")
@@ -36,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--fan-in", type=_positive_int, default=8)
     load.add_argument("--partitions", type=_positive_int, default=200)
     load.add_argument("--block-kb", type=float, default=32)
+    load.add_argument("--max-queue", type=int, help="the daemon's --max-queue (default: the daemon's, 1024)")
     load.add_argument("--dir", help="where to put the generated files (default: system temp dir)")
     spark = bench.add_parser("spark", help="vanilla vs N-way merged shuffle on local-cluster Spark",
                              description="One maps x reducers DataFrame shuffle per configuration, vanilla and each N-way policy, "
@@ -54,8 +63,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _status(args: argparse.Namespace) -> int:
+    import os
+
+    from riffle.merger.node_status import probe, table
+
+    token = os.environ.get("RIFFLE_MERGER_TOKEN") or None
+    if args.token_file:
+        try:
+            token = open(args.token_file).read().strip()
+        except OSError as exc:
+            print(f"riffle: error: cannot read token file {args.token_file}: {exc.strerror}", file=sys.stderr)
+            return 2
+    rows = [probe(a, token, args.tls_ca, args.timeout) for a in args.addresses]
+    print(json.dumps(rows, indent=2) if args.json else table(rows))
+    return 0 if all(r.get("health") == "SERVING" and "error" not in r for r in rows) else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.verb == "status":
+        return _status(args)
     if args.bench == "merge":
         from riffle.bench.merge import bench_merge
 
@@ -74,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         from riffle.bench.load import bench_load
 
-        out = bench_load(args.requests, args.memory, args.fan_in, args.partitions, args.block_kb, workdir=args.dir)
+        out = bench_load(args.requests, args.memory, args.fan_in, args.partitions, args.block_kb, workdir=args.dir,
+                         max_queue=args.max_queue)
     json.dump(out, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

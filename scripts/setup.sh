@@ -2,8 +2,18 @@
 # Sets up everything on a fresh machine with Python 3.11 and a JDK 17: a virtualenv in .venv with
 # pyspark, numpy, scipy, grpcio and the project installed editable, and the gRPC stubs generated.
 # Idempotent: a second run only checks. Used by the README, CI (.ci/run) and docker/.
+#   --merger-only (or RIFFLE_MERGER_ONLY=1): a node that only runs riffle-merger; no JDK needed, the Java
+#   shim and the Spark start-up hook are skipped. (Ops can also just `pip install` the built wheel.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MERGER_ONLY=${RIFFLE_MERGER_ONLY:-0}
+for arg in "$@"; do
+  case "$arg" in
+    --merger-only) MERGER_ONLY=1 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "setup: unknown argument $arg (known: --merger-only)" >&2; exit 2 ;;
+  esac
+done
 
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
@@ -11,7 +21,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 import sys
 sys.exit(0 if sys.version_info >= (3, 11) else 1)
 PY
-if ! command -v java >/dev/null 2>&1; then
+if [ "$MERGER_ONLY" != 1 ] && ! command -v java >/dev/null 2>&1; then
   echo "setup: no 'java' on PATH; Spark needs a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)" >&2
   exit 1
 fi
@@ -30,6 +40,10 @@ if [ ! -f "$stamp" ]; then
 fi
 if [ -d proto ] && ls proto/*/*/*.proto >/dev/null 2>&1; then
   .venv/bin/python -m riffle.proto_build
+fi
+if [ "$MERGER_ONLY" = 1 ]; then
+  echo "setup: ready for a merger-only node (.venv/bin/riffle-merger, .venv/bin/riffle); Java shim skipped"
+  exit 0
 fi
 # The Java shim (SLAQ pools, Riffle tracker), compiled against this pyspark, and the start-up hook
 # that attaches SLAQ/Riffle when spark.slaq.enabled / spark.riffle.enabled is set.

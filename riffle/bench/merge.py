@@ -63,10 +63,10 @@ def bench_merge(inputs: int, partitions: int, block_kb: float, memory: str = "2g
                 target.unlink()
                 t0 = time.monotonic()
                 resp = daemon.client.merge(f"bench-{attempt}", 0, list(range(inputs)), dirs, partitions,
-                                           SYNTHETIC_MAP_ID_BASE + attempt)
+                                           SYNTHETIC_MAP_ID_BASE + attempt, app_id="bench-merge")
                 merge_times.append(time.monotonic() - t0)
                 assert resp.bytes_written == total, (resp.bytes_written, total)
-                daemon.client.cleanup(dirs, 0)
+                daemon.client.cleanup(dirs, "bench-merge", 0)
             peak = daemon.peak_rss_mb()
         mb = total / 1e6
         merge_rate = mb / statistics.median(merge_times)

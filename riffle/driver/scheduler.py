@@ -22,11 +22,11 @@ from typing import Any
 
 import grpc
 
-from riffle.api import pb
 from riffle.driver.config import RiffleConfig
 from riffle.driver.placement import candidates, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_policy
 from riffle.merger.client import MergerClient
+from riffle.protocol import pb
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 
 log = logging.getLogger("riffle.driver")
@@ -346,7 +346,7 @@ class MergeScheduler:
     def _cleanup_shuffle(self, sid: int) -> None:
         for address, dirs in self.merged_where.pop(sid, set()):
             try:
-                self._client(address).cleanup(list(dirs), shuffle_id=sid)
+                self._client(address).cleanup(list(dirs), self.app_id, shuffle_id=sid)
             except grpc.RpcError as exc:
                 log.warning("Riffle: could not delete merged files of shuffle %d on %s: %s", sid, address, exc.details())
 

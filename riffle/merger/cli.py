@@ -6,9 +6,12 @@ import argparse
 import json
 import logging
 import os
+import stat
 import sys
 import time
 from collections.abc import Sequence
+
+from riffle.merger.addresses import is_loopback
 
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
 
@@ -47,18 +50,56 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--memory", type=parse_size, default=parse_size("2g"), help="buffer memory budget (default 2g)")
     serve.add_argument("--read-buffer", type=parse_size, default=parse_size("4m"), help="per-input read buffer (default 4m)")
     serve.add_argument("--write-buffer", type=parse_size, default=parse_size("16m"), help="output write buffer (default 16m)")
-    serve.add_argument("--max-queue", type=int, default=1024, help="merges that may wait for memory before new ones are refused")
-    serve.add_argument("--token-file", help="file holding a shared secret; clients must send 'authorization: Bearer <secret>'")
+    serve.add_argument("--max-queue", type=int, default=1024, help="merges that may wait for admission before new ones are refused at once (default 1024)")
+    serve.add_argument("--token-file", help="file (mode 0600) holding a shared secret; clients must send 'authorization: Bearer "
+                                            "<secret>' (or set RIFFLE_MERGER_TOKEN)")
     serve.add_argument("--tls-cert", help="PEM certificate chain; enables TLS")
     serve.add_argument("--tls-key", help="PEM private key for --tls-cert")
-    serve.add_argument("--workers", type=int, default=32, help="gRPC worker threads (default 32)")
+    serve.add_argument("--insecure", action="store_true",
+                       help="allow a non-loopback --listen without a token, or a token without TLS (default: refuse to start)")
+    serve.add_argument("--workers", type=int, default=8, help="merges that run at once, each in its own thread (default 8)")
+    serve.add_argument("--state-dir", help="where the daemon records the merged files it wrote, per application "
+                                           "(default: .riffle-merger in the first --local-dir)")
+    serve.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics over HTTP here (default off)")
     serve.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
                        help="fsync merged files before they are reported (default on; --no-fsync matches Spark, which never "
                             "fsyncs shuffle files: a merged file lost in a crash is recomputed like any lost map output)")
-    serve.add_argument("--grace", type=float, default=10.0, help="seconds running merges get to finish on shutdown")
+    serve.add_argument("--grace", type=float, default=10.0, help="seconds running merges get to finish on SIGTERM; the process exits within this plus 5 s")
     serve.add_argument("--log-format", choices=["json", "text"], default="json")
     serve.add_argument("--log-level", default="INFO")
     return parser
+
+
+class StartupError(Exception):
+    """A start-up refusal: printed as one line, exit code 2."""
+
+
+def read_token(path: str) -> str:
+    """The shared secret in ``path``, refusing a file others can read (the error names the fix)."""
+    try:
+        st = os.stat(path)
+        with open(path) as fh:
+            token = fh.read().strip()
+    except OSError as exc:
+        raise StartupError(f"cannot read token file {path}: {exc.strerror or exc}") from None
+    if st.st_mode & 0o077:
+        raise StartupError(f"token file {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+                           f"fix: chmod 600 {path}")
+    if not token:
+        raise StartupError(f"token file {path} is empty")
+    return token
+
+
+def check_exposure(listen: str, token: str | None, tls: bool, insecure: bool) -> None:
+    """Secure by default: off loopback the daemon needs a token, and a token needs TLS, unless --insecure."""
+    if insecure or is_loopback(listen):
+        return
+    if not token:
+        raise StartupError(f"refusing to listen on {listen} without a token: anyone on the network could merge and delete "
+                           "files; give --token-file (with --tls-cert/--tls-key), or --insecure to accept that")
+    if not tls:
+        raise StartupError(f"refusing to accept the token in cleartext on {listen}: give --tls-cert and --tls-key, "
+                           "or --insecure to accept that")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,24 +108,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler.setFormatter(JsonFormatter() if args.log_format == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     log = logging.getLogger("riffle.merger")
-    from riffle.merger.server import MergerDaemon, ServerOptions
-    from riffle.merger.service import Config
-
-    token = None
-    if args.token_file:
-        token = open(args.token_file).read().strip()
-        if not token:
-            print(f"riffle-merger: error: token file {args.token_file} is empty", file=sys.stderr)
-            return 2
-    elif os.environ.get("RIFFLE_MERGER_TOKEN"):
-        token = os.environ["RIFFLE_MERGER_TOKEN"]
     try:
+        from riffle.merger.server import MergerDaemon, ServerOptions
+        from riffle.merger.service import Config
+
+        token = read_token(args.token_file) if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None
+        check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
+        if args.max_queue < 0 or args.workers <= 0:
+            raise StartupError("--max-queue must be >= 0 and --workers > 0")
         daemon = MergerDaemon(ServerOptions(
             listen=args.listen, local_dirs=tuple(args.local_dir),
-            config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue, fsync=args.fsync),
-            token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, workers=args.workers, grace_seconds=args.grace))
-    except (ValueError, OSError) as exc:
-        print(f"riffle-merger: error: {exc}", file=sys.stderr)
+            config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
+                          fsync=args.fsync, merge_threads=args.workers),
+            token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
+            metrics_listen=args.metrics_listen))
+    except Exception as exc:  # every start-up failure is one line and exit code 2, never a traceback
+        message = str(exc) if isinstance(exc, StartupError | ValueError) else f"{type(exc).__name__}: {exc}"
+        print(f"riffle-merger: error: {message}", file=sys.stderr)
         return 2
     started = time.monotonic()
     daemon.serve_forever()

@@ -1,17 +1,33 @@
-"""A small client for the merger daemon (used by the driver side, benchmarks and tests)."""
+"""The one client for the merger daemon (driver side, ``riffle status``, benchmarks and tests)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from riffle.api import pb, pb_grpc
+from riffle.merger.addresses import is_loopback
+from riffle.protocol import pb, pb_grpc
+
+INSECURE_ENV = "RIFFLE_INSECURE"  # "1" lets a client send its token in cleartext off loopback
+
+
+class CleartextToken(ValueError):
+    """A token would cross the network unencrypted."""
 
 
 class MergerClient:
-    def __init__(self, address: str, token: str | None = None, tls_ca: str | None = None, timeout: float = 600.0):
+    def __init__(self, address: str, token: str | None = None, tls_ca: str | None = None, timeout: float = 600.0,
+                 insecure: bool | None = None):
+        """Refuses (:class:`CleartextToken`) to send a token without TLS to a non-loopback address unless ``insecure``
+        (default: the ``RIFFLE_INSECURE=1`` environment variable)."""
+        if insecure is None:
+            insecure = os.environ.get(INSECURE_ENV) == "1"
+        if token and not tls_ca and not insecure and not is_loopback(address):
+            raise CleartextToken(f"refusing to send the merger token in cleartext to {address}: configure TLS (a CA file) "
+                                 f"or set {INSECURE_ENV}=1 to accept that")
         self.address = address
         self.timeout = timeout
         if tls_ca:
@@ -33,11 +49,15 @@ class MergerClient:
     def cancel(self, request_id: str) -> bool:
         return self.stub.Cancel(pb.CancelRequest(request_id=request_id), timeout=10, metadata=self.metadata).found
 
-    def status(self) -> pb.StatusResponse:
-        return self.stub.Status(pb.StatusRequest(), timeout=10, metadata=self.metadata)
+    def status(self, timeout: float = 10) -> pb.StatusResponse:
+        return self.stub.Status(pb.StatusRequest(), timeout=timeout, metadata=self.metadata)
 
-    def cleanup(self, local_dirs: list[str], shuffle_id: int = -1, all_shuffles: bool = False) -> pb.CleanupResponse:
-        req = pb.CleanupRequest(local_dirs=[str(d) for d in local_dirs], shuffle_id=shuffle_id, all_shuffles=all_shuffles)
+    def cleanup(self, local_dirs: list[str], app_id: str, shuffle_id: int | None = None, all_shuffles: bool = False) -> pb.CleanupResponse:
+        """Delete the merged files this daemon wrote for ``app_id`` under ``local_dirs``: one shuffle, or all of them
+        when ``all_shuffles`` (the daemon refuses neither or both)."""
+        req = pb.CleanupRequest(local_dirs=[str(d) for d in local_dirs], app_id=app_id, all_shuffles=all_shuffles)
+        if shuffle_id is not None:
+            req.shuffle_id = shuffle_id
         return self.stub.Cleanup(req, timeout=60, metadata=self.metadata)
 
     def healthy(self, service: str = "") -> bool:

@@ -1,15 +1,17 @@
-"""A fixed memory budget with a bounded FIFO queue of requests waiting for buffer memory.
+"""Admission: a merge runs only when its memory, descriptors and a worker slot fit; the rest wait in a bounded FIFO.
 
-A merge reserves ``fan_in × read_buffer + write_buffer`` bytes before it allocates anything and
-waits, in arrival order, while the budget cannot cover it; past ``max_queue`` waiting requests new
-ones are refused as overloaded. Concurrency therefore never decides how much memory the daemon uses.
+A merge reserves what :func:`riffle.merger.engine.memory_needed` says before it allocates anything.
+Waiting happens on the event loop (an ``asyncio`` future per waiter), never in a gRPC or merge
+thread, so the queue bound is real and control calls are never starved: past ``max_queue`` waiting
+merges a new one is refused at once. All methods run on the event loop thread.
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -24,14 +26,14 @@ class Aborted(RuntimeError):
 MIN_READ_BUFFER = 64 * 1024
 
 
-def plan_buffers(fan_in: int, read_buffer: int, write_buffer: int, budget: int) -> tuple[int, int]:
-    """Buffer sizes for one request, shrunk (not below 64 KiB reads) so a lone request fits the budget."""
+def plan_buffers(fan_in: int, read_buffer: int, write_buffer: int, budget: int, need: Callable[[int, int], int]) -> tuple[int, int]:
+    """Buffer sizes for one request, shrunk (not below 64 KiB) until ``need(read, write)`` fits the budget."""
     read, write = read_buffer, write_buffer
-    while fan_in * read + write > budget and (read > MIN_READ_BUFFER or write > MIN_READ_BUFFER):
+    while need(read, write) > budget and (read > MIN_READ_BUFFER or write > MIN_READ_BUFFER):
         read = max(MIN_READ_BUFFER, read // 2)
         write = max(MIN_READ_BUFFER, write // 2)
-    if fan_in * read + write > budget:
-        raise ValueError(f"a merge of {fan_in} inputs needs at least {fan_in * read + write} bytes of buffers, "
+    if need(read, write) > budget:
+        raise ValueError(f"a merge of {fan_in} inputs needs at least {need(read, write)} bytes, "
                          f"more than the whole memory budget of {budget} bytes")
     return read, write
 
@@ -44,50 +46,94 @@ class Stats:
     peak_in_use: int = 0
 
 
-class MemoryBudget:
-    def __init__(self, budget: int, max_queue: int = 1024):
-        if budget <= 0:
-            raise ValueError("memory budget must be positive")
-        self.budget = budget
-        self.max_queue = max_queue
-        self.in_use = 0
+@dataclass
+class Ticket:
+    memory: int
+    fds: int
+    future: asyncio.Future | None = None
+    granted: bool = False
+
+
+class Admission:
+    def __init__(self, memory: int, fds: int, slots: int, max_queue: int, clock: Callable[[], float] = time.monotonic):
+        if memory <= 0 or fds <= 0 or slots <= 0:
+            raise ValueError("memory, descriptor and slot budgets must be positive")
+        self.budget, self.fd_budget, self.slots, self.max_queue = memory, fds, slots, max_queue
+        self.in_use = self.fds_in_use = self.running = 0
         self.stats = Stats()
-        self._cond = threading.Condition()
-        self._waiting: deque[object] = deque()
+        self._waiting: deque[Ticket] = deque()
+        self._clock = clock
 
     @property
     def queued(self) -> int:
-        with self._cond:
-            return len(self._waiting)
+        return len(self._waiting)
 
-    def acquire(self, amount: int, should_abort=lambda: False, poll: float = 0.2) -> float:
-        """Block until ``amount`` bytes are reserved, first come first served; returns seconds waited."""
-        if amount > self.budget:
-            raise ValueError(f"request needs {amount} bytes, over the budget of {self.budget}")
-        ticket = object()
-        started = time.monotonic()
-        with self._cond:
-            if self._waiting or self.in_use + amount > self.budget:
-                if len(self._waiting) >= self.max_queue:
-                    self.stats.rejected += 1
-                    raise Overloaded(f"overloaded: {len(self._waiting)} merges already wait for memory")
-                self.stats.queued_total += 1
-            self._waiting.append(ticket)
-            try:
-                while self._waiting[0] is not ticket or self.in_use + amount > self.budget:
-                    if should_abort():
-                        raise Aborted("merge abandoned while waiting for memory")
-                    self._cond.wait(poll)
-            finally:
-                self._waiting.remove(ticket)
-                self._cond.notify_all()
-            self.in_use += amount
-            self.stats.peak_in_use = max(self.stats.peak_in_use, self.in_use)
-            waited = time.monotonic() - started
-            self.stats.queue_seconds_total += waited
-            return waited
+    def _fits(self, t: Ticket) -> bool:
+        return (self.in_use + t.memory <= self.budget and self.fds_in_use + t.fds <= self.fd_budget
+                and self.running < self.slots)
 
-    def release(self, amount: int) -> None:
-        with self._cond:
-            self.in_use -= amount
-            self._cond.notify_all()
+    def _grant(self, t: Ticket) -> None:
+        self.in_use += t.memory
+        self.fds_in_use += t.fds
+        self.running += 1
+        t.granted = True
+        self.stats.peak_in_use = max(self.stats.peak_in_use, self.in_use)
+
+    def ticket(self, memory: int, fds: int) -> Ticket:
+        """Reserve at once if nothing waits and it fits; else join the queue, or raise :class:`Overloaded`."""
+        if memory > self.budget or fds > self.fd_budget:
+            raise ValueError(f"request needs {memory} bytes and {fds} descriptors, over the budgets of {self.budget} and {self.fd_budget}")
+        t = Ticket(memory, fds)
+        if not self._waiting and self._fits(t):
+            self._grant(t)
+            return t
+        if len(self._waiting) >= self.max_queue:
+            self.stats.rejected += 1
+            raise Overloaded(f"overloaded: {len(self._waiting)} merges already wait (--max-queue {self.max_queue})")
+        self.stats.queued_total += 1
+        t.future = asyncio.get_running_loop().create_future()
+        self._waiting.append(t)
+        return t
+
+    async def wait(self, t: Ticket) -> float:
+        """Wait for a queued ticket's turn; returns seconds waited. Cancelling the caller leaves the queue."""
+        if t.granted:
+            return 0.0
+        assert t.future is not None
+        started = self._clock()
+        try:
+            await t.future
+        except BaseException:
+            if t in self._waiting:
+                self._waiting.remove(t)
+                self._wake()
+            if t.granted:
+                self.release(t)
+            raise
+        waited = self._clock() - started
+        self.stats.queue_seconds_total += waited
+        return waited
+
+    def abort(self, t: Ticket, reason: str) -> None:
+        """End a ticket's wait with :class:`Aborted` (cancel, shutdown)."""
+        if t.future is not None and not t.future.done():
+            t.future.set_exception(Aborted(reason))
+
+    def release(self, t: Ticket) -> None:
+        if not t.granted:
+            return
+        t.granted = False
+        self.in_use -= t.memory
+        self.fds_in_use -= t.fds
+        self.running -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        """First come first served: grant the head of the queue while it fits."""
+        while self._waiting and self._fits(self._waiting[0]):
+            t = self._waiting.popleft()
+            if t.future is not None and t.future.done():
+                continue
+            self._grant(t)
+            assert t.future is not None
+            t.future.set_result(None)

@@ -1,69 +1,135 @@
-"""Confines the daemon to the local-dir roots it was started with.
+"""Confines the daemon to its local-dir roots by file descriptor, so swapping a directory for a symlink cannot redirect it.
 
-Every directory a request names and every file the daemon opens is canonicalized (symlinks and
-``..`` resolved) and must lie inside one of the roots; anything else is refused with
-:class:`PathRefused`. Files are opened without following a final symlink.
+The roots are opened once at start. A directory a request names is located lexically under a root
+(absolute, no ``.``/``..``, no daemon-private ``.riffle*`` names) and then opened component by component
+with ``openat(O_DIRECTORY|O_NOFOLLOW)`` from the root's descriptor; every later open, create, link and
+unlink is relative to the descriptor so obtained (``dir_fd=``). A symlink at any level is refused
+(``ELOOP``/``ENOTDIR``), whenever it appears. Inputs are opened non-blocking and must be regular files
+on the open descriptor, so a FIFO or device can neither block a worker nor be read.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
-from pathlib import Path
+from dataclasses import dataclass
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+INPUT_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+PRIVATE_PREFIX = ".riffle"  # the daemon's temp files and state dir; never a component a request may name
 
 
 class PathRefused(PermissionError):
-    """A path outside the daemon's local-dir roots, or not of the expected kind."""
+    """A path outside the daemon's local-dir roots, through a symlink, or not of the expected kind."""
 
 
-class PathGuard:
-    def __init__(self, roots: Iterable[str | Path]):
-        resolved = []
-        for root in roots:
-            path = Path(root)
-            if not path.is_dir():
-                raise ValueError(f"local dir {root} does not exist or is not a directory")
-            resolved.append(Path(os.path.realpath(path)))
-        if not resolved:
-            raise ValueError("the merger needs at least one --local-dir")
-        self.roots = tuple(resolved)
+@dataclass(frozen=True)
+class Location:
+    """A directory as (root index, components below the root): canonical, since no component is a symlink."""
 
-    def inside(self, path: str | Path) -> Path:
-        """The canonical form of ``path`` if it lies inside a root; raises :class:`PathRefused` otherwise."""
-        text = str(path)
-        if not text or "\x00" in text:
-            raise PathRefused(f"invalid path {text!r}")
-        if not os.path.isabs(text):
-            raise PathRefused(f"path {text!r} is not absolute")
-        real = Path(os.path.realpath(text))
-        for root in self.roots:
-            if real == root or root in real.parents:
-                return real
-        raise PathRefused(f"path {text} resolves to {real}, outside the merger's local dirs {[str(r) for r in self.roots]}")
+    root: int
+    parts: tuple[str, ...]
 
-    def executor_dirs(self, local_dirs: Iterable[str]) -> list[Path]:
-        """Validate an executor's block-manager dirs: existing directories inside a root."""
-        out = []
-        for d in local_dirs:
-            real = self.inside(d)
-            if not real.is_dir():
-                raise PathRefused(f"executor local dir {d} is not an existing directory")
-            out.append(real)
-        if not out:
-            raise PathRefused("the request names no executor local dirs")
-        return out
 
-    def open_input(self, path: Path) -> int:
-        """Open an input file read-only; refuses symlinks and anything outside the roots."""
-        self.inside(path.parent)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            if exc.errno == 40:  # ELOOP: the file itself is a symlink
-                raise PathRefused(f"{path} is a symlink; the merger only reads regular files") from exc
+def _refused_as(exc: OSError, what: str) -> OSError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return PathRefused(f"{what} is or passes through a symlink or non-directory; the merger follows no symlinks")
+    return exc
+
+
+def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False) -> int:
+    """Open directory ``name`` under ``parent_fd`` without following a symlink; create it first if asked."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+    except FileNotFoundError:
+        if not create:
             raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    except OSError as exc:
+        raise _refused_as(exc, what) from exc
+    try:
+        os.mkdir(name, 0o755, dir_fd=parent_fd)
+    except FileExistsError:
+        pass
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        raise _refused_as(exc, what) from exc
+
+
+def open_input_at(dir_fd: int, name: str, what: str) -> int:
+    """Open a regular file read-only: non-blocking, no symlink, type checked on the descriptor."""
+    try:
+        fd = os.open(name, INPUT_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket
+            raise PathRefused(f"{what} is not a regular file") from exc
+        raise _refused_as(exc, what) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PathRefused(f"{what} is not a regular file")
+    return fd
+
+
+class Roots:
+    """The configured local-dir roots, held open for the daemon's lifetime."""
+
+    def __init__(self, roots: Iterable[str | os.PathLike[str]]):
+        self.paths: list[str] = []
+        self.fds: list[int] = []
+        self._prefixes: list[tuple[str, int]] = []  # (spelling, root index): as configured and canonical
+        for root in roots:
+            text = os.path.abspath(os.fspath(root))
+            real = os.path.realpath(text)
+            if not os.path.isdir(real):
+                self.close()
+                raise ValueError(f"local dir {root} does not exist or is not a directory")
+            if real in self.paths:
+                continue
+            self.fds.append(os.open(real, DIR_FLAGS))
+            self.paths.append(real)
+            for spelling in {text, real}:
+                self._prefixes.append((spelling.rstrip("/") or "/", len(self.paths) - 1))
+        if not self.fds:
+            raise ValueError("the merger needs at least one --local-dir")
+        self._prefixes.sort(key=lambda p: -len(p[0]))  # the longest matching spelling wins
+
+    def close(self) -> None:
+        for fd in self.fds:
             os.close(fd)
-            raise PathRefused(f"{path} is not a regular file")
+        self.fds = []
+
+    def locate(self, path: str) -> Location:
+        """Where ``path`` lies under a root, judged lexically; nothing on disk is consulted yet."""
+        if not path or "\x00" in path:
+            raise PathRefused(f"invalid path {path!r}")
+        if not os.path.isabs(path):
+            raise PathRefused(f"path {path!r} is not absolute")
+        for prefix, index in self._prefixes:
+            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+                parts = tuple(p for p in path[len(prefix):].split("/") if p)
+                for part in parts:
+                    if part in (".", "..") or part.startswith(PRIVATE_PREFIX):
+                        raise PathRefused(f"path {path} has a '{part}' component; name the directory plainly")
+                return Location(index, parts)
+        raise PathRefused(f"path {path} is outside the merger's local dirs {self.paths}")
+
+    def display(self, loc: Location, *more: str) -> str:
+        return "/".join((self.paths[loc.root].rstrip("/"), *loc.parts, *more))
+
+    def open_dir(self, loc: Location, create: bool = False) -> int:
+        """A descriptor of the directory at ``loc``, walked from its root refusing symlinks at every level."""
+        fd = os.dup(self.fds[loc.root])
+        try:
+            for i, part in enumerate(loc.parts):
+                nxt = open_dir_at(fd, part, self.display(Location(loc.root, loc.parts[:i + 1])), create)
+                os.close(fd)
+                fd = nxt
+        except FileNotFoundError as exc:
+            os.close(fd)
+            raise PathRefused(f"{self.display(loc)} is not an existing directory") from exc
+        except BaseException:
+            os.close(fd)
+            raise
         return fd

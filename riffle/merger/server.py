@@ -1,46 +1,72 @@
-"""Runs the merger daemon: gRPC server with health service, optional token auth and TLS, clean shutdown."""
+"""Runs the merger daemon: asyncio gRPC server with health service, token auth, TLS, metrics and a bounded shutdown."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
+import os
+import resource
 import signal
 import threading
 import time
-from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from riffle.api import pb_grpc
-from riffle.merger.engine import remove_stale_temps
-from riffle.merger.paths import PathGuard
-from riffle.merger.service import Config, MergerService
+from riffle.merger.engine import fds_needed, remove_stale_temps
+from riffle.merger.journal import Journal
+from riffle.merger.paths import Roots
+from riffle.merger.service import MAX_FAN_IN, MAX_LOCAL_DIRS, Config, MergerService
+from riffle.protocol import pb_grpc
 
 log = logging.getLogger("riffle.merger")
 SERVICE_NAME = "riffle.v1.Merger"
+FD_RESERVE = 256      # descriptors kept for sockets, logs, the journal and Python itself
+HARD_EXIT_SLACK = 4.5  # seconds after the grace period before the process exits whatever its threads do
 
 
-class TokenAuth(grpc.ServerInterceptor):
+class TokenAuth(grpc.aio.ServerInterceptor):
     """Rejects calls without ``authorization: Bearer <token>``; the health service stays open for probes."""
 
     def __init__(self, token: str):
         self._expected = f"Bearer {token}".encode()
 
-        def deny(request, context):
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        async def deny(request, context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
         self._deny = grpc.unary_unary_rpc_method_handler(deny)
 
-    def intercept_service(self, continuation, handler_call_details):
+    async def intercept_service(self, continuation, handler_call_details):
         if handler_call_details.method.startswith("/grpc.health.v1.Health/"):
-            return continuation(handler_call_details)
+            return await continuation(handler_call_details)
         for key, value in handler_call_details.invocation_metadata or ():
-            if key == "authorization" and hmac.compare_digest(value.encode(), self._expected):
-                return continuation(handler_call_details)
+            if key == "authorization" and isinstance(value, str) and hmac.compare_digest(value.encode(), self._expected):
+                return await continuation(handler_call_details)
         return self._deny
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft open-file limit to the hard one; returns the limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-file limit from %d to %d: %s", soft, target, exc)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+def fan_in_limit(fd_budget: int) -> int:
+    """The largest fan-in (a power of two) whose descriptors, with the most local dirs a request may name, fit the budget."""
+    fan_in = MAX_FAN_IN
+    while fan_in > 1 and fds_needed(fan_in, MAX_LOCAL_DIRS) > fd_budget:
+        fan_in //= 2
+    return fan_in
 
 
 @dataclass
@@ -51,66 +77,107 @@ class ServerOptions:
     token: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
-    workers: int = 32
     grace_seconds: float = 10.0
+    state_dir: str | None = None
+    metrics_listen: str | None = None
 
 
 class MergerDaemon:
+    """Everything that can fail at start-up happens in ``__init__`` (a clear error), serving in :meth:`serve_forever`."""
+
     def __init__(self, options: ServerOptions):
         self.options = options
-        self.guard = PathGuard(options.local_dirs)
-        removed = remove_stale_temps(self.guard)
-        if removed:
-            log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(map(str, removed[:5])))
-        self.service = MergerService(self.guard, options.config)
-        interceptors = [TokenAuth(options.token)] if options.token else []
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="merge"),
-                                  interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
-        pb_grpc.add_MergerServicer_to_server(self.service, self.server)
-        self.health = health.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        if options.tls_cert and not options.tls_key or options.tls_key and not options.tls_cert:
+            raise ValueError("--tls-cert and --tls-key go together")
+        self.tls_pair = None
         if options.tls_cert:
-            if not options.tls_key:
-                raise ValueError("--tls-cert needs --tls-key")
-            creds = grpc.ssl_server_credentials([(Path(options.tls_key).read_bytes(), Path(options.tls_cert).read_bytes())])
-            self.port = self.server.add_secure_port(options.listen, creds)
+            self.tls_pair = (Path(options.tls_key).read_bytes(), Path(options.tls_cert).read_bytes())  # type: ignore[arg-type]
+        nofile = raise_open_file_limit()
+        config = options.config
+        config.fd_budget = max(nofile - FD_RESERVE, 64)
+        config.max_fan_in = min(config.max_fan_in, fan_in_limit(config.fd_budget))
+        self.roots = Roots(options.local_dirs)
+        self.journal = Journal(self.roots, options.state_dir, durable=config.fsync)
+        if self.journal.alone:
+            kept, undone = self.journal.recover()
+            if kept or undone:
+                log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)
+            pruned = self.journal.prune()
+            if pruned:
+                log.info("forgot %d merged pairs whose files are gone", pruned)
+            removed = remove_stale_temps(self.roots)
+            if removed:
+                log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(removed[:5]))
         else:
-            self.port = self.server.add_insecure_port(options.listen)
+            log.warning("another merger is running on state dir %s: start-up recovery skipped", self.journal.path)
+        self.service = MergerService(self.roots, self.journal, config)
+        self.metrics_port = self.service.metrics.serve(options.metrics_listen) if options.metrics_listen else None
+        self.port = 0
+        self._started = threading.Event()
+
+    async def _serve(self) -> None:
+        o = self.options
+        interceptors = [TokenAuth(o.token)] if o.token else []
+        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
+        pb_grpc.add_MergerServicer_to_server(self.service, server)
+        health_service = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
+        if self.tls_pair:
+            self.port = server.add_secure_port(o.listen, grpc.ssl_server_credentials([self.tls_pair]))
+        else:
+            self.port = server.add_insecure_port(o.listen)
         if self.port == 0:
-            raise OSError(f"cannot listen on {options.listen}")
-        self._stopped = threading.Event()
-
-    def start(self) -> None:
-        self.server.start()
+            raise OSError(f"cannot listen on {o.listen}")
+        await server.start()
         for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        c = self.options.config
-        log.info("riffle merger listening on %s (port %d), local dirs %s, memory %d MiB, read buffer %d KiB, "
-                 "write buffer %d KiB, auth %s, tls %s", self.options.listen, self.port, [str(r) for r in self.guard.roots],
-                 c.memory >> 20, c.read_buffer >> 10, c.write_buffer >> 10, "token" if self.options.token else "none",
-                 "on" if self.options.tls_cert else "off")
+            await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
+        c = o.config
+        log.info("riffle merger %s listening on %s (port %d), local dirs %s, state %s, memory %d MiB, read buffer %d KiB, "
+                 "write buffer %d KiB, %d merge threads, max queue %d, max fan-in %d, auth %s, tls %s, metrics %s",
+                 self.service.version, o.listen, self.port, self.roots.paths, self.journal.path, c.memory >> 20,
+                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_fan_in,
+                 "token" if o.token else "none", "on" if self.tls_pair else "off",
+                 f"port {self.metrics_port}" if self.metrics_port else "off")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        self._started.set()
+        await stop.wait()
+        # whatever the merges do, the process ends within the grace period plus a few seconds
+        watchdog = threading.Timer(o.grace_seconds + HARD_EXIT_SLACK, _hard_exit)
+        watchdog.daemon = True
+        watchdog.start()
+        await self._shutdown(server, health_service)
 
-    def stop(self) -> None:
+    async def _shutdown(self, server: grpc.aio.Server, health_service: health.aio.HealthServicer) -> None:
         """Stop taking merges, let running ones finish for the grace period, then cancel the rest."""
-        if self._stopped.is_set():
-            return
-        log.info("shutting down: %d merges in flight, %.0fs grace", self.service.in_flight(), self.options.grace_seconds)
-        self.health.enter_graceful_shutdown()
-        self.service.shutting_down.set()
-        deadline = time.monotonic() + self.options.grace_seconds
-        while self.service.in_flight() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.service.cancel_all()
-        while self.service.in_flight() and time.monotonic() < deadline + 30:
-            time.sleep(0.05)
-        self.server.stop(grace=1.0).wait()
-        self._stopped.set()
-        log.info("merger stopped")
+        o, s = self.options, self.service
+        log.info("shutting down: %d merges in flight, %.1fs grace", s.in_flight(), o.grace_seconds)
+        s.shutting_down = True
+        s.abort_queued("merger is shutting down")
+        await health_service.enter_graceful_shutdown()
+        deadline = time.monotonic() + o.grace_seconds
+        while s.admission.running and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        s.cancel_all("merger is shutting down")
+        while s.in_flight() and time.monotonic() < deadline + 3:
+            await asyncio.sleep(0.05)
+        await server.stop(0.5)
 
     def serve_forever(self) -> None:
-        self.start()
-        stop_requested = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop_requested.set())
-        stop_requested.wait()
-        self.stop()
+        asyncio.run(self._serve())
+        stuck = self.service.admission.running
+        if stuck:
+            log.error("%d merges did not stop after cancellation (blocked in I/O); exiting anyway", stuck)
+            _hard_exit()
+        self.service.merge_pool.shutdown(wait=False)
+        self.journal.close()
+        self.roots.close()
+        log.info("merger stopped")
+
+
+def _hard_exit() -> None:
+    log.error("merger did not stop in time; exiting")
+    logging.shutdown()
+    os._exit(0 if threading.current_thread() is threading.main_thread() else 1)

@@ -1,35 +1,50 @@
-"""The Merger gRPC service: validates requests, admits them under the memory budget, runs merges."""
+"""The Merger gRPC service (asyncio): validates requests, admits them on the event loop, runs merges in worker threads.
+
+RPC handlers never block: a merge waits for admission as an ``asyncio`` future and runs in the
+daemon's own merge threads, and file-system work of Cleanup runs in a separate small pool, so Status,
+Cancel and the health check are answered at once whatever the merge load.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import os
-import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib import metadata
 
 import grpc
 
-from riffle.api import pb, pb_grpc
-from riffle.merger.engine import DiskFull, MergeCancelled, MissingInput, merge_map_outputs
-from riffle.merger.memory import Aborted, MemoryBudget, Overloaded, plan_buffers
-from riffle.merger.paths import PathGuard, PathRefused
-from riffle.shuffle.layout import (
-    DEFAULT_SUB_DIRS,
-    INT64_MAX,
-    SYNTHETIC_MAP_ID_BASE,
-    CorruptShuffleFile,
-    block_file_path,
-    data_file_name,
-    index_file_name,
+from riffle.merger.engine import (
+    DiskFull,
+    MergeCancelled,
+    MergeResult,
+    MergeSpec,
+    MissingInput,
+    fds_needed,
+    memory_needed,
+    merge_map_outputs,
 )
+from riffle.merger.journal import Journal, under_any
+from riffle.merger.memory import Aborted, Admission, Overloaded, Ticket, plan_buffers
+from riffle.merger.metrics import Metrics
+from riffle.merger.paths import Location, PathRefused, Roots
+from riffle.protocol import pb, pb_grpc
+from riffle.shuffle.layout import DEFAULT_SUB_DIRS, INT64_MAX, SYNTHETIC_MAP_ID_BASE, CorruptShuffleFile, block_location, data_file_name
 
 log = logging.getLogger("riffle.merger")
 MAX_PARTITIONS = 1 << 24
 MAX_FAN_IN = 4096
-MERGED_FILE = re.compile(r"^shuffle_(\d+)_(\d+)_0\.(data|index)$")
+MAX_LOCAL_DIRS = 64
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("slaq-riffle")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 @dataclass
@@ -39,6 +54,9 @@ class Config:
     memory: int = 2 << 30
     max_queue: int = 1024
     fsync: bool = True  # False matches Spark, which never fsyncs its own shuffle files
+    merge_threads: int = 8
+    fd_budget: int = 1024
+    max_fan_in: int = MAX_FAN_IN
 
 
 @dataclass
@@ -52,31 +70,38 @@ class _Counters:
 
 @dataclass
 class _InFlight:
+    output: tuple
     cancel: threading.Event = field(default_factory=threading.Event)
+    ticket: Ticket | None = None
     remaining_bytes: int = 0
     running: bool = False
 
 
 class MergerService(pb_grpc.MergerServicer):
-    def __init__(self, guard: PathGuard, config: Config):
-        self.guard = guard
-        self.config = config
-        self.memory = MemoryBudget(config.memory, config.max_queue)
+    def __init__(self, roots: Roots, journal: Journal, config: Config):
+        self.roots, self.journal, self.config = roots, journal, config
+        self.admission = Admission(config.memory, config.fd_budget, config.merge_threads, config.max_queue)
         self.counters = _Counters()
-        self._lock = threading.Lock()
         self._inflight: dict[str, _InFlight] = {}
-        self.shutting_down = threading.Event()
+        self._outputs: set[tuple] = set()
+        self.merge_pool = ThreadPoolExecutor(config.merge_threads, thread_name_prefix="merge")
+        self.io_pool = ThreadPoolExecutor(2, thread_name_prefix="cleanup")
+        self.shutting_down = False
+        self.version = package_version()
+        self.metrics = Metrics(lambda: self.admission.queued, lambda: self.admission.in_use, lambda: self.admission.running)
 
     # -- helpers -------------------------------------------------------------------------------
-    def _validate(self, req: pb.MergeRequest) -> tuple[list[Path], int]:
+    def _validate(self, req: pb.MergeRequest) -> tuple[MergeSpec, list[Location]]:
         if not req.request_id or len(req.request_id) > 256:
             raise ValueError("request_id must be 1 to 256 characters")
+        if not req.app_id or len(req.app_id) > 256:
+            raise ValueError("app_id must be 1 to 256 characters (Cleanup deletes per application)")
         if req.shuffle_id < 0:
             raise ValueError(f"shuffle_id must be >= 0, got {req.shuffle_id}")
         if not 0 < req.num_partitions <= MAX_PARTITIONS:
             raise ValueError(f"num_partitions must be in 1..{MAX_PARTITIONS}, got {req.num_partitions}")
-        if not 0 < len(req.map_ids) <= MAX_FAN_IN:
-            raise ValueError(f"between 1 and {MAX_FAN_IN} map_ids are merged at once, got {len(req.map_ids)}")
+        if not 0 < len(req.map_ids) <= self.config.max_fan_in:
+            raise ValueError(f"between 1 and {self.config.max_fan_in} map_ids are merged at once (open-file limit), got {len(req.map_ids)}")
         if any(m < 0 or m >= SYNTHETIC_MAP_ID_BASE for m in req.map_ids):
             raise ValueError("map_ids must be task attempt ids in [0, 2^62)")
         if len(set(req.map_ids)) != len(req.map_ids):
@@ -86,156 +111,187 @@ class MergerService(pb_grpc.MergerServicer):
         sub_dirs = req.sub_dirs_per_local_dir or DEFAULT_SUB_DIRS
         if not 0 < sub_dirs <= 1 << 16:
             raise ValueError(f"sub_dirs_per_local_dir out of range: {sub_dirs}")
-        return self.guard.executor_dirs(req.local_dirs), sub_dirs
+        locs = self._locate(req.local_dirs)
+        spec = MergeSpec(req.app_id, req.shuffle_id, tuple(req.map_ids), req.merged_map_id, req.num_partitions, sub_dirs)
+        return spec, locs
+
+    def _locate(self, local_dirs) -> list[Location]:
+        if len(local_dirs) > MAX_LOCAL_DIRS:
+            raise ValueError(f"at most {MAX_LOCAL_DIRS} local dirs per executor, got {len(local_dirs)}")
+        locs = [self.roots.locate(d) for d in local_dirs]
+        if not locs:
+            raise PathRefused("the request names no executor local dirs")
+        return locs
 
     @staticmethod
-    def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
-        log.warning("merge refused: %s: %s", code.name, message)
-        context.abort(code, message)
+    async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+        log.warning("request refused: %s: %s", code.name, message)
+        await context.abort(code, message)
 
     # -- RPCs ----------------------------------------------------------------------------------
-    def Merge(self, request: pb.MergeRequest, context: grpc.ServicerContext) -> pb.MergeResponse:
+    async def Merge(self, request: pb.MergeRequest, context: grpc.aio.ServicerContext) -> pb.MergeResponse:
         try:
-            dirs, sub_dirs = self._validate(request)
+            spec, locs = self._validate(request)
         except PathRefused as exc:
-            self._abort(context, grpc.StatusCode.PERMISSION_DENIED, str(exc))
+            await self._abort(context, grpc.StatusCode.PERMISSION_DENIED, str(exc))
         except ValueError as exc:
-            self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        if self.shutting_down.is_set():
-            self._abort(context, grpc.StatusCode.UNAVAILABLE, "merger is shutting down")
-        sid = request.shuffle_id
-        inputs = [(block_file_path(dirs, data_file_name(sid, m), sub_dirs), block_file_path(dirs, index_file_name(sid, m), sub_dirs))
-                  for m in request.map_ids]
-        out_data = block_file_path(dirs, data_file_name(sid, request.merged_map_id), sub_dirs)
-        out_index = block_file_path(dirs, index_file_name(sid, request.merged_map_id), sub_dirs)
-        entry = _InFlight()
-        with self._lock:
-            if request.request_id in self._inflight:
-                self._abort(context, grpc.StatusCode.ALREADY_EXISTS, f"request {request.request_id} is already in flight")
-            self._inflight[request.request_id] = entry
-        context.add_callback(entry.cancel.set)  # the caller went away or its deadline passed
-        try:
-            return self._run(request, context, entry, inputs, out_data, out_index)
-        finally:
-            with self._lock:
-                self._inflight.pop(request.request_id, None)
-
-    def _run(self, request, context, entry: _InFlight, inputs, out_data: Path, out_index: Path) -> pb.MergeResponse:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if self.shutting_down:
+            await self._abort(context, grpc.StatusCode.UNAVAILABLE, "merger is shutting down")
+        name = data_file_name(spec.shuffle_id, spec.merged_map_id)
+        index, sub = block_location(len(locs), name, spec.sub_dirs)
+        output = (locs[index], sub, name)
+        if request.request_id in self._inflight:
+            await self._abort(context, grpc.StatusCode.ALREADY_EXISTS, f"request {request.request_id} is already in flight")
+        if output in self._outputs:
+            await self._abort(context, grpc.StatusCode.ALREADY_EXISTS,
+                              f"a merge into {self.roots.display(locs[index], sub, name)} is already in flight")
         c = self.config
+        fan_in = len(spec.map_ids)
         try:
-            read_buf, write_buf = plan_buffers(len(inputs), c.read_buffer, c.write_buffer, c.memory)
-        except ValueError as exc:
-            self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-        need = len(inputs) * read_buf + write_buf
-        entry.remaining_bytes = sum(os.path.getsize(d) for d, _ in inputs if os.path.isfile(d))
-        try:
-            waited = self.memory.acquire(need, lambda: entry.cancel.is_set() or self.shutting_down.is_set())
+            read_buf, write_buf = plan_buffers(fan_in, c.read_buffer, c.write_buffer, c.memory,
+                                               lambda r, w: memory_needed(fan_in, spec.num_partitions, r, w))
+            ticket = self.admission.ticket(memory_needed(fan_in, spec.num_partitions, read_buf, write_buf), fds_needed(fan_in, len(locs)))
         except Overloaded as exc:
-            self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-        except Aborted as exc:
-            with self._lock:
-                self.counters.cancelled += 1
-            self._abort(context, grpc.StatusCode.CANCELLED, str(exc))
-        entry.running = True
-        started = time.monotonic()
+            self.metrics.merges.labels("rejected").inc()
+            await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except ValueError as exc:
+            self.metrics.merges.labels("rejected").inc()
+            await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        entry = _InFlight(output, ticket=ticket)
+        self._inflight[request.request_id] = entry
+        self._outputs.add(output)
+        self.metrics.inputs.observe(fan_in)
+        handed_off = False
+        try:
+            try:
+                waited = await self.admission.wait(ticket)
+            except Aborted as exc:
+                self._count("cancelled")
+                await self._abort(context, grpc.StatusCode.CANCELLED, str(exc))
+            except asyncio.CancelledError:
+                self._count("cancelled")
+                raise
+            entry.running = True
+            loop = asyncio.get_running_loop()
+            started = time.monotonic()
+            work = self.merge_pool.submit(self._merge_in_thread, spec, locs, read_buf, write_buf, entry)
+            handed_off = True
+            work.add_done_callback(lambda _: loop.call_soon_threadsafe(self._finish, request.request_id, entry))
+            try:
+                result = await asyncio.wrap_future(work)
+            except asyncio.CancelledError:  # the caller went away or its deadline passed
+                entry.cancel.set()
+                self._count("cancelled")
+                raise
+            except BaseException as exc:
+                code, message = _status_for(exc)
+                self._count("cancelled" if code == grpc.StatusCode.CANCELLED else "failed")
+                if code is None:
+                    log.error("merge %s failed unexpectedly: %s: %s", request.request_id, type(exc).__name__, exc, exc_info=exc)
+                    code, message = grpc.StatusCode.INTERNAL, f"merge failed: {type(exc).__name__}: {exc}"
+                await self._abort(context, code, message)
+        finally:
+            if not handed_off:
+                self._finish(request.request_id, entry)
+        elapsed = time.monotonic() - started
+        self.counters.completed += 1
+        self.counters.bytes_merged += result.bytes_written
+        self.counters.merge_seconds += elapsed
+        self.metrics.merges.labels("completed").inc()
+        self.metrics.bytes_in.inc(result.bytes_written)
+        self.metrics.bytes_out.inc(result.bytes_written)
+        self.metrics.duration.observe(elapsed)
+        log.info("merged %d outputs of app %s executor %s shuffle %d into %s: %d bytes in %.3fs (queued %.3fs)",
+                 fan_in, spec.app_id, request.executor_id, spec.shuffle_id, result.data_path, result.bytes_written, elapsed, waited)
+        return pb.MergeResponse(merged_map_id=spec.merged_map_id, data_path=result.data_path, index_path=result.index_path,
+                                partition_lengths=result.partition_lengths, bytes_written=result.bytes_written,
+                                queue_seconds=waited, merge_seconds=elapsed)
 
+    def _merge_in_thread(self, spec: MergeSpec, locs: list[Location], read_buf: int, write_buf: int, entry: _InFlight) -> MergeResult:
         def progress(n: int) -> None:
             entry.remaining_bytes -= n
 
-        try:
-            result = merge_map_outputs(self.guard, inputs, request.num_partitions, out_data, out_index,
-                                       read_buf, write_buf, entry.cancel, progress, durable=c.fsync)
-        except BaseException as exc:
-            code, message = _status_for(exc)
-            with self._lock:
-                if code == grpc.StatusCode.CANCELLED:
-                    self.counters.cancelled += 1
-                else:
-                    self.counters.failed += 1
-            if code is None:
-                log.exception("merge %s failed unexpectedly", request.request_id)
-                code, message = grpc.StatusCode.INTERNAL, f"merge failed: {type(exc).__name__}: {exc}"
-            self._abort(context, code, message)
-        finally:
-            self.memory.release(need)
-            entry.running = False
-        elapsed = time.monotonic() - started
-        with self._lock:
-            self.counters.completed += 1
-            self.counters.bytes_merged += result.bytes_written
-            self.counters.merge_seconds += elapsed
-        log.info("merged %d outputs of app %s executor %s shuffle %d into %s: %d bytes in %.3fs (queued %.3fs)",
-                 len(inputs), request.app_id, request.executor_id, request.shuffle_id, result.data_path.name,
-                 result.bytes_written, elapsed, waited)
-        return pb.MergeResponse(merged_map_id=request.merged_map_id, data_path=str(result.data_path),
-                                index_path=str(result.index_path), partition_lengths=result.partition_lengths,
-                                bytes_written=result.bytes_written, queue_seconds=waited, merge_seconds=elapsed)
+        return merge_map_outputs(self.roots, self.journal, locs, spec, read_buf, write_buf, entry.cancel, progress,
+                                 durable=self.config.fsync)
 
-    def Cancel(self, request: pb.CancelRequest, context: grpc.ServicerContext) -> pb.CancelResponse:
-        with self._lock:
-            entry = self._inflight.get(request.request_id)
+    def _finish(self, request_id: str, entry: _InFlight) -> None:
+        """Called once the merge thread (or the wait) is over: its resources and its output name are free again."""
+        if entry.ticket is not None:
+            self.admission.release(entry.ticket)
+        entry.running = False
+        if self._inflight.get(request_id) is entry:
+            del self._inflight[request_id]
+        self._outputs.discard(entry.output)
+
+    def _count(self, outcome: str) -> None:
+        if outcome == "cancelled":
+            self.counters.cancelled += 1
+        else:
+            self.counters.failed += 1
+        self.metrics.merges.labels(outcome).inc()
+
+    async def Cancel(self, request: pb.CancelRequest, context: grpc.aio.ServicerContext) -> pb.CancelResponse:
+        entry = self._inflight.get(request.request_id)
         if entry is not None:
             entry.cancel.set()
+            if entry.ticket is not None:
+                self.admission.abort(entry.ticket, f"merge {request.request_id} cancelled while waiting for admission")
             log.info("cancel requested for merge %s", request.request_id)
         return pb.CancelResponse(found=entry is not None)
 
-    def cancel_all(self) -> None:
-        with self._lock:
-            for entry in self._inflight.values():
+    def cancel_all(self, reason: str) -> None:
+        for entry in self._inflight.values():
+            entry.cancel.set()
+            if entry.ticket is not None:
+                self.admission.abort(entry.ticket, reason)
+
+    def abort_queued(self, reason: str) -> None:
+        for entry in self._inflight.values():
+            if not entry.running and entry.ticket is not None:
                 entry.cancel.set()
+                self.admission.abort(entry.ticket, reason)
 
     def in_flight(self) -> int:
-        with self._lock:
-            return len(self._inflight)
+        return len(self._inflight)
 
-    def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusResponse:
-        with self._lock:
-            running = sum(1 for e in self._inflight.values() if e.running)
-            pending = sum(e.remaining_bytes for e in self._inflight.values())
-            total = len(self._inflight)
-            c = self.counters
-            m = self.memory.stats
-            return pb.StatusResponse(
-                queued=total - running, running=running, bytes_in_flight=max(pending, 0),
-                memory_in_use=self.memory.in_use, memory_budget=self.memory.budget,
-                merges_completed=c.completed, merges_failed=c.failed, merges_cancelled=c.cancelled,
-                merges_rejected=m.rejected, requests_queued_total=m.queued_total, bytes_merged=c.bytes_merged,
-                queue_seconds_total=m.queue_seconds_total, merge_seconds_total=c.merge_seconds,
-                peak_memory_in_use=m.peak_in_use, load=float(total) + pending / float(1 << 30))
+    async def Status(self, request: pb.StatusRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        entries = list(self._inflight.values())
+        running = sum(1 for e in entries if e.running)
+        pending = sum(max(e.remaining_bytes, 0) for e in entries)
+        c, a = self.counters, self.admission
+        return pb.StatusResponse(
+            queued=len(entries) - running, running=running, bytes_in_flight=pending,
+            memory_in_use=a.in_use, memory_budget=a.budget,
+            merges_completed=c.completed, merges_failed=c.failed, merges_cancelled=c.cancelled,
+            merges_rejected=a.stats.rejected, requests_queued_total=a.stats.queued_total, bytes_merged=c.bytes_merged,
+            queue_seconds_total=a.stats.queue_seconds_total, merge_seconds_total=c.merge_seconds,
+            peak_memory_in_use=a.stats.peak_in_use, load=float(len(entries)) + pending / float(1 << 30),
+            version=self.version, max_queue=a.max_queue, max_fan_in=self.config.max_fan_in)
 
-    def Cleanup(self, request: pb.CleanupRequest, context: grpc.ServicerContext) -> pb.CleanupResponse:
-        if not request.all_shuffles and request.shuffle_id < 0:
-            self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "shuffle_id must be >= 0 unless all_shuffles is set")
+    async def Cleanup(self, request: pb.CleanupRequest, context: grpc.aio.ServicerContext) -> pb.CleanupResponse:
+        if not request.app_id:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "cleanup needs the app_id whose merged files are deleted")
+        has_shuffle = request.HasField("shuffle_id")
+        if not has_shuffle and not request.all_shuffles:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "cleanup needs a shuffle_id, or all_shuffles set explicitly")
+        if has_shuffle and request.all_shuffles:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "cleanup takes a shuffle_id or all_shuffles, not both")
+        if has_shuffle and request.shuffle_id < 0:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"shuffle_id must be >= 0, got {request.shuffle_id}")
         try:
-            dirs = self.guard.executor_dirs(request.local_dirs)
+            locs = self._locate(request.local_dirs)
         except PathRefused as exc:
-            self._abort(context, grpc.StatusCode.PERMISSION_DENIED, str(exc))
-        files, freed = delete_merged_files(dirs, None if request.all_shuffles else request.shuffle_id)
-        log.info("cleanup of %s: %d merged files, %d bytes", "all shuffles" if request.all_shuffles else f"shuffle {request.shuffle_id}", files, freed)
+            await self._abort(context, grpc.StatusCode.PERMISSION_DENIED, str(exc))
+        except ValueError as exc:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sid = request.shuffle_id if has_shuffle else None
+        files, freed = await asyncio.get_running_loop().run_in_executor(
+            self.io_pool, self.journal.delete, request.app_id,
+            lambda rec: not under_any(rec, self.roots, locs) or (sid is not None and rec.shuffle_id != sid))
+        log.info("cleanup of app %s %s: %d merged files, %d bytes", request.app_id,
+                 "all shuffles" if sid is None else f"shuffle {sid}", files, freed)
         return pb.CleanupResponse(files_deleted=files, bytes_freed=freed)
-
-
-def delete_merged_files(dirs: list[Path], shuffle_id: int | None) -> tuple[int, int]:
-    """Delete merged outputs (synthetic map ids) under an executor's dirs; original map outputs stay."""
-    files = freed = 0
-    for d in dirs:
-        for sub in d.iterdir():
-            if not sub.is_dir() or sub.is_symlink():
-                continue
-            for f in sub.iterdir():
-                m = MERGED_FILE.match(f.name)
-                if not m or int(m.group(2)) < SYNTHETIC_MAP_ID_BASE:
-                    continue
-                if shuffle_id is not None and int(m.group(1)) != shuffle_id:
-                    continue
-                try:
-                    size = f.lstat().st_size
-                    f.unlink()
-                except FileNotFoundError:
-                    continue
-                files += 1
-                freed += size
-    return files, freed
 
 
 def _status_for(exc: BaseException) -> tuple[grpc.StatusCode | None, str]:

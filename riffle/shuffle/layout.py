@@ -43,13 +43,18 @@ def index_file_name(shuffle_id: int, map_id: int) -> str:
     return f"shuffle_{shuffle_id}_{map_id}_0.index"
 
 
-def block_file_path(local_dirs: list[str] | list[Path], name: str, sub_dirs: int = DEFAULT_SUB_DIRS) -> Path:
-    """Where an executor whose ordered block-manager dirs are ``local_dirs`` keeps file ``name``."""
-    if not local_dirs:
+def block_location(num_dirs: int, name: str, sub_dirs: int = DEFAULT_SUB_DIRS) -> tuple[int, str]:
+    """(index of the local dir, sub-dir name) where Spark keeps file ``name``."""
+    if num_dirs <= 0:
         raise ValueError("an executor has at least one local dir")
     h = non_negative_hash(name)
-    n = len(local_dirs)
-    return Path(local_dirs[h % n]) / f"{(h // n) % sub_dirs:02x}" / name
+    return h % num_dirs, f"{(h // num_dirs) % sub_dirs:02x}"
+
+
+def block_file_path(local_dirs: list[str] | list[Path], name: str, sub_dirs: int = DEFAULT_SUB_DIRS) -> Path:
+    """Where an executor whose ordered block-manager dirs are ``local_dirs`` keeps file ``name``."""
+    index, sub = block_location(len(local_dirs), name, sub_dirs)
+    return Path(local_dirs[index]) / sub / name
 
 
 def encode_index(lengths: list[int]) -> bytes:

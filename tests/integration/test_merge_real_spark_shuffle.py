@@ -52,4 +52,4 @@ def test_daemon_merges_real_spark_map_outputs_byte_for_byte(spark, spark_local_r
                 assert merged == b"".join(originals)
                 nonempty += bool(merged)
             assert nonempty > partitions // 2
-            assert daemon.client.cleanup(dirs, sid).files_deleted == 2
+            assert daemon.client.cleanup(dirs, sc.applicationId, sid).files_deleted == 2

@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from riffle.merger.paths import PathGuard
+from riffle.merger.journal import Journal
+from riffle.merger.paths import Roots
 from riffle.shuffle.layout import write_map_output
 
 
@@ -23,21 +24,31 @@ def dirs(root) -> list[str]:
 
 
 @pytest.fixture
-def guard(root) -> PathGuard:
-    return PathGuard([root])
+def roots(root):
+    r = Roots([root])
+    yield r
+    r.close()
 
 
-def make_outputs(dirs, shuffle_id, maps, partitions, seed=0):
-    """Random map outputs (some empty blocks); returns {map_id: [block bytes]}."""
+@pytest.fixture
+def journal(roots):
+    j = Journal(roots, durable=False)
+    yield j
+    j.close()
+
+
+def make_outputs(dirs, shuffle_id, maps, partitions, seed=0, sizes=(0, 1, 17, 300, 4096, 70000)):
+    """Random map outputs (block sizes drawn from ``sizes``); returns {map_id: [block bytes]}."""
     import random
 
     rng = random.Random(seed)
     blocks = {}
     for m in maps:
-        blocks[m] = [os.urandom(rng.choice([0, 1, 17, 300, 4096, 70000])) for _ in range(partitions)]
+        blocks[m] = [os.urandom(rng.choice(sizes)) for _ in range(partitions)]
         write_map_output(dirs, shuffle_id, m, blocks[m])
     return blocks
 
 
 def all_files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+    """Files under ``root`` except the daemon's own state and logs."""
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.relative_to(root).parts[0].startswith((".riffle", ".merger-"))}

@@ -9,7 +9,7 @@ from riffle.merger.cli import parse_size
 
 
 @pytest.mark.parametrize("argv", [["riffle.cli", "--help"], ["riffle.cli", "bench", "--help"], ["riffle.cli", "bench", "merge", "--help"],
-                                  ["riffle.cli", "bench", "load", "--help"], ["riffle.merger.cli", "--help"],
+                                  ["riffle.cli", "bench", "load", "--help"], ["riffle.cli", "status", "--help"], ["riffle.merger.cli", "--help"],
                                   ["riffle.merger.cli", "serve", "--help"]])
 def test_help_on_every_verb(argv):
     out = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True)
@@ -36,7 +36,7 @@ def test_bench_load_small_keeps_memory_bounded(tmp_path):
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["failed"] == 0 and report["completed"] == 12 and report["requests_queued"] > 0
-    assert report["peak_buffer_reserved_mb"] <= 64
+    assert report["peak_buffer_reserved_mb"] <= 64 and report["refused"] == 0
 
 
 def test_bench_merge_small_reports_ratio(tmp_path):
@@ -45,3 +45,13 @@ def test_bench_merge_small_reports_ratio(tmp_path):
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["bytes"] == 4 * 50 * 16 * 1024 and report["ratio"] > 0 and report["MB_per_s"] > 0
+
+
+def test_bench_load_bounded_queue_refuses_excess_and_status_answers(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "riffle.cli", "bench", "load", "--requests", "16", "--memory", "64m",
+                          "--fan-in", "4", "--partitions", "50", "--max-queue", "2", "--dir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["failed"] == 0 and report["refused"] > 0 and report["completed"] + report["refused"] == 16
+    assert report["max_queue"] == 2 and report["status_ms_max"] < 1000

@@ -52,7 +52,7 @@ def test_merge_and_status_and_cleanup(daemon, dirs, root):
     status = daemon.client.status()
     assert status.merges_completed == 1 and status.bytes_merged == resp.bytes_written and status.running == 0
     originals = {str(block_file_path(dirs, data_file_name(4, m))) for m in (3, 1, 2)}
-    cleaned = daemon.client.cleanup(dirs, 4)
+    cleaned = daemon.client.cleanup(dirs, "app", 4)
     assert cleaned.files_deleted == 2 and not Path(resp.data_path).exists()
     assert all(Path(p).exists() for p in originals)
     assert '"level": "INFO"' in daemon.log() and "merged 3 outputs" in daemon.log()
@@ -72,7 +72,7 @@ def test_merge_and_status_and_cleanup(daemon, dirs, root):
 def test_bad_requests_get_precise_errors_and_write_nothing(daemon, dirs, root, change, code, text):
     make_outputs(dirs, 4, [1, 2], 25)
     before = all_files(root)
-    args = {"request_id": "x", "shuffle_id": 4, "map_ids": [1, 2], "local_dirs": dirs, "num_partitions": 25, "merged_map_id": M + 2}
+    args = {"request_id": "x", "app_id": "app", "shuffle_id": 4, "map_ids": [1, 2], "local_dirs": dirs, "num_partitions": 25, "merged_map_id": M + 2}
     args.update(change)
     err = rpc_error(lambda: daemon.client.merge(**args))
     assert err.code().name == code and text in err.details()
@@ -103,7 +103,7 @@ def test_disk_full_reports_cause_and_leaves_nothing(root, dirs):
     make_outputs(dirs, 6, [0, 1, 2, 3], 40)  # well over the 256 KiB the daemon may write
     before = {f for f in all_files(root) if not f.startswith(".merger-")}
     with DaemonProcess([root], preexec_fn=_limit_file_size) as d:
-        err = rpc_error(lambda: d.client.merge("big", 6, [0, 1, 2, 3], dirs, 40, M + 3))
+        err = rpc_error(lambda: d.client.merge("big", 6, [0, 1, 2, 3], dirs, 40, M + 3, app_id="app"))
         assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "disk full" in err.details()
         assert d.client.status().merges_failed == 1
     assert {f for f in all_files(root) if not f.startswith(".merger-")} == before
@@ -125,9 +125,9 @@ def wait_for_temp(root, timeout=20):
 
 def test_cancel_running_merge(daemon, root, dirs):
     maps = slow_inputs(dirs)
-    from riffle.api import pb
+    from riffle.protocol import pb
 
-    request = pb.MergeRequest(request_id="slow", shuffle_id=8, map_ids=maps, local_dirs=dirs, num_partitions=20000,
+    request = pb.MergeRequest(app_id="app", request_id="slow", shuffle_id=8, map_ids=maps, local_dirs=dirs, num_partitions=20000,
                               merged_map_id=M + 4)
     future = daemon.client.stub.Merge.future(request, metadata=daemon.client.metadata, timeout=120)
     wait_for_temp(root)
@@ -140,13 +140,13 @@ def test_cancel_running_merge(daemon, root, dirs):
 
 
 def test_overloaded_queue_is_refused_clearly(root, dirs):
-    from riffle.api import pb
+    from riffle.protocol import pb
 
     make_outputs(dirs, 2, [0, 1], 10)
     slow = slow_inputs(dirs, sid=9, maps=4)
-    with DaemonProcess([root], "--memory", "1m", "--read-buffer", "128k", "--write-buffer", "256k", "--max-queue", "1") as d:
+    with DaemonProcess([root], "--memory", "2m", "--read-buffer", "128k", "--write-buffer", "256k", "--max-queue", "1") as d:
         req = lambda rid, sid, maps, mid, parts: pb.MergeRequest(  # noqa: E731
-            request_id=rid, shuffle_id=sid, map_ids=maps, local_dirs=dirs, num_partitions=parts, merged_map_id=mid)
+            app_id="app", request_id=rid, shuffle_id=sid, map_ids=maps, local_dirs=dirs, num_partitions=parts, merged_map_id=mid)
         running = d.client.stub.Merge.future(req("r", 9, slow, M + 10, 20000), metadata=d.client.metadata, timeout=120)
         wait_for_temp(root)
         waiting = d.client.stub.Merge.future(req("w", 2, [0, 1], M + 11, 10), metadata=d.client.metadata, timeout=120)
@@ -164,10 +164,10 @@ def test_overloaded_queue_is_refused_clearly(root, dirs):
 def test_crash_mid_merge_then_restart_cleans_up(root, dirs):
     maps = slow_inputs(dirs)
     d = DaemonProcess([root])
-    from riffle.api import pb
+    from riffle.protocol import pb
 
     # keep the future referenced: a collected future cancels its RPC
-    in_flight = d.client.stub.Merge.future(pb.MergeRequest(request_id="c", shuffle_id=8, map_ids=maps, local_dirs=dirs,
+    in_flight = d.client.stub.Merge.future(pb.MergeRequest(app_id="app", request_id="c", shuffle_id=8, map_ids=maps, local_dirs=dirs,
                                                            num_partitions=20000, merged_map_id=M + 5), timeout=120)
     wait_for_temp(root)
     d.kill()
@@ -177,16 +177,16 @@ def test_crash_mid_merge_then_restart_cleans_up(root, dirs):
     with DaemonProcess([root]) as again:
         assert temps(root) == []
         assert "removed 1 temp files" in again.log() or "removed 2 temp files" in again.log()
-        resp = again.client.merge("again", 8, maps[:2], dirs, 20000, M + 5)
+        resp = again.client.merge("again", 8, maps[:2], dirs, 20000, M + 5, app_id="app")
         assert resp.bytes_written == 2 * 20000 * 1024
 
 
 def test_graceful_shutdown_never_leaves_temp_files(root, dirs):
     maps = slow_inputs(dirs)
-    from riffle.api import pb
+    from riffle.protocol import pb
 
     d = DaemonProcess([root], "--grace", "0.2")
-    future = d.client.stub.Merge.future(pb.MergeRequest(request_id="g", shuffle_id=8, map_ids=maps, local_dirs=dirs,
+    future = d.client.stub.Merge.future(pb.MergeRequest(app_id="app", request_id="g", shuffle_id=8, map_ids=maps, local_dirs=dirs,
                                                         num_partitions=20000, merged_map_id=M + 6), timeout=120)
     wait_for_temp(root)
     assert d.stop() == 0
@@ -204,7 +204,7 @@ def test_index_for_empty_partitions(daemon, dirs):
         idx = block_file_path(dirs, index_file_name(5, m))
         idx.parent.mkdir(parents=True, exist_ok=True)
         idx.write_bytes(encode_index([0, 0, 0]))
-    resp = daemon.client.merge("e", 5, [0, 1], dirs, 3, M + 7)
+    resp = daemon.client.merge("e", 5, [0, 1], dirs, 3, M + 7, app_id="app")
     assert list(resp.partition_lengths) == [0, 0, 0] and resp.bytes_written == 0
 
 
@@ -229,7 +229,7 @@ def test_tls_with_token(root, dirs, tmp_path):
             deadline = time.monotonic() + 30
             while not secure.healthy() and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert secure.merge("tls", 3, [0, 1], dirs, 4, M + 20).bytes_written > 0
+            assert secure.merge("tls", 3, [0, 1], dirs, 4, M + 20, app_id="app").bytes_written > 0
             assert rpc_error(plaintext.status).code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
     finally:
         proc.terminate()

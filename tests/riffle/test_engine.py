@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from riffle.merger.engine import TEMP_PREFIX, MergeCancelled, MissingInput, merge_map_outputs, remove_stale_temps
+from riffle.merger.engine import TEMP_PREFIX, MergeCancelled, MergeSpec, MissingInput, merge_map_outputs, remove_stale_temps
 from riffle.merger.paths import PathRefused
 from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,
@@ -31,9 +31,9 @@ def out_paths(dirs, sid, merged=MERGED):
     return block_file_path(dirs, data_file_name(sid, merged)), block_file_path(dirs, index_file_name(sid, merged))
 
 
-def merge(guard, dirs, sid, maps, partitions, read_buffer=4096, write_buffer=8192, **kw):
-    data, index = out_paths(dirs, sid)
-    return merge_map_outputs(guard, paths(dirs, sid, maps), partitions, data, index, read_buffer, write_buffer, **kw)
+def merge(roots, journal, dirs, sid, maps, partitions, read_buffer=4096, write_buffer=8192, app="app", **kw):
+    spec = MergeSpec(app, sid, tuple(maps), MERGED, partitions, 64)
+    return merge_map_outputs(roots, journal, [roots.locate(d) for d in dirs], spec, read_buffer, write_buffer, durable=False, **kw)
 
 
 def test_java_hash_matches_spark():
@@ -50,16 +50,16 @@ def test_block_file_path_follows_disk_block_manager():
 
 
 @pytest.mark.parametrize("read_buffer,write_buffer", [(4096, 8192), (7, 13), (1 << 20, 1 << 20)])
-def test_merged_blocks_are_concatenations(guard, dirs, read_buffer, write_buffer):
+def test_merged_blocks_are_concatenations(roots, journal, dirs, read_buffer, write_buffer):
     blocks = make_outputs(dirs, 2, [10, 11, 12, 13], 37)
-    result = merge(guard, dirs, 2, [10, 11, 12, 13], 37, read_buffer, write_buffer)
+    result = merge(roots, journal, dirs, 2, [10, 11, 12, 13], 37, read_buffer, write_buffer)
     data, index = out_paths(dirs, 2)
-    assert (result.data_path, result.index_path) == (data, index)
+    assert (result.data_path, result.index_path) == (str(data), str(index))
     for p in range(37):
         expected = b"".join(blocks[m][p] for m in (10, 11, 12, 13))
         assert read_partition(data, index, 37, p) == expected
         assert result.partition_lengths[p] == len(expected)
-    assert not [f for f in all_files(guard.roots[0]) if TEMP_PREFIX in f]
+    assert not [f for f in all_files(data.parents[2]) if TEMP_PREFIX in f]
 
 
 def corrupt_cases():
@@ -83,42 +83,42 @@ def corrupt_cases():
     def data_longer(idx, data):
         data.write_bytes(data.read_bytes() + b"x")
 
-    return {"index length": (wrong_length, "bytes, expected"), "first offset": (not_starting_at_zero, "first offset"),
-            "decreasing": (decreasing, "is below partition"), "truncated data": (data_truncated, "does not match data file length"),
+    return {"index length": (wrong_length, "bytes, expected"), "first offset": (not_starting_at_zero, "offset of partition 0 is 1, expected 0"),
+            "decreasing": (decreasing, "offsets decrease"), "truncated data": (data_truncated, "does not match data file length"),
             "longer data": (data_longer, "does not match data file length")}
 
 
 @pytest.mark.parametrize("case", sorted(corrupt_cases()))
-def test_corrupt_inputs_rejected_without_output(guard, dirs, root, case):
+def test_corrupt_inputs_rejected_without_output(roots, journal, dirs, root, case):
     corrupt, message = corrupt_cases()[case]
     make_outputs(dirs, 1, [0, 1], 5)
     data, idx = paths(dirs, 1, [1])[0]
     before = all_files(root)
     corrupt(idx, data)
     with pytest.raises(CorruptShuffleFile, match=message):
-        merge(guard, dirs, 1, [0, 1], 5)
+        merge(roots, journal, dirs, 1, [0, 1], 5)
     assert all_files(root) == before
 
 
-def test_missing_input_named(guard, dirs, root):
+def test_missing_input_named(roots, journal, dirs, root):
     make_outputs(dirs, 1, [0], 4)
     before = all_files(root)
     with pytest.raises(MissingInput, match="shuffle_1_7_0.data"):
-        merge(guard, dirs, 1, [0, 7], 4)
+        merge(roots, journal, dirs, 1, [0, 7], 4)
     assert all_files(root) == before
 
 
-def test_existing_output_never_rewritten(guard, dirs):
+def test_existing_output_never_rewritten(roots, journal, dirs):
     make_outputs(dirs, 1, [0, 1], 4)
-    merge(guard, dirs, 1, [0, 1], 4)
+    merge(roots, journal, dirs, 1, [0, 1], 4)
     data, _ = out_paths(dirs, 1)
     stamp = data.read_bytes()
     with pytest.raises(FileExistsError):
-        merge(guard, dirs, 1, [0, 1], 4)
+        merge(roots, journal, dirs, 1, [0, 1], 4)
     assert data.read_bytes() == stamp
 
 
-def test_cancel_leaves_nothing(guard, dirs, root):
+def test_cancel_leaves_nothing(roots, journal, dirs, root):
     make_outputs(dirs, 1, [0, 1], 50)
     before = all_files(root)
     cancel = threading.Event()
@@ -130,11 +130,11 @@ def test_cancel_leaves_nothing(guard, dirs, root):
             cancel.set()
 
     with pytest.raises(MergeCancelled):
-        merge(guard, dirs, 1, [0, 1], 50, cancel=cancel, progress=progress)
+        merge(roots, journal, dirs, 1, [0, 1], 50, cancel=cancel, progress=progress)
     assert all_files(root) == before
 
 
-def test_symlinked_input_refused(guard, dirs, root, tmp_path):
+def test_symlinked_input_refused(roots, journal, dirs, root, tmp_path):
     make_outputs(dirs, 1, [0], 3)
     outside = tmp_path / "outside.data"
     outside.write_bytes(b"secret")
@@ -144,33 +144,56 @@ def test_symlinked_input_refused(guard, dirs, root, tmp_path):
     block_file_path(dirs, index_file_name(1, 9)).parent.mkdir(parents=True, exist_ok=True)
     block_file_path(dirs, index_file_name(1, 9)).write_bytes(encode_index([2, 2, 2]))
     with pytest.raises(PathRefused, match="symlink"):
-        merge(guard, dirs, 1, [0, 9], 3)
+        merge(roots, journal, dirs, 1, [0, 9], 3)
 
 
-def test_paths_outside_roots_refused(guard, tmp_path):
-    for bad in ["relative/dir", str(tmp_path), "/etc", str(guard.roots[0]) + "/../..", ""]:
+def test_paths_outside_roots_refused(roots, root, tmp_path):
+    for bad in ["relative/dir", str(tmp_path), "/etc", str(root) + "/../..", str(root) + "/a/./b", "", str(root) + "/.riffle-merger"]:
         with pytest.raises(PathRefused):
-            guard.executor_dirs([bad])
+            roots.locate(bad)
 
 
-def test_symlinked_dir_escaping_root_refused(guard, root, tmp_path):
-    escape = root / "blockmgr-evil"
-    os.symlink(tmp_path, escape)
-    with pytest.raises(PathRefused, match="outside"):
-        guard.executor_dirs([str(escape)])
+def test_symlinked_dir_refused_at_any_level(roots, root, tmp_path):
+    (tmp_path / "elsewhere" / "deeper").mkdir(parents=True)
+    os.symlink(tmp_path / "elsewhere", root / "blockmgr-evil")
+    for path in (root / "blockmgr-evil", root / "blockmgr-evil" / "deeper"):
+        with pytest.raises(PathRefused, match="symlink"):
+            roots.open_dir(roots.locate(str(path)))
 
 
-def test_stale_temps_removed(guard, dirs):
+def test_stale_temps_removed(roots, dirs):
     sub = block_file_path(dirs, "x").parent
     sub.mkdir(parents=True, exist_ok=True)
     stale = sub / f"{TEMP_PREFIX}abc-shuffle_1_2_0.data"
     stale.write_bytes(b"partial")
     keep = sub / "shuffle_1_2_0.data"
     keep.write_bytes(b"real")
-    assert remove_stale_temps(guard) == [stale]
+    assert remove_stale_temps(roots) == [str(stale)]
     assert keep.exists() and not stale.exists()
 
 
 def test_decode_index_roundtrip():
     raw = encode_index([3, 0, 5])
     assert decode_index(raw, 3, 8) == [0, 3, 3, 8]
+
+
+def test_journal_forgets_pairs_whose_files_are_gone(roots, journal, dirs):
+    make_outputs(dirs, 1, [0, 1], 4)
+    result = merge(roots, journal, dirs, 1, [0, 1], 4)
+    assert journal.prune() == 0
+    os.unlink(result.data_path)
+    assert journal.prune() == 0  # the index is still there
+    os.unlink(result.index_path)
+    assert journal.prune() == 1
+    assert journal.delete("app", lambda rec: False) == (0, 0)
+
+
+def test_only_a_daemon_alone_on_its_state_dir_recovers(roots, journal):
+    from riffle.merger.journal import Journal
+
+    assert journal.alone
+    second = Journal(roots, durable=False)
+    try:
+        assert not second.alone and second.recover() == (0, 0)
+    finally:
+        second.close()

@@ -1,0 +1,266 @@
+"""What the daemon has published, per application, so cleanup and crash recovery touch only its own files.
+
+Each merge writes a record (JSON) into ``<state>/pending/`` before it links anything into place, and
+moves it to ``<state>/apps/<app key>/`` once both files are published. A record names the output's
+directory (root + components), the file names, the temp names and the inode numbers of the files
+the merge created, so a file of the same name that someone else created is never removed.
+
+Recovery at start-up, for each pending record: if the final index is ours the pair is complete (the
+index is linked last), so the temps go and the record is committed; otherwise the final data file,
+if it is ours, is removed with the temps and the record. A crash at any instant thus leaves either
+nothing or a complete pair.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+
+from riffle.merger.paths import Location, Roots, open_dir_at
+
+log = logging.getLogger("riffle.merger")
+STATE_DIR_NAME = ".riffle-merger"
+
+
+@dataclass(frozen=True)
+class Record:
+    app_id: str
+    shuffle_id: int
+    data_dir: tuple[str, ...]   # the data file's dir: the root's canonical path, then components below it
+    index_dir: tuple[str, ...]  # the index file's dir (Spark hashes each name to its own sub dir)
+    data: str
+    index: str
+    tmp_data: str
+    tmp_index: str
+    data_inode: tuple[int, int]
+    index_inode: tuple[int, int]
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @staticmethod
+    def decode(raw: bytes) -> Record:
+        d = json.loads(raw)
+        return Record(d["app_id"], int(d["shuffle_id"]), tuple(d["data_dir"]), tuple(d["index_dir"]), d["data"], d["index"], d["tmp_data"],
+                      d["tmp_index"], (int(d["data_inode"][0]), int(d["data_inode"][1])),
+                      (int(d["index_inode"][0]), int(d["index_inode"][1])))
+
+
+def app_key(app_id: str) -> str:
+    """A file-name-safe key for an application id (any string)."""
+    return hashlib.sha256(app_id.encode()).hexdigest()[:32]
+
+
+def _inode(dir_fd: int, name: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def unlink_if_ours(dir_fd: int, name: str, inode: tuple[int, int]) -> int | None:
+    """Remove ``name`` if it is still the file we created; returns the bytes freed, None if not removed."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if (st.st_dev, st.st_ino) != inode:
+        return None
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    return st.st_size
+
+
+def unlink_quietly(dir_fd: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+
+
+class Journal:
+    """Records under the daemon's state dir (by default ``.riffle-merger`` in its first root)."""
+
+    def __init__(self, roots: Roots, state_dir: str | None = None, durable: bool = True):
+        self.roots = roots
+        self.durable = durable
+        if state_dir is None:
+            self.fd = open_dir_at(roots.fds[0], STATE_DIR_NAME, STATE_DIR_NAME, create=True)
+            self.path = os.path.join(roots.paths[0], STATE_DIR_NAME)
+        else:
+            os.makedirs(state_dir, mode=0o700, exist_ok=True)
+            self.fd = os.open(state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            self.path = state_dir
+        self.pending_fd = open_dir_at(self.fd, "pending", "pending", create=True)
+        self.apps_fd = open_dir_at(self.fd, "apps", "apps", create=True)
+        # Every live daemon holds a shared lock; only one that finds no other may recover, since
+        # another's pending records and temps are merges in progress, not leftovers of a crash.
+        self.lock_fd = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
+        try:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.alone = True
+        except BlockingIOError:
+            self.alone = False
+        fcntl.flock(self.lock_fd, fcntl.LOCK_SH)
+
+    def close(self) -> None:
+        for fd in (self.pending_fd, self.apps_fd, self.fd, self.lock_fd):
+            os.close(fd)
+
+    # -- writing --------------------------------------------------------------------------------
+    def _write(self, dir_fd: int, name: str, payload: bytes) -> None:
+        tmp = f".{name}.{uuid.uuid4().hex}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+        try:
+            os.write(fd, payload)
+            if self.durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if self.durable:
+            os.fsync(dir_fd)
+
+    def begin(self, record: Record) -> str:
+        """Record an imminent publish; returns the record's name."""
+        name = f"{uuid.uuid4().hex}.json"
+        self._write(self.pending_fd, name, record.encode())
+        return name
+
+    def _app_dir(self, app_id: str, create: bool) -> int:
+        return open_dir_at(self.apps_fd, app_key(app_id), "app state", create=create)
+
+    def commit(self, name: str, record: Record) -> None:
+        """The pair is published: the record moves to its application."""
+        app_fd = self._app_dir(record.app_id, create=True)
+        try:
+            os.rename(name, name, src_dir_fd=self.pending_fd, dst_dir_fd=app_fd)
+            if self.durable:
+                os.fsync(app_fd)
+        finally:
+            os.close(app_fd)
+
+    def abandon(self, name: str) -> None:
+        unlink_quietly(self.pending_fd, name)
+
+    # -- reading --------------------------------------------------------------------------------
+    def _records(self, dir_fd: int) -> list[tuple[str, Record]]:
+        out = []
+        for name in sorted(os.listdir(dir_fd)):
+            if not name.endswith(".json") or name.startswith("."):
+                continue
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+                try:
+                    raw = os.read(fd, 1 << 20)
+                finally:
+                    os.close(fd)
+                out.append((name, Record.decode(raw)))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("ignoring unreadable merge record %s: %s", name, exc)
+        return out
+
+    def _open(self, where: tuple[str, ...]) -> int | None:
+        if not where or where[0] not in self.roots.paths:
+            return None
+        try:
+            return self.roots.open_dir(Location(self.roots.paths.index(where[0]), tuple(where[1:])))
+        except OSError:
+            return None
+
+    def recover(self) -> tuple[int, int]:
+        """Finish or undo every publish a crash interrupted; returns (pairs kept, pairs undone)."""
+        kept = undone = 0
+        if not self.alone:
+            return kept, undone
+        for name, rec in self._records(self.pending_fd):
+            data_fd, index_fd = self._open(rec.data_dir), self._open(rec.index_dir)
+            try:
+                complete = index_fd is not None and _inode(index_fd, rec.index) == rec.index_inode
+                if not complete and data_fd is not None:
+                    unlink_if_ours(data_fd, rec.data, rec.data_inode)
+                for fd, tmp in ((data_fd, rec.tmp_data), (index_fd, rec.tmp_index)):
+                    if fd is not None:
+                        unlink_quietly(fd, tmp)
+                        if self.durable:
+                            os.fsync(fd)
+                if complete:
+                    kept += 1
+                    self.commit(name, rec)
+                else:
+                    undone += 1
+                    self.abandon(name)
+            finally:
+                for fd in (data_fd, index_fd):
+                    if fd is not None:
+                        os.close(fd)
+        return kept, undone
+
+    def prune(self) -> int:
+        """Forget published pairs that are gone (Spark removed the executor's dirs); returns records dropped."""
+        dropped = 0
+        for key in os.listdir(self.apps_fd):
+            try:
+                app_fd = open_dir_at(self.apps_fd, key, "app state")
+            except OSError:
+                continue
+            try:
+                for name, rec in self._records(app_fd):
+                    alive = False
+                    for where, fname, inode in ((rec.data_dir, rec.data, rec.data_inode), (rec.index_dir, rec.index, rec.index_inode)):
+                        dir_fd = self._open(where)
+                        if dir_fd is not None:
+                            alive = alive or _inode(dir_fd, fname) == inode
+                            os.close(dir_fd)
+                    if not alive:
+                        unlink_quietly(app_fd, name)
+                        dropped += 1
+            finally:
+                os.close(app_fd)
+        return dropped
+
+    def delete(self, app_id: str, keep: Callable[[Record], bool]) -> tuple[int, int]:
+        """Delete the published pairs of ``app_id`` that ``keep`` rejects; returns (files, bytes)."""
+        try:
+            app_fd = self._app_dir(app_id, create=False)
+        except FileNotFoundError:
+            return 0, 0
+        files = freed = 0
+        try:
+            for name, rec in self._records(app_fd):
+                if rec.app_id != app_id or keep(rec):
+                    continue
+                for where, fname, inode in ((rec.index_dir, rec.index, rec.index_inode), (rec.data_dir, rec.data, rec.data_inode)):
+                    dir_fd = self._open(where)
+                    if dir_fd is None:
+                        continue
+                    try:
+                        size = unlink_if_ours(dir_fd, fname, inode)
+                    finally:
+                        os.close(dir_fd)
+                    if size is not None:
+                        files += 1
+                        freed += size
+                unlink_quietly(app_fd, name)
+        finally:
+            os.close(app_fd)
+        return files, freed
+
+
+def under_any(record: Record, roots: Roots, dirs: Iterable[Location]) -> bool:
+    """Whether the record's data file lies in one of an executor's local dirs."""
+    for loc in dirs:
+        where = (roots.paths[loc.root], *loc.parts)
+        if record.data_dir[:len(where)] == where:
+            return True
+    return False
+
