@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,25 +30,19 @@ def cluster_session(cluster: Cluster, name: str, conf: dict[str, str] | None = N
     """A SparkSession of a driver on 127.0.0.1 using ``cluster``; Riffle attaches from the confs alone
     (the start-up hook), with the token file and TLS CA the harness made."""
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+
+    from slaq.bench.session import spark_session
 
     if SparkContext._active_spark_context is not None:
         pytest.fail("another SparkContext is active in this process: cluster tests must run first (see tests/conftest.py)")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver names and binds loopback only
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(name)
-    settings = cluster.layout.driver_conf(riffle=riffle) | {"spark.ui.enabled": "false", "spark.scheduler.mode": "FAIR"}
+    settings = cluster.layout.driver_conf(riffle=riffle) | {"spark.scheduler.mode": "FAIR"}
     if riffle:
         settings |= {"spark.riffle.enabled": "true", "spark.riffle.nway": "3", "spark.riffle.bestEffort": "1.0"}
-    for k, v in (settings | (conf or {})).items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    try:
+    master = settings.pop("spark.master")
+    with spark_session(name, master, settings | (conf or {})) as spark:
+        spark.sparkContext.setLogLevel("WARN")
         yield spark
-    finally:
-        spark.stop()
-        SparkContext._active_spark_context = None
 
 
 def merged_files_by_node(cluster: Cluster, shuffle_ids: set[int] | None = None) -> dict[str, int]:
