@@ -5,6 +5,7 @@ sharing, compared on time to 90%/95% loss reduction and mean normalized loss ove
 
     python examples/sweep.py            # human-readable comparison
     python examples/sweep.py --json     # the same as JSON
+    python examples/sweep.py --nodes 3  # on a three-node standalone cluster started (and stopped) for the run
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import sys
 
 from slaq.bench.sweep import make_sweep, run_policy
+from sparkcluster import spark_target
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iterations", type=int, default=40, help="iterations per job (default 40)")
     p.add_argument("--policies", default="slaq,fair", help="comma-separated policies to compare (default slaq,fair)")
     p.add_argument("--master", default="local-cluster[2,1,1024]", help="Spark master (default local-cluster[2,1,1024])")
+    p.add_argument("--nodes", type=int, help="start an N-node standalone cluster on loopback for the run (instead of --master)")
     p.add_argument("--epoch", type=float, default=1.0, help="SLAQ epoch in seconds (default 1)")
     p.add_argument("--partitions", type=int, default=4, help="partitions per job's data (default 4)")
     p.add_argument("--rows", type=int, default=25000, help="rows per partition (default 25000)")
@@ -39,10 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"sweep": {"jobs": args.jobs, "arrival_mean_s": args.arrival_mean, "iterations": args.iterations, "master": args.master,
                            "epoch_s": args.epoch, "rows": args.partitions * args.rows, "features": args.features, "seed": args.seed},
                  "policies": {}}
-    for policy in [x.strip() for x in args.policies.split(",") if x.strip()]:
-        if not args.json:
-            print(f"running the sweep under {policy} ...", file=sys.stderr)
-        out["policies"][policy] = run_policy(policy, sweep, args.master, args.epoch, args.partitions, args.rows, args.features)
+    with spark_target(args.master, args.nodes) as target:
+        out["sweep"]["master"], out["sweep"]["nodes"] = target.master, args.nodes
+        for policy in [x.strip() for x in args.policies.split(",") if x.strip()]:
+            if not args.json:
+                print(f"running the sweep under {policy} ...", file=sys.stderr)
+            out["policies"][policy] = run_policy(policy, sweep, target.master, args.epoch, args.partitions, args.rows, args.features,
+                                                 extra_conf=target.conf, executors=args.nodes or 0)
     by = out["policies"]
     if "slaq" in by and "fair" in by:
         ratio = {}

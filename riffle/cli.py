@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     spark.add_argument("--rows-per-map", type=_positive_int, default=2000)
     spark.add_argument("--payload", type=_positive_int, default=20, help="bytes per row's string column")
     spark.add_argument("--master", default="local-cluster[2,1,1024]")
+    spark.add_argument("--nodes", type=_positive_int, help="start an N-node standalone cluster on loopback (a merger per node) for the run")
     spark.add_argument("--merger-fsync", action="store_true", help="let the mergers fsync merged files (vanilla Spark does not)")
     spark.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
     return parser
@@ -97,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         fracs = [float(x) for x in args.best_effort.split(",") if x.strip()]
         out = bench_spark(args.maps, args.reducers, nways, args.repeat, args.rows_per_map, args.payload, args.master, fracs,
-                          args.merger_fsync)
+                          args.merger_fsync, args.nodes)
     else:
         from riffle.bench.load import bench_load
 

@@ -95,7 +95,7 @@ def cmd_bench_enforce(args: argparse.Namespace) -> int:
     from slaq.bench.enforce import bench_enforce
 
     modes = ["strict", "work-conserving"] if args.mode == "both" else [args.mode]
-    _emit(bench_enforce(args.shares, args.seconds, modes, args.master, args.epoch))
+    _emit(bench_enforce(args.shares, args.seconds, modes, args.master, args.epoch, args.nodes))
     return 0
 
 
@@ -166,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     enf.add_argument("--mode", choices=["strict", "work-conserving", "both"], default="both")
     enf.add_argument("--epoch", type=_positive(float), default=1.0)
     enf.add_argument("--master", default="local-cluster[2,1,1024]")
+    enf.add_argument("--nodes", type=_positive(int), help="start an N-node standalone cluster on loopback for the run (instead of --master)")
     enf.set_defaults(func=cmd_bench_enforce)
     ovh = bench.add_parser("overhead", help="epoch-loop CPU with many registered jobs",
                            description="CPU share of one core the live epoch loop uses with --jobs jobs reporting losses.")

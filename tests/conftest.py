@@ -35,3 +35,9 @@ def spark(spark_local_root):
                .getOrCreate())
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Multi-node cluster tests first: each starts its own SparkContext, and one Python process holds one
+    at a time, so they must run before the shared local-cluster session above is created."""
+    items.sort(key=lambda item: 0 if "/tests/cluster/" in str(item.path) else 1)

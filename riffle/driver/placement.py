@@ -4,6 +4,7 @@ power of two choices on reported load (thesis §4.3.4). Pure apart from the host
 from __future__ import annotations
 
 import functools
+import ipaddress
 import random
 import socket
 from collections.abc import Callable, Sequence
@@ -26,12 +27,31 @@ def local_names() -> frozenset[str]:
     return frozenset(n.lower() for n in names)
 
 
-def same_host(a: str, b: str) -> bool:
-    a, b = a.lower(), b.lower()
+@functools.lru_cache(maxsize=4096)
+def addresses(name: str) -> frozenset[str]:
+    """Every address ``name`` stands for: the canonical form of an IP literal, else what the resolver
+    (hosts file, DNS) returns; empty when it cannot be resolved. Cached: called per map output."""
+    name = name.lower().strip("[]")
+    try:
+        return frozenset({str(ipaddress.ip_address(name))})
+    except ValueError:
+        pass
+    try:
+        return frozenset(str(info[4][0]) for info in socket.getaddrinfo(name, None))
+    except (OSError, UnicodeError):
+        return frozenset()
+
+
+def same_host(a: str, b: str, resolve: Callable[[str], frozenset[str]] = addresses) -> bool:
+    """Whether two names (hostname, FQDN or IP, as Spark and the operator wrote them) are one machine:
+    equal, both names of the driver's own machine, or resolving to a common address."""
+    a, b = a.lower().strip("[]"), b.lower().strip("[]")
     if a == b:
         return True
     local = local_names()
-    return a in local and b in local
+    if a in local and b in local:
+        return True
+    return bool(resolve(a) & resolve(b))
 
 
 def host_of(address: str) -> str:

@@ -80,13 +80,19 @@ def measure(sc: Any, shares: list[float], seconds: float, work_conserving: bool,
             "max_error_pp": round(100 * max(errors), 2), "within_10pp": max(errors) <= 0.10}
 
 
-def bench_enforce(shares: list[float], seconds: float, modes: list[str], master: str = DEFAULT_MASTER, epoch: float = 1.0) -> dict:
+def bench_enforce(shares: list[float], seconds: float, modes: list[str], master: str = DEFAULT_MASTER, epoch: float = 1.0,
+                  nodes: int | None = None) -> dict:
     if not shares or any(s <= 0 for s in shares) or abs(sum(shares) - 1.0) > 1e-6:
         raise ValueError(f"--shares must be positive and sum to 1, got {shares}")
-    conf = {"spark.scheduler.mode": "FAIR"}
-    with spark_session("slaq-bench-enforce", master, conf) as spark:
+    from sparkcluster import spark_target, wait_executors
+
+    with spark_target(master, nodes) as target, \
+            spark_session("slaq-bench-enforce", target.master, target.conf | {"spark.scheduler.mode": "FAIR"}) as spark:
+        master = target.master
         sc = spark.sparkContext
+        if nodes:
+            wait_executors(sc, nodes)
         sc.parallelize(range(4), 4).map(lambda _: _burn(10)).count()  # executors and Python workers up
         runs = [measure(sc, shares, seconds, mode == "work-conserving", epoch) for mode in modes]
         capacity = PoolBridge(sc).capacity()
-    return {"master": master, "cores": capacity, "seconds": seconds, "epoch_s": epoch, "runs": runs}
+    return {"master": master, "nodes": nodes, "cores": capacity, "seconds": seconds, "epoch_s": epoch, "runs": runs}

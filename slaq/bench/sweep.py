@@ -94,10 +94,15 @@ def loss_over_time(records: list[tuple[float, list[float], list[float]]], end: f
 
 
 def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, partitions: int, rows: int, features: int,
-               bucket: float = 5.0) -> dict:
+               bucket: float = 5.0, extra_conf: dict[str, str] | None = None, executors: int = 0) -> dict:
     """Run the whole sweep under ``policy`` in a fresh Spark session; returns per-job metrics."""
-    conf = {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": policy, "spark.slaq.epoch": f"{epoch}s"}
+    conf = (extra_conf or {}) | {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": policy,
+                                 "spark.slaq.epoch": f"{epoch}s"}
     with spark_session(f"slaq-sweep-{policy}", master, conf) as spark:
+        if executors:  # a standalone app's executors register after the context starts
+            from sparkcluster import wait_executors
+
+            wait_executors(spark.sparkContext, executors)
         return _run_sweep(spark, policy, sweep, epoch, partitions, rows, features, bucket)
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from sparkcluster.cli import main
+
+sys.exit(main())

@@ -1,0 +1,71 @@
+"""A whole node (worker, its executors, its merger and shuffle service) SIGKILLed on a three-node
+cluster, during the map stage and after the merged statuses were committed: every job still returns
+vanilla's result (Spark reschedules or recomputes; Riffle never loses data)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from operator import add
+from pathlib import Path
+
+import pytest
+
+import riffle
+from tests.cluster.conftest import cluster_session, wait_executors
+
+pytestmark = pytest.mark.spark
+
+KEYS = 41
+
+
+def expected(n: int) -> list[tuple[int, int]]:
+    return sorted({k: sum(x for x in range(n) if x % KEYS == k) for k in range(KEYS)}.items())
+
+
+@pytest.fixture(scope="module")
+def session(cluster):
+    conf = {"spark.deploy.maxExecutorRetries": "-1", "spark.task.maxFailures": "8", "spark.stage.maxConsecutiveAttempts": "8",
+            "spark.network.timeout": "30s", "spark.network.timeoutInterval": "10s", "spark.executor.heartbeatInterval": "3s"}
+    with cluster_session(cluster, "riffle-cluster-failures", conf) as spark:
+        wait_executors(spark.sparkContext, 3)
+        scheduler = riffle.attach(spark)
+        assert scheduler is not None
+        yield spark, scheduler
+
+
+def test_node_killed_after_commit(cluster, session):
+    spark, scheduler = session
+    rdd = spark.sparkContext.parallelize(range(9000), 12).map(lambda x: (x % KEYS, x)).reduceByKey(add, 6)
+    scheduler.set_merging(True)
+    before = set(scheduler.stats)
+    assert sorted(rdd.collect()) == expected(9000)
+    assert scheduler.wait_idle(60)
+    assert any(v["merges_committed"] > 0 for k, v in scheduler.stats.items() if k not in before)
+    cluster.kill_node(2)  # its merged files and map outputs are gone with it
+    assert sorted(rdd.collect()) == expected(9000)  # fetch failure -> the lost outputs are recomputed elsewhere
+
+
+def test_node_killed_during_map_stage(cluster, session):
+    spark, scheduler = session
+    sc = spark.sparkContext
+
+    def slow(x):
+        time.sleep(0.002)
+        return (x % KEYS, x)
+
+    def map_outputs() -> set:
+        return {p for n in cluster.layout.nodes for p in Path(n.local_dir).rglob("shuffle_*.data")}
+
+    box: dict = {}
+    before = map_outputs()
+    job = threading.Thread(target=lambda: box.update(result=sorted(sc.parallelize(range(12000), 24).map(slow).reduceByKey(add, 6).collect())))
+    job.start()
+    deadline = time.monotonic() + 60  # kill once several map outputs exist (merges may be under way)
+    while time.monotonic() < deadline and len(map_outputs() - before) < 6:
+        time.sleep(0.05)
+    assert len(map_outputs() - before) >= 6, "the map stage wrote no outputs"
+    cluster.kill_node(3)
+    job.join(240)
+    assert not job.is_alive(), "the job did not finish after a node died"
+    assert box["result"] == expected(12000)
