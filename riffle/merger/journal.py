@@ -18,11 +18,12 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from riffle.merger.paths import Location, Roots, open_dir_at
+from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at
 
 log = logging.getLogger("riffle.merger")
 STATE_DIR_NAME = ".riffle-merger"
@@ -46,10 +47,19 @@ class Record:
 
     @staticmethod
     def decode(raw: bytes) -> Record:
+        """Parse a record, refusing one that names anything but plain entries below a root: records are
+        only as trustworthy as the state dir, and a forged one must not reach outside the roots."""
         d = json.loads(raw)
-        return Record(d["app_id"], int(d["shuffle_id"]), tuple(d["data_dir"]), tuple(d["index_dir"]), d["data"], d["index"], d["tmp_data"],
-                      d["tmp_index"], (int(d["data_inode"][0]), int(d["data_inode"][1])),
-                      (int(d["index_inode"][0]), int(d["index_inode"][1])))
+        rec = Record(str(d["app_id"]), int(d["shuffle_id"]), tuple(d["data_dir"]), tuple(d["index_dir"]), d["data"], d["index"],
+                     d["tmp_data"], d["tmp_index"], (int(d["data_inode"][0]), int(d["data_inode"][1])),
+                     (int(d["index_inode"][0]), int(d["index_inode"][1])))
+        for where in (rec.data_dir, rec.index_dir):
+            if not where or not isinstance(where[0], str) or not all(isinstance(p, str) and is_plain_name(p) for p in where[1:]):
+                raise ValueError(f"record names a directory that is not plain components below a root: {where}")
+        for name, private in ((rec.data, False), (rec.index, False), (rec.tmp_data, True), (rec.tmp_index, True)):
+            if not isinstance(name, str) or not is_plain_name(name) or name.startswith(PRIVATE_PREFIX) != private:
+                raise ValueError(f"record names a file that is not a plain merged or temp name: {name!r}")
+        return rec
 
 
 def app_key(app_id: str) -> str:
@@ -87,6 +97,17 @@ def unlink_quietly(dir_fd: int, name: str) -> None:
         pass
 
 
+def _check_private(fd: int, path: str) -> None:
+    """Refuse a state dir someone else could have written: its records steer what recovery and cleanup remove."""
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid():
+        raise ValueError(f"merger state dir {path} is owned by uid {st.st_uid}, not this daemon's uid {os.geteuid()}; "
+                         f"fix: remove it (or give --state-dir a directory of the daemon's own)")
+    if st.st_mode & 0o022:
+        raise ValueError(f"merger state dir {path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+                         f"fix: chmod go-w {path}")
+
+
 class Journal:
     """Records under the daemon's state dir (by default ``.riffle-merger`` in its first root)."""
 
@@ -94,14 +115,21 @@ class Journal:
         self.roots = roots
         self.durable = durable
         if state_dir is None:
-            self.fd = open_dir_at(roots.fds[0], STATE_DIR_NAME, STATE_DIR_NAME, create=True)
+            self.fd = open_dir_at(roots.fds[0], STATE_DIR_NAME, STATE_DIR_NAME, create=True, mode=0o700)
             self.path = os.path.join(roots.paths[0], STATE_DIR_NAME)
         else:
             os.makedirs(state_dir, mode=0o700, exist_ok=True)
             self.fd = os.open(state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             self.path = state_dir
-        self.pending_fd = open_dir_at(self.fd, "pending", "pending", create=True)
-        self.apps_fd = open_dir_at(self.fd, "apps", "apps", create=True)
+        try:
+            _check_private(self.fd, self.path)
+            self.pending_fd = open_dir_at(self.fd, "pending", "pending", create=True, mode=0o700)
+            _check_private(self.pending_fd, os.path.join(self.path, "pending"))
+            self.apps_fd = open_dir_at(self.fd, "apps", "apps", create=True, mode=0o700)
+            _check_private(self.apps_fd, os.path.join(self.path, "apps"))
+        except BaseException:
+            os.close(self.fd)
+            raise
         # Every live daemon holds a shared lock; only one that finds no other may recover, since
         # another's pending records and temps are merges in progress, not leftovers of a crash.
         self.lock_fd = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)

@@ -21,6 +21,11 @@ INPUT_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_C
 PRIVATE_PREFIX = ".riffle"  # the daemon's temp files and state dir; never a component a request may name
 
 
+def is_plain_name(name: str) -> bool:
+    """One directory entry's name: not empty, no ``/`` or NUL, not ``.`` or ``..`` (nothing that walks elsewhere)."""
+    return bool(name) and "/" not in name and "\x00" not in name and name not in (".", "..")
+
+
 class PathRefused(PermissionError):
     """A path outside the daemon's local-dir roots, through a symlink, or not of the expected kind."""
 
@@ -39,7 +44,7 @@ def _refused_as(exc: OSError, what: str) -> OSError:
     return exc
 
 
-def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False) -> int:
+def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode: int = 0o755) -> int:
     """Open directory ``name`` under ``parent_fd`` without following a symlink; create it first if asked."""
     try:
         return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
@@ -49,7 +54,7 @@ def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False) -> i
     except OSError as exc:
         raise _refused_as(exc, what) from exc
     try:
-        os.mkdir(name, 0o755, dir_fd=parent_fd)
+        os.mkdir(name, mode, dir_fd=parent_fd)
     except FileExistsError:
         pass
     try:
@@ -123,6 +128,8 @@ class Roots:
         fd = os.dup(self.fds[loc.root])
         try:
             for i, part in enumerate(loc.parts):
+                if not is_plain_name(part):
+                    raise PathRefused(f"{self.display(loc)} has a '{part}' component; the merger walks plain names only")
                 nxt = open_dir_at(fd, part, self.display(Location(loc.root, loc.parts[:i + 1])), create)
                 os.close(fd)
                 fd = nxt
