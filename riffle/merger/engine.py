@@ -16,6 +16,7 @@ file Spark reads first), then the temps go and the record is committed (:mod:`ri
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import sys
 import threading
@@ -176,7 +177,7 @@ class _IndexStream:
             raise CorruptShuffleFile(f"{name}: {size} bytes, expected {(num_partitions + 1) * 8} for {num_partitions} partitions")
         self.last = 0
 
-    def lengths(self, start: int, end: int) -> list[int]:
+    def lengths(self, start: int, end: int) -> array:
         raw = os.pread(self.fd, (end - start + 1) * 8, start * 8)
         if len(raw) != (end - start + 1) * 8:
             raise CorruptShuffleFile(f"{self.name}: index shrank while being read")
@@ -185,7 +186,9 @@ class _IndexStream:
             offs.byteswap()
         if offs[0] != self.last:
             raise CorruptShuffleFile(f"{self.name}: offset of partition {start} is {offs[0]}, expected {self.last}")
-        out = [offs[i + 1] - offs[i] for i in range(end - start)]
+        # a compact array, not a list: every input's window is held at once, and a list of ints past the
+        # small-int cache costs five times the 8 bytes a partition that memory_needed reserves
+        out = array("q", map(operator.sub, offs[1:], offs[:-1]))
         if min(out) < 0:
             raise CorruptShuffleFile(f"{self.name}: offsets decrease between partitions {start} and {end}")
         self.last = offs[-1]

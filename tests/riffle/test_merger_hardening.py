@@ -294,3 +294,22 @@ def test_cleanup_deletes_only_the_apps_own_merged_files(root, dirs):
         assert d.client.cleanup(dirs, "app-A", all_shuffles=True).files_deleted == 4
         assert foreign.read_bytes() == b"not ours"
         assert all(block_file_path(dirs, data_file_name(s, m)).exists() for s in (1, 2) for m in (0, 1))
+
+
+def test_wide_request_index_windows_stay_within_memory_plus_64mb(root, dirs):
+    """Every input's window of partition lengths is held at once: with lengths past Python's small-int cache
+    (> 256 bytes), a list per input cost 5x what the daemon reserves. The data files are empty, so the merge
+    fails (DATA_LOSS) right after the first window, once its memory peak is reached."""
+    fan_in, parts = 1024, 8193  # two windows: the data length is checked only in the last
+    index_bytes = encode_index([1000] * parts)
+    for m in range(fan_in):
+        data, index = block_file_path(dirs, data_file_name(6, m)), block_file_path(dirs, index_file_name(6, m))
+        for path in (data, index):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        data.write_bytes(b"")
+        index.write_bytes(index_bytes)
+    with DaemonProcess([root], "--memory", "160m", "--no-fsync") as d:
+        code = rpc_code(lambda: d.client.merge("wide", 6, list(range(fan_in)), dirs, parts, M + 1, app_id="app", timeout=120))
+        assert code == grpc.StatusCode.DATA_LOSS
+        peak = d.peak_rss_mb()
+        assert peak <= 160 + 64, f"peak RSS {peak:.1f} MB over --memory 160m + 64 MB"
