@@ -369,6 +369,8 @@ def _merge(d: _Dirs, journal: Journal, spec: MergeSpec, fds: list[int], streams:
         journal_name = journal.begin(record)
         _step("recorded")
         _publish(data_dir, tmp_data, data_name, data_path)
+        if durable and index_dir != data_dir:
+            os.fsync(data_dir)  # the data's link is on disk before the index's can be
         _step("data-linked")
         try:
             _publish(index_dir, tmp_index, index_name, index_path)

@@ -5,9 +5,9 @@ moves it to ``<state>/apps/<app key>/`` once both files are published. A record 
 directory (root + components), the file names, the temp names and the inode numbers of the files
 the merge created, so a file of the same name that someone else created is never removed.
 
-Recovery at start-up, for each pending record: if the final index is ours the pair is complete (the
-index is linked last), so the temps go and the record is committed; otherwise the final data file,
-if it is ours, is removed with the temps and the record. A crash at any instant thus leaves either
+Recovery at start-up, for each pending record: if both final files are ours the pair is complete, so
+the temps go and the record is committed; otherwise whichever final file is ours is removed with the
+temps and the record. A crash at any instant thus leaves either
 nothing or a complete pair.
 """
 
@@ -213,9 +213,13 @@ class Journal:
         for name, rec in self._records(self.pending_fd):
             data_fd, index_fd = self._open(rec.data_dir), self._open(rec.index_dir)
             try:
-                complete = index_fd is not None and _inode(index_fd, rec.index) == rec.index_inode
-                if not complete and data_fd is not None:
-                    unlink_if_ours(data_fd, rec.data, rec.data_inode)
+                # both files must be there: after a power loss the index's link may have survived without the data's
+                complete = (index_fd is not None and _inode(index_fd, rec.index) == rec.index_inode
+                            and data_fd is not None and _inode(data_fd, rec.data) == rec.data_inode)
+                if not complete:
+                    for fd, fname, ino in ((index_fd, rec.index, rec.index_inode), (data_fd, rec.data, rec.data_inode)):
+                        if fd is not None:
+                            unlink_if_ours(fd, fname, ino)
                 for fd, tmp in ((data_fd, rec.tmp_data), (index_fd, rec.tmp_index)):
                     if fd is not None:
                         unlink_quietly(fd, tmp)

@@ -185,6 +185,21 @@ def test_crash_at_every_publish_step_leaves_nothing_or_a_complete_pair(root, dir
         assert resp.bytes_written == sum(len(b) for m in (0, 1, 2) for b in blocks[m])
 
 
+def test_recovery_undoes_an_index_whose_data_file_was_lost(root, dirs):
+    """After a power loss the index's link can survive without the data's: recovery must not keep half a pair."""
+    make_outputs(dirs, 8, [0, 1], 20)
+    data, index = block_file_path(dirs, data_file_name(8, M + 1)), block_file_path(dirs, index_file_name(8, M + 1))
+    crashing = DaemonProcess([root], env={CRASH_ENV: "index-linked"})
+    with pytest.raises(grpc.RpcError):
+        crashing.client.merge("c", 8, [0, 1], dirs, 20, M + 1, app_id="app", timeout=30)
+    assert crashing.proc.wait(30) == 86
+    crashing.kill()
+    data.unlink()
+    with DaemonProcess([root]) as again:
+        assert not index.exists() and not data.exists()
+        assert again.client.merge("retry", 8, [0, 1], dirs, 20, M + 1, app_id="app").bytes_written > 0
+
+
 # -- 3. bounded, control never starved ------------------------------------------------------------
 def test_full_queue_refuses_at_once_and_control_answers_within_a_second(root, dirs):
     slow = list(range(8))
