@@ -220,6 +220,20 @@ class _Dirs:
             self._subs[key] = open_dir_at(self.fds[key[0]], key[1], self.path(name, sub_dirs), create)
         return self._subs[key]
 
+    def open_input(self, name: str, sub_dirs: int) -> int:
+        """Open the input ``name`` through its sub dir's descriptor, closed at once: the inputs of a wide merge
+        spread over as many sub dirs as files, and holding those would double the descriptors a merge needs."""
+        i, sub = self.where(name, sub_dirs)
+        path = self.path(name, sub_dirs)
+        try:
+            sub_fd = open_dir_at(self.fds[i], sub, path)
+            try:
+                return open_input_at(sub_fd, name, path)
+            finally:
+                os.close(sub_fd)
+        except FileNotFoundError as exc:
+            raise MissingInput(f"map output {path} does not exist") from exc
+
     def dir_of(self, name: str, sub_dirs: int) -> tuple[str, ...]:
         i, sub = self.where(name, sub_dirs)
         return (self.roots.paths[self.locs[i].root], *self.locs[i].parts, sub)
@@ -242,11 +256,7 @@ def _open_inputs(d: _Dirs, spec: MergeSpec) -> tuple[list[int], list[_IndexStrea
     try:
         for m in spec.map_ids:
             for name in (data_file_name(spec.shuffle_id, m), index_file_name(spec.shuffle_id, m)):
-                path = d.path(name, spec.sub_dirs)
-                try:
-                    fds.append(open_input_at(d.sub(name, spec.sub_dirs), name, path))
-                except FileNotFoundError as exc:
-                    raise MissingInput(f"map output {path} does not exist") from exc
+                fds.append(d.open_input(name, spec.sub_dirs))
             if hasattr(os, "posix_fadvise"):  # each input is read front to back: ask for the larger read-ahead
                 os.posix_fadvise(fds[-2], 0, 0, os.POSIX_FADV_SEQUENTIAL)
             names.append(d.path(data_file_name(spec.shuffle_id, m), spec.sub_dirs))

@@ -17,7 +17,15 @@ from riffle.bench.daemon_proc import DaemonProcess
 from riffle.bench.inputs import write_inputs
 from riffle.merger.engine import CRASH_ENV, PUBLISH_STEPS, TEMP_PREFIX
 from riffle.protocol import pb
-from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, block_file_path, data_file_name, encode_index, index_file_name, read_partition
+from riffle.shuffle.layout import (
+    SYNTHETIC_MAP_ID_BASE,
+    block_file_path,
+    data_file_name,
+    encode_index,
+    index_file_name,
+    read_partition,
+    write_map_output,
+)
 from tests.riffle.conftest import all_files, make_outputs
 
 M = SYNTHETIC_MAP_ID_BASE
@@ -270,6 +278,23 @@ def test_fan_in_capped_by_open_file_limit(root, dirs):
         assert 0 < cap < 400 // 2
         code = rpc_code(lambda: d.client.merge("wide", 1, list(range(cap + 1)), dirs, 2, M + 1, app_id="app"))
         assert code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def _nofile_1024():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+
+def test_widest_allowed_merge_fits_the_open_file_limit(root, dirs):
+    """At the fan-in cap, with every input in its own sub dir, the merge must not run out of descriptors."""
+    with DaemonProcess([root], preexec_fn=_nofile_1024) as d:
+        cap = d.client.status().max_fan_in
+        maps = list(range(cap))
+        for m in maps:
+            write_map_output(dirs, 4, m, [b"x" * (m % 7)], sub_dirs=4096)
+        resp = d.client.merge("widest", 4, maps, dirs, 1, M + 1, app_id="app", sub_dirs=4096, timeout=120)
+        assert resp.bytes_written == sum(m % 7 for m in maps)
 
 
 def test_sigterm_ends_within_grace_plus_five_seconds_during_merges(root, dirs):
