@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import stat
+import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -114,6 +115,7 @@ class Journal:
     def __init__(self, roots: Roots, state_dir: str | None = None, durable: bool = True):
         self.roots = roots
         self.durable = durable
+        self._apps_lock = threading.Lock()  # a commit's app dir is not removed as empty between its open and its rename
         if state_dir is None:
             self.fd = open_dir_at(roots.fds[0], STATE_DIR_NAME, STATE_DIR_NAME, create=True, mode=0o700)
             self.path = os.path.join(roots.paths[0], STATE_DIR_NAME)
@@ -169,13 +171,22 @@ class Journal:
 
     def commit(self, name: str, record: Record) -> None:
         """The pair is published: the record moves to its application."""
-        app_fd = self._app_dir(record.app_id, create=True)
-        try:
-            os.rename(name, name, src_dir_fd=self.pending_fd, dst_dir_fd=app_fd)
-            if self.durable:
-                os.fsync(app_fd)
-        finally:
-            os.close(app_fd)
+        with self._apps_lock:
+            app_fd = self._app_dir(record.app_id, create=True)
+            try:
+                os.rename(name, name, src_dir_fd=self.pending_fd, dst_dir_fd=app_fd)
+                if self.durable:
+                    os.fsync(app_fd)
+            finally:
+                os.close(app_fd)
+
+    def _drop_if_empty(self, key: str) -> None:
+        """Remove an application's record dir once it holds nothing, so finished applications leave no trace."""
+        with self._apps_lock:
+            try:
+                os.rmdir(key, dir_fd=self.apps_fd)
+            except OSError:  # not empty (or already gone)
+                pass
 
     def abandon(self, name: str) -> None:
         unlink_quietly(self.pending_fd, name)
@@ -258,6 +269,7 @@ class Journal:
                         dropped += 1
             finally:
                 os.close(app_fd)
+            self._drop_if_empty(key)
         return dropped
 
     def delete(self, app_id: str, keep: Callable[[Record], bool]) -> tuple[int, int]:
@@ -285,6 +297,7 @@ class Journal:
                 unlink_quietly(app_fd, name)
         finally:
             os.close(app_fd)
+        self._drop_if_empty(app_key(app_id))
         return files, freed
 
 

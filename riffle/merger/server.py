@@ -80,6 +80,7 @@ class ServerOptions:
     grace_seconds: float = 10.0
     state_dir: str | None = None
     metrics_listen: str | None = None
+    prune_interval: float = 3600.0  # seconds between sweeps that forget merged pairs whose files are gone
 
 
 class MergerDaemon:
@@ -143,12 +144,29 @@ class MergerDaemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         self._started.set()
+        pruner = asyncio.create_task(self._prune_periodically()) if self.journal.alone else None
         await stop.wait()
+        if pruner is not None:
+            pruner.cancel()
         # whatever the merges do, the process ends within the grace period plus a few seconds
         watchdog = threading.Timer(o.grace_seconds + HARD_EXIT_SLACK, _hard_exit)
         watchdog.daemon = True
         watchdog.start()
         await self._shutdown(server, health_service)
+
+    async def _prune_periodically(self) -> None:
+        """Forget, while running, the records of merged pairs that are gone (an application that ended without
+        Cleanup: Spark removed its dirs), so the state dir does not grow with every application the node ran."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.options.prune_interval)
+            try:
+                dropped = await loop.run_in_executor(self.service.io_pool, self.journal.prune)
+            except OSError as exc:
+                log.warning("pruning the merge records failed: %s", exc)
+                continue
+            if dropped:
+                log.info("forgot %d merged pairs whose files are gone", dropped)
 
     async def _shutdown(self, server: grpc.aio.Server, health_service: health.aio.HealthServicer) -> None:
         """Stop taking merges, let running ones finish for the grace period, then cancel the rest."""

@@ -8,10 +8,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from riffle.bench.daemon_proc import DaemonProcess
 from riffle.merger.journal import STATE_DIR_NAME, app_key
+from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
+from tests.riffle.conftest import make_outputs
 
 
 def forged(root: Path, data_dir: list[str], data: str, tmp_data: str, inode: tuple[int, int], app: str = "app") -> dict:
@@ -80,3 +83,21 @@ def test_state_dir_others_could_write_is_refused_in_one_line(root):
         os.chown(state, os.geteuid(), os.getegid())
     with DaemonProcess([root]):
         pass
+
+
+def test_records_of_gone_files_and_empty_app_dirs_are_pruned_while_running(root, dirs):
+    """An application that ends without Cleanup (Spark removes its dirs) leaves no record behind for long,
+    and one that cleans up leaves no empty record dir: the state dir does not grow with every application."""
+    apps = root / STATE_DIR_NAME / "apps"
+    make_outputs(dirs, 1, [0, 1], 4)
+    with DaemonProcess([root], "--prune-interval", "0.2") as d:
+        gone = d.client.merge("a", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="ended")
+        d.client.merge("b", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 2, app_id="tidy")
+        assert d.client.cleanup(dirs, "tidy", all_shuffles=True).files_deleted == 2
+        assert sorted(os.listdir(apps)) == [app_key("ended")]
+        os.unlink(gone.data_path)
+        os.unlink(gone.index_path)
+        deadline = time.monotonic() + 30
+        while os.listdir(apps) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.listdir(apps) == []
