@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     log = logging.getLogger("riffle.merger")
     try:
-        from riffle.merger.server import MergerDaemon, ServerOptions
+        from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
         from riffle.merger.service import Config
 
         token = read_token(args.token_file) if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None
@@ -130,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"riffle-merger: error: {message}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    daemon.serve_forever()
+    try:
+        daemon.serve_forever()
+    except ListenError as exc:
+        print(f"riffle-merger: error: {exc}", file=sys.stderr)
+        return 2
     log.info("uptime %.1fs", time.monotonic() - started)
     return 0
 

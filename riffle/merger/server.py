@@ -28,6 +28,10 @@ FD_RESERVE = 256      # descriptors kept for sockets, logs, the journal and Pyth
 HARD_EXIT_SLACK = 4.5  # seconds after the grace period before the process exits whatever its threads do
 
 
+class ListenError(OSError):
+    """The gRPC port could not be bound: a start-up error, reported in one line."""
+
+
 class TokenAuth(grpc.aio.ServerInterceptor):
     """Rejects calls without ``authorization: Bearer <token>``; the health service stays open for probes."""
 
@@ -123,12 +127,15 @@ class MergerDaemon:
         pb_grpc.add_MergerServicer_to_server(self.service, server)
         health_service = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
-        if self.tls_pair:
-            self.port = server.add_secure_port(o.listen, grpc.ssl_server_credentials([self.tls_pair]))
-        else:
-            self.port = server.add_insecure_port(o.listen)
+        try:
+            if self.tls_pair:
+                self.port = server.add_secure_port(o.listen, grpc.ssl_server_credentials([self.tls_pair]))
+            else:
+                self.port = server.add_insecure_port(o.listen)
+        except RuntimeError as exc:  # grpc's "Failed to bind" (port in use, address not on this host)
+            raise ListenError(f"cannot listen on {o.listen}: the address is in use or not on this host") from exc
         if self.port == 0:
-            raise OSError(f"cannot listen on {o.listen}")
+            raise ListenError(f"cannot listen on {o.listen}: the address is in use or not on this host")
         await server.start()
         for name in ("", SERVICE_NAME):
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
