@@ -127,15 +127,16 @@ class MergerDaemon:
         pb_grpc.add_MergerServicer_to_server(self.service, server)
         health_service = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
+        why = "the address is in use or not on this host" + (", or --tls-cert/--tls-key are not a valid PEM pair" if self.tls_pair else "")
         try:
             if self.tls_pair:
                 self.port = server.add_secure_port(o.listen, grpc.ssl_server_credentials([self.tls_pair]))
             else:
                 self.port = server.add_insecure_port(o.listen)
         except RuntimeError as exc:  # grpc's "Failed to bind" (port in use, address not on this host)
-            raise ListenError(f"cannot listen on {o.listen}: the address is in use or not on this host") from exc
+            raise ListenError(f"cannot listen on {o.listen}: {why}") from exc
         if self.port == 0:
-            raise ListenError(f"cannot listen on {o.listen}: the address is in use or not on this host")
+            raise ListenError(f"cannot listen on {o.listen}: {why}")
         await server.start()
         for name in ("", SERVICE_NAME):
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
