@@ -5,7 +5,8 @@ The roots are opened once at start. A directory a request names is located lexic
 with ``openat(O_DIRECTORY|O_NOFOLLOW)`` from the root's descriptor; every later open, create, link and
 unlink is relative to the descriptor so obtained (``dir_fd=``). A symlink at any level is refused
 (``ELOOP``/``ENOTDIR``), whenever it appears. Inputs are opened non-blocking and must be regular files
-on the open descriptor, so a FIFO or device can neither block a worker nor be read.
+with a single link on the open descriptor, so a FIFO or device can neither block a worker nor be read,
+and a hard link cannot bring in a file from outside the roots.
 """
 
 from __future__ import annotations
@@ -64,16 +65,20 @@ def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode
 
 
 def open_input_at(dir_fd: int, name: str, what: str) -> int:
-    """Open a regular file read-only: non-blocking, no symlink, type checked on the descriptor."""
+    """Open a regular file read-only: non-blocking, no symlink, type and link count checked on the descriptor."""
     try:
         fd = os.open(name, INPUT_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a socket
             raise PathRefused(f"{what} is not a regular file") from exc
         raise _refused_as(exc, what) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise PathRefused(f"{what} is not a regular file")
+    if st.st_nlink != 1:  # Spark writes map outputs once under one name; a second link may bring in a file from elsewhere
+        os.close(fd)
+        raise PathRefused(f"{what} has {st.st_nlink} hard links; the merger reads only files with a single link")
     return fd
 
 

@@ -149,6 +149,22 @@ def test_fifo_socket_and_device_inputs_refused_without_blocking(root, dirs):
 
 
 # -- 2. publish exactly once ----------------------------------------------------------------------
+def test_input_hardlinked_to_a_file_outside_the_roots_is_refused(root, dirs, tmp_path):
+    """A hard link is the one way to put a file from elsewhere (another user's, one the executor cannot read) under
+    an executor's dir; the merger, often privileged, would copy it into a world-readable merged file."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"top secret")
+    make_outputs(dirs, 3, [0], 1)
+    data, index = block_file_path(dirs, data_file_name(3, 1)), block_file_path(dirs, index_file_name(3, 1))
+    for path in (data, index):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    os.link(secret, data)
+    index.write_bytes(encode_index([len(b"top secret")]))
+    with DaemonProcess([root]) as d:
+        assert rpc_code(lambda: d.client.merge("leak", 3, [0, 1], dirs, 1, M + 1, app_id="app")) == grpc.StatusCode.PERMISSION_DENIED
+    assert not block_file_path(dirs, data_file_name(3, M + 1)).exists()
+
+
 def test_concurrent_same_output_merges_publish_once(root, dirs):
     write_inputs(dirs, 3, 8, 5000, 512)  # a few seconds of work each
     with DaemonProcess([root], "--no-fsync") as d:
