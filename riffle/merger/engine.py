@@ -217,7 +217,7 @@ class _Dirs:
         """The descriptor of the sub dir holding ``name`` (``FileNotFoundError`` if it does not exist)."""
         key = self.where(name, sub_dirs)
         if key not in self._subs:
-            self._subs[key] = open_dir_at(self.fds[key[0]], key[1], self.path(name, sub_dirs), create)
+            self._subs[key] = open_dir_at(self.fds[key[0]], key[1], self.path(name, sub_dirs), create, parents_owner=True)
         return self._subs[key]
 
     def open_input(self, name: str, sub_dirs: int) -> int:

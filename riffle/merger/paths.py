@@ -45,8 +45,13 @@ def _refused_as(exc: OSError, what: str) -> OSError:
     return exc
 
 
-def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode: int = 0o755) -> int:
-    """Open directory ``name`` under ``parent_fd`` without following a symlink; create it first if asked."""
+def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode: int = 0o755,
+                parents_owner: bool = False) -> int:
+    """Open directory ``name`` under ``parent_fd`` without following a symlink; create it first if asked.
+
+    ``parents_owner``: a directory this call creates is given to the parent's owner (when the daemon runs as
+    root), so an executor can still write into and remove the sub dirs the merger made in its local dir.
+    """
     try:
         return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     except FileNotFoundError:
@@ -54,14 +59,24 @@ def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode
             raise
     except OSError as exc:
         raise _refused_as(exc, what) from exc
+    made = False
     try:
         os.mkdir(name, mode, dir_fd=parent_fd)
+        made = True
     except FileExistsError:
         pass
     try:
-        return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     except OSError as exc:
         raise _refused_as(exc, what) from exc
+    if made and parents_owner and os.geteuid() == 0:
+        parent = os.fstat(parent_fd)
+        try:
+            os.fchown(fd, parent.st_uid, parent.st_gid)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
 
 
 def open_input_at(dir_fd: int, name: str, what: str) -> int:

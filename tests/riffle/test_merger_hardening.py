@@ -165,6 +165,22 @@ def test_input_hardlinked_to_a_file_outside_the_roots_is_refused(root, dirs, tmp
     assert not block_file_path(dirs, data_file_name(3, M + 1)).exists()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give the executor dir to another user")
+def test_sub_dir_the_merger_creates_belongs_to_the_executor(root, dirs):
+    """A privileged merger that creates a Spark sub dir must hand it to the dir's owner, or the executor can
+    neither write its later blocks there nor remove the dir when its application ends."""
+    make_outputs(dirs, 3, [0, 1], 2)
+    out_sub = block_file_path(dirs, data_file_name(3, M + 1)).parent
+    if out_sub.exists():
+        shutil.rmtree(out_sub)
+    for d in dirs:
+        os.chown(d, 4321, 4322)
+    with DaemonProcess([root]) as d:
+        d.client.merge("own", 3, [0, 1], dirs, 2, M + 1, app_id="app")
+    st = out_sub.stat()
+    assert (st.st_uid, st.st_gid) == (4321, 4322)
+
+
 def test_concurrent_same_output_merges_publish_once(root, dirs):
     write_inputs(dirs, 3, 8, 5000, 512)  # a few seconds of work each
     with DaemonProcess([root], "--no-fsync") as d:
