@@ -249,6 +249,9 @@ def test_full_queue_refuses_at_once_and_control_answers_within_a_second(root, di
                        "--workers", "2", "--no-fsync") as d:
         meta = d.client.metadata
         running = [d.client.stub.Merge.future(request(f"r{i}", 8, slow, dirs, 20000, M + i), metadata=meta, timeout=300) for i in range(2)]
+        deadline = time.monotonic() + 20  # both slots taken by the slow merges before the flood, whatever order gRPC serves in
+        while d.client.status().running < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         flood = [d.client.stub.Merge.future(request(f"q{i}", 2, [0, 1], dirs, 10, M + 100 + i), metadata=meta, timeout=300)
                  for i in range(40)]
         deadline = time.monotonic() + 20  # two merges run (--workers 2), eight wait, the rest are refused at once
