@@ -301,29 +301,24 @@ def test_huge_partition_request_stays_within_memory_plus_64mb(root, dirs):
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-def _low_nofile():
+def _nofile(limit):
+    """A ``preexec_fn`` that starts the daemon under an open-file limit of ``limit``."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_NOFILE, (400, 400))
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
 
 def test_fan_in_capped_by_open_file_limit(root, dirs):
-    with DaemonProcess([root], preexec_fn=_low_nofile) as d:
+    with DaemonProcess([root], preexec_fn=_nofile(400)) as d:
         cap = d.client.status().max_fan_in
         assert 0 < cap < 400 // 2
         code = rpc_code(lambda: d.client.merge("wide", 1, list(range(cap + 1)), dirs, 2, M + 1, app_id="app"))
         assert code == grpc.StatusCode.INVALID_ARGUMENT
 
 
-def _nofile_1024():
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-
-
 def test_widest_allowed_merge_fits_the_open_file_limit(root, dirs):
     """At the fan-in cap, with every input in its own sub dir, the merge must not run out of descriptors."""
-    with DaemonProcess([root], preexec_fn=_nofile_1024) as d:
+    with DaemonProcess([root], preexec_fn=_nofile(1024)) as d:
         cap = d.client.status().max_fan_in
         maps = list(range(cap))
         for m in maps:
