@@ -221,6 +221,9 @@ class Journal:
         kept = undone = 0
         if not self.alone:
             return kept, undone
+        for name in os.listdir(self.pending_fd):
+            if name.startswith("."):  # a record whose write a crash interrupted: its publish never began
+                unlink_quietly(self.pending_fd, name)
         for name, rec in self._records(self.pending_fd):
             data_fd, index_fd = self._open(rec.data_dir), self._open(rec.index_dir)
             try:

@@ -101,3 +101,12 @@ def test_records_of_gone_files_and_empty_app_dirs_are_pruned_while_running(root,
         while os.listdir(apps) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert os.listdir(apps) == []
+
+
+def test_half_written_record_of_a_crash_is_removed_at_start(root):
+    """A crash while a record was being written leaves its temp in pending/: recovery removes it (it never began)."""
+    pending = root / STATE_DIR_NAME / "pending"
+    pending.mkdir(parents=True)
+    (pending / ".0123.json.4567").write_text('{"app_id": "ap')
+    with DaemonProcess([root]):
+        assert os.listdir(pending) == []
