@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=8, help="merges that run at once, each in its own thread (default 8)")
     serve.add_argument("--state-dir", help="where the daemon records the merged files it wrote, per application "
                                            "(default: .riffle-merger in the first --local-dir)")
+    serve.add_argument("--prune-interval", type=float, default=3600.0, metavar="SECONDS",
+                       help="how often the daemon forgets merged files that are gone, e.g. removed with their "
+                            "application's dirs (default %(default)s)")
     serve.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics over HTTP here (default off)")
     serve.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
                        help="fsync merged files before they are reported (default on; --no-fsync matches Spark, which never "
@@ -109,25 +112,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     log = logging.getLogger("riffle.merger")
     try:
-        from riffle.merger.server import MergerDaemon, ServerOptions
+        from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
         from riffle.merger.service import Config
 
         token = read_token(args.token_file) if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None
         check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
-        if args.max_queue < 0 or args.workers <= 0:
-            raise StartupError("--max-queue must be >= 0 and --workers > 0")
+        if args.max_queue < 0 or args.workers <= 0 or not args.prune_interval > 0:
+            raise StartupError("--max-queue must be >= 0, --workers and --prune-interval > 0")
         daemon = MergerDaemon(ServerOptions(
             listen=args.listen, local_dirs=tuple(args.local_dir),
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
                           fsync=args.fsync, merge_threads=args.workers),
             token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
-            metrics_listen=args.metrics_listen))
+            metrics_listen=args.metrics_listen, prune_interval=args.prune_interval))
     except Exception as exc:  # every start-up failure is one line and exit code 2, never a traceback
         message = str(exc) if isinstance(exc, StartupError | ValueError) else f"{type(exc).__name__}: {exc}"
         print(f"riffle-merger: error: {message}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    daemon.serve_forever()
+    try:
+        daemon.serve_forever()
+    except ListenError as exc:
+        print(f"riffle-merger: error: {exc}", file=sys.stderr)
+        return 2
     log.info("uptime %.1fs", time.monotonic() - started)
     return 0
 

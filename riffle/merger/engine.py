@@ -16,6 +16,7 @@ file Spark reads first), then the temps go and the record is committed (:mod:`ri
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import sys
 import threading
@@ -176,7 +177,7 @@ class _IndexStream:
             raise CorruptShuffleFile(f"{name}: {size} bytes, expected {(num_partitions + 1) * 8} for {num_partitions} partitions")
         self.last = 0
 
-    def lengths(self, start: int, end: int) -> list[int]:
+    def lengths(self, start: int, end: int) -> array:
         raw = os.pread(self.fd, (end - start + 1) * 8, start * 8)
         if len(raw) != (end - start + 1) * 8:
             raise CorruptShuffleFile(f"{self.name}: index shrank while being read")
@@ -185,7 +186,9 @@ class _IndexStream:
             offs.byteswap()
         if offs[0] != self.last:
             raise CorruptShuffleFile(f"{self.name}: offset of partition {start} is {offs[0]}, expected {self.last}")
-        out = [offs[i + 1] - offs[i] for i in range(end - start)]
+        # a compact array, not a list: every input's window is held at once, and a list of ints past the
+        # small-int cache costs five times the 8 bytes a partition that memory_needed reserves
+        out = array("q", map(operator.sub, offs[1:], offs[:-1]))
         if min(out) < 0:
             raise CorruptShuffleFile(f"{self.name}: offsets decrease between partitions {start} and {end}")
         self.last = offs[-1]
@@ -214,8 +217,22 @@ class _Dirs:
         """The descriptor of the sub dir holding ``name`` (``FileNotFoundError`` if it does not exist)."""
         key = self.where(name, sub_dirs)
         if key not in self._subs:
-            self._subs[key] = open_dir_at(self.fds[key[0]], key[1], self.path(name, sub_dirs), create)
+            self._subs[key] = open_dir_at(self.fds[key[0]], key[1], self.path(name, sub_dirs), create, parents_owner=True)
         return self._subs[key]
+
+    def open_input(self, name: str, sub_dirs: int) -> int:
+        """Open the input ``name`` through its sub dir's descriptor, closed at once: the inputs of a wide merge
+        spread over as many sub dirs as files, and holding those would double the descriptors a merge needs."""
+        i, sub = self.where(name, sub_dirs)
+        path = self.path(name, sub_dirs)
+        try:
+            sub_fd = open_dir_at(self.fds[i], sub, path)
+            try:
+                return open_input_at(sub_fd, name, path)
+            finally:
+                os.close(sub_fd)
+        except FileNotFoundError as exc:
+            raise MissingInput(f"map output {path} does not exist") from exc
 
     def dir_of(self, name: str, sub_dirs: int) -> tuple[str, ...]:
         i, sub = self.where(name, sub_dirs)
@@ -239,11 +256,7 @@ def _open_inputs(d: _Dirs, spec: MergeSpec) -> tuple[list[int], list[_IndexStrea
     try:
         for m in spec.map_ids:
             for name in (data_file_name(spec.shuffle_id, m), index_file_name(spec.shuffle_id, m)):
-                path = d.path(name, spec.sub_dirs)
-                try:
-                    fds.append(open_input_at(d.sub(name, spec.sub_dirs), name, path))
-                except FileNotFoundError as exc:
-                    raise MissingInput(f"map output {path} does not exist") from exc
+                fds.append(d.open_input(name, spec.sub_dirs))
             if hasattr(os, "posix_fadvise"):  # each input is read front to back: ask for the larger read-ahead
                 os.posix_fadvise(fds[-2], 0, 0, os.POSIX_FADV_SEQUENTIAL)
             names.append(d.path(data_file_name(spec.shuffle_id, m), spec.sub_dirs))
@@ -366,6 +379,8 @@ def _merge(d: _Dirs, journal: Journal, spec: MergeSpec, fds: list[int], streams:
         journal_name = journal.begin(record)
         _step("recorded")
         _publish(data_dir, tmp_data, data_name, data_path)
+        if durable and index_dir != data_dir:
+            os.fsync(data_dir)  # the data's link is on disk before the index's can be
         _step("data-linked")
         try:
             _publish(index_dir, tmp_index, index_name, index_path)

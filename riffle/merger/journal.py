@@ -5,9 +5,9 @@ moves it to ``<state>/apps/<app key>/`` once both files are published. A record 
 directory (root + components), the file names, the temp names and the inode numbers of the files
 the merge created, so a file of the same name that someone else created is never removed.
 
-Recovery at start-up, for each pending record: if the final index is ours the pair is complete (the
-index is linked last), so the temps go and the record is committed; otherwise the final data file,
-if it is ours, is removed with the temps and the record. A crash at any instant thus leaves either
+Recovery at start-up, for each pending record: if both final files are ours the pair is complete, so
+the temps go and the record is committed; otherwise whichever final file is ours is removed with the
+temps and the record. A crash at any instant thus leaves either
 nothing or a complete pair.
 """
 
@@ -18,11 +18,13 @@ import hashlib
 import json
 import logging
 import os
+import stat
+import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from riffle.merger.paths import Location, Roots, open_dir_at
+from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at
 
 log = logging.getLogger("riffle.merger")
 STATE_DIR_NAME = ".riffle-merger"
@@ -46,10 +48,19 @@ class Record:
 
     @staticmethod
     def decode(raw: bytes) -> Record:
+        """Parse a record, refusing one that names anything but plain entries below a root: records are
+        only as trustworthy as the state dir, and a forged one must not reach outside the roots."""
         d = json.loads(raw)
-        return Record(d["app_id"], int(d["shuffle_id"]), tuple(d["data_dir"]), tuple(d["index_dir"]), d["data"], d["index"], d["tmp_data"],
-                      d["tmp_index"], (int(d["data_inode"][0]), int(d["data_inode"][1])),
-                      (int(d["index_inode"][0]), int(d["index_inode"][1])))
+        rec = Record(str(d["app_id"]), int(d["shuffle_id"]), tuple(d["data_dir"]), tuple(d["index_dir"]), d["data"], d["index"],
+                     d["tmp_data"], d["tmp_index"], (int(d["data_inode"][0]), int(d["data_inode"][1])),
+                     (int(d["index_inode"][0]), int(d["index_inode"][1])))
+        for where in (rec.data_dir, rec.index_dir):
+            if not where or not isinstance(where[0], str) or not all(isinstance(p, str) and is_plain_name(p) for p in where[1:]):
+                raise ValueError(f"record names a directory that is not plain components below a root: {where}")
+        for name, private in ((rec.data, False), (rec.index, False), (rec.tmp_data, True), (rec.tmp_index, True)):
+            if not isinstance(name, str) or not is_plain_name(name) or name.startswith(PRIVATE_PREFIX) != private:
+                raise ValueError(f"record names a file that is not a plain merged or temp name: {name!r}")
+        return rec
 
 
 def app_key(app_id: str) -> str:
@@ -87,21 +98,40 @@ def unlink_quietly(dir_fd: int, name: str) -> None:
         pass
 
 
+def _check_private(fd: int, path: str) -> None:
+    """Refuse a state dir someone else could have written: its records steer what recovery and cleanup remove."""
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid():
+        raise ValueError(f"merger state dir {path} is owned by uid {st.st_uid}, not this daemon's uid {os.geteuid()}; "
+                         f"fix: remove it (or give --state-dir a directory of the daemon's own)")
+    if st.st_mode & 0o022:
+        raise ValueError(f"merger state dir {path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+                         f"fix: chmod go-w {path}")
+
+
 class Journal:
     """Records under the daemon's state dir (by default ``.riffle-merger`` in its first root)."""
 
     def __init__(self, roots: Roots, state_dir: str | None = None, durable: bool = True):
         self.roots = roots
         self.durable = durable
+        self._apps_lock = threading.Lock()  # a commit's app dir is not removed as empty between its open and its rename
         if state_dir is None:
-            self.fd = open_dir_at(roots.fds[0], STATE_DIR_NAME, STATE_DIR_NAME, create=True)
+            self.fd = open_dir_at(roots.fds[0], STATE_DIR_NAME, STATE_DIR_NAME, create=True, mode=0o700)
             self.path = os.path.join(roots.paths[0], STATE_DIR_NAME)
         else:
             os.makedirs(state_dir, mode=0o700, exist_ok=True)
             self.fd = os.open(state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             self.path = state_dir
-        self.pending_fd = open_dir_at(self.fd, "pending", "pending", create=True)
-        self.apps_fd = open_dir_at(self.fd, "apps", "apps", create=True)
+        try:
+            _check_private(self.fd, self.path)
+            self.pending_fd = open_dir_at(self.fd, "pending", "pending", create=True, mode=0o700)
+            _check_private(self.pending_fd, os.path.join(self.path, "pending"))
+            self.apps_fd = open_dir_at(self.fd, "apps", "apps", create=True, mode=0o700)
+            _check_private(self.apps_fd, os.path.join(self.path, "apps"))
+        except BaseException:
+            os.close(self.fd)
+            raise
         # Every live daemon holds a shared lock; only one that finds no other may recover, since
         # another's pending records and temps are merges in progress, not leftovers of a crash.
         self.lock_fd = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
@@ -141,13 +171,22 @@ class Journal:
 
     def commit(self, name: str, record: Record) -> None:
         """The pair is published: the record moves to its application."""
-        app_fd = self._app_dir(record.app_id, create=True)
-        try:
-            os.rename(name, name, src_dir_fd=self.pending_fd, dst_dir_fd=app_fd)
-            if self.durable:
-                os.fsync(app_fd)
-        finally:
-            os.close(app_fd)
+        with self._apps_lock:
+            app_fd = self._app_dir(record.app_id, create=True)
+            try:
+                os.rename(name, name, src_dir_fd=self.pending_fd, dst_dir_fd=app_fd)
+                if self.durable:
+                    os.fsync(app_fd)
+            finally:
+                os.close(app_fd)
+
+    def _drop_if_empty(self, key: str) -> None:
+        """Remove an application's record dir once it holds nothing, so finished applications leave no trace."""
+        with self._apps_lock:
+            try:
+                os.rmdir(key, dir_fd=self.apps_fd)
+            except OSError:  # not empty (or already gone)
+                pass
 
     def abandon(self, name: str) -> None:
         unlink_quietly(self.pending_fd, name)
@@ -182,12 +221,19 @@ class Journal:
         kept = undone = 0
         if not self.alone:
             return kept, undone
+        for name in os.listdir(self.pending_fd):
+            if name.startswith("."):  # a record whose write a crash interrupted: its publish never began
+                unlink_quietly(self.pending_fd, name)
         for name, rec in self._records(self.pending_fd):
             data_fd, index_fd = self._open(rec.data_dir), self._open(rec.index_dir)
             try:
-                complete = index_fd is not None and _inode(index_fd, rec.index) == rec.index_inode
-                if not complete and data_fd is not None:
-                    unlink_if_ours(data_fd, rec.data, rec.data_inode)
+                # both files must be there: after a power loss the index's link may have survived without the data's
+                complete = (index_fd is not None and _inode(index_fd, rec.index) == rec.index_inode
+                            and data_fd is not None and _inode(data_fd, rec.data) == rec.data_inode)
+                if not complete:
+                    for fd, fname, ino in ((index_fd, rec.index, rec.index_inode), (data_fd, rec.data, rec.data_inode)):
+                        if fd is not None:
+                            unlink_if_ours(fd, fname, ino)
                 for fd, tmp in ((data_fd, rec.tmp_data), (index_fd, rec.tmp_index)):
                     if fd is not None:
                         unlink_quietly(fd, tmp)
@@ -226,6 +272,7 @@ class Journal:
                         dropped += 1
             finally:
                 os.close(app_fd)
+            self._drop_if_empty(key)
         return dropped
 
     def delete(self, app_id: str, keep: Callable[[Record], bool]) -> tuple[int, int]:
@@ -253,6 +300,7 @@ class Journal:
                 unlink_quietly(app_fd, name)
         finally:
             os.close(app_fd)
+        self._drop_if_empty(app_key(app_id))
         return files, freed
 
 

@@ -5,7 +5,8 @@ The roots are opened once at start. A directory a request names is located lexic
 with ``openat(O_DIRECTORY|O_NOFOLLOW)`` from the root's descriptor; every later open, create, link and
 unlink is relative to the descriptor so obtained (``dir_fd=``). A symlink at any level is refused
 (``ELOOP``/``ENOTDIR``), whenever it appears. Inputs are opened non-blocking and must be regular files
-on the open descriptor, so a FIFO or device can neither block a worker nor be read.
+with a single link on the open descriptor, so a FIFO or device can neither block a worker nor be read,
+and a hard link cannot bring in a file from outside the roots.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from dataclasses import dataclass
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 INPUT_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 PRIVATE_PREFIX = ".riffle"  # the daemon's temp files and state dir; never a component a request may name
+
+
+def is_plain_name(name: str) -> bool:
+    """One directory entry's name: not empty, no ``/`` or NUL, not ``.`` or ``..`` (nothing that walks elsewhere)."""
+    return bool(name) and "/" not in name and "\x00" not in name and name not in (".", "..")
 
 
 class PathRefused(PermissionError):
@@ -39,8 +45,13 @@ def _refused_as(exc: OSError, what: str) -> OSError:
     return exc
 
 
-def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False) -> int:
-    """Open directory ``name`` under ``parent_fd`` without following a symlink; create it first if asked."""
+def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode: int = 0o755,
+                parents_owner: bool = False) -> int:
+    """Open directory ``name`` under ``parent_fd`` without following a symlink; create it first if asked.
+
+    ``parents_owner``: a directory this call creates is given to the parent's owner (when the daemon runs as
+    root), so an executor can still write into and remove the sub dirs the merger made in its local dir.
+    """
     try:
         return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     except FileNotFoundError:
@@ -48,27 +59,41 @@ def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False) -> i
             raise
     except OSError as exc:
         raise _refused_as(exc, what) from exc
+    made = False
     try:
-        os.mkdir(name, 0o755, dir_fd=parent_fd)
+        os.mkdir(name, mode, dir_fd=parent_fd)
+        made = True
     except FileExistsError:
         pass
     try:
-        return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     except OSError as exc:
         raise _refused_as(exc, what) from exc
+    if made and parents_owner and os.geteuid() == 0:
+        parent = os.fstat(parent_fd)
+        try:
+            os.fchown(fd, parent.st_uid, parent.st_gid)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
 
 
 def open_input_at(dir_fd: int, name: str, what: str) -> int:
-    """Open a regular file read-only: non-blocking, no symlink, type checked on the descriptor."""
+    """Open a regular file read-only: non-blocking, no symlink, type and link count checked on the descriptor."""
     try:
         fd = os.open(name, INPUT_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a socket
             raise PathRefused(f"{what} is not a regular file") from exc
         raise _refused_as(exc, what) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise PathRefused(f"{what} is not a regular file")
+    if st.st_nlink != 1:  # Spark writes map outputs once under one name; a second link may bring in a file from elsewhere
+        os.close(fd)
+        raise PathRefused(f"{what} has {st.st_nlink} hard links; the merger reads only files with a single link")
     return fd
 
 
@@ -123,6 +148,8 @@ class Roots:
         fd = os.dup(self.fds[loc.root])
         try:
             for i, part in enumerate(loc.parts):
+                if not is_plain_name(part):
+                    raise PathRefused(f"{self.display(loc)} has a '{part}' component; the merger walks plain names only")
                 nxt = open_dir_at(fd, part, self.display(Location(loc.root, loc.parts[:i + 1])), create)
                 os.close(fd)
                 fd = nxt

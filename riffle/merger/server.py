@@ -28,6 +28,10 @@ FD_RESERVE = 256      # descriptors kept for sockets, logs, the journal and Pyth
 HARD_EXIT_SLACK = 4.5  # seconds after the grace period before the process exits whatever its threads do
 
 
+class ListenError(OSError):
+    """The gRPC port could not be bound: a start-up error, reported in one line."""
+
+
 class TokenAuth(grpc.aio.ServerInterceptor):
     """Rejects calls without ``authorization: Bearer <token>``; the health service stays open for probes."""
 
@@ -80,6 +84,7 @@ class ServerOptions:
     grace_seconds: float = 10.0
     state_dir: str | None = None
     metrics_listen: str | None = None
+    prune_interval: float = 3600.0  # seconds between sweeps that forget merged pairs whose files are gone
 
 
 class MergerDaemon:
@@ -122,12 +127,16 @@ class MergerDaemon:
         pb_grpc.add_MergerServicer_to_server(self.service, server)
         health_service = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
-        if self.tls_pair:
-            self.port = server.add_secure_port(o.listen, grpc.ssl_server_credentials([self.tls_pair]))
-        else:
-            self.port = server.add_insecure_port(o.listen)
+        why = "the address is in use or not on this host" + (", or --tls-cert/--tls-key are not a valid PEM pair" if self.tls_pair else "")
+        try:
+            if self.tls_pair:
+                self.port = server.add_secure_port(o.listen, grpc.ssl_server_credentials([self.tls_pair]))
+            else:
+                self.port = server.add_insecure_port(o.listen)
+        except RuntimeError as exc:  # grpc's "Failed to bind" (port in use, address not on this host)
+            raise ListenError(f"cannot listen on {o.listen}: {why}") from exc
         if self.port == 0:
-            raise OSError(f"cannot listen on {o.listen}")
+            raise ListenError(f"cannot listen on {o.listen}: {why}")
         await server.start()
         for name in ("", SERVICE_NAME):
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -143,12 +152,29 @@ class MergerDaemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         self._started.set()
+        pruner = asyncio.create_task(self._prune_periodically()) if self.journal.alone else None
         await stop.wait()
+        if pruner is not None:
+            pruner.cancel()
         # whatever the merges do, the process ends within the grace period plus a few seconds
         watchdog = threading.Timer(o.grace_seconds + HARD_EXIT_SLACK, _hard_exit)
         watchdog.daemon = True
         watchdog.start()
         await self._shutdown(server, health_service)
+
+    async def _prune_periodically(self) -> None:
+        """Forget, while running, the records of merged pairs that are gone (an application that ended without
+        Cleanup: Spark removed its dirs), so the state dir does not grow with every application the node ran."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.options.prune_interval)
+            try:
+                dropped = await loop.run_in_executor(self.service.io_pool, self.journal.prune)
+            except OSError as exc:
+                log.warning("pruning the merge records failed: %s", exc)
+                continue
+            if dropped:
+                log.info("forgot %d merged pairs whose files are gone", dropped)
 
     async def _shutdown(self, server: grpc.aio.Server, health_service: health.aio.HealthServicer) -> None:
         """Stop taking merges, let running ones finish for the grace period, then cancel the rest."""

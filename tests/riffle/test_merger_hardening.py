@@ -17,7 +17,15 @@ from riffle.bench.daemon_proc import DaemonProcess
 from riffle.bench.inputs import write_inputs
 from riffle.merger.engine import CRASH_ENV, PUBLISH_STEPS, TEMP_PREFIX
 from riffle.protocol import pb
-from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, block_file_path, data_file_name, encode_index, index_file_name, read_partition
+from riffle.shuffle.layout import (
+    SYNTHETIC_MAP_ID_BASE,
+    block_file_path,
+    data_file_name,
+    encode_index,
+    index_file_name,
+    read_partition,
+    write_map_output,
+)
 from tests.riffle.conftest import all_files, make_outputs
 
 M = SYNTHETIC_MAP_ID_BASE
@@ -141,6 +149,38 @@ def test_fifo_socket_and_device_inputs_refused_without_blocking(root, dirs):
 
 
 # -- 2. publish exactly once ----------------------------------------------------------------------
+def test_input_hardlinked_to_a_file_outside_the_roots_is_refused(root, dirs, tmp_path):
+    """A hard link is the one way to put a file from elsewhere (another user's, one the executor cannot read) under
+    an executor's dir; the merger, often privileged, would copy it into a world-readable merged file."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"top secret")
+    make_outputs(dirs, 3, [0], 1)
+    data, index = block_file_path(dirs, data_file_name(3, 1)), block_file_path(dirs, index_file_name(3, 1))
+    for path in (data, index):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    os.link(secret, data)
+    index.write_bytes(encode_index([len(b"top secret")]))
+    with DaemonProcess([root]) as d:
+        assert rpc_code(lambda: d.client.merge("leak", 3, [0, 1], dirs, 1, M + 1, app_id="app")) == grpc.StatusCode.PERMISSION_DENIED
+    assert not block_file_path(dirs, data_file_name(3, M + 1)).exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give the executor dir to another user")
+def test_sub_dir_the_merger_creates_belongs_to_the_executor(root, dirs):
+    """A privileged merger that creates a Spark sub dir must hand it to the dir's owner, or the executor can
+    neither write its later blocks there nor remove the dir when its application ends."""
+    make_outputs(dirs, 3, [0, 1], 2)
+    out_sub = block_file_path(dirs, data_file_name(3, M + 1)).parent
+    if out_sub.exists():
+        shutil.rmtree(out_sub)
+    for d in dirs:
+        os.chown(d, 4321, 4322)
+    with DaemonProcess([root]) as d:
+        d.client.merge("own", 3, [0, 1], dirs, 2, M + 1, app_id="app")
+    st = out_sub.stat()
+    assert (st.st_uid, st.st_gid) == (4321, 4322)
+
+
 def test_concurrent_same_output_merges_publish_once(root, dirs):
     write_inputs(dirs, 3, 8, 5000, 512)  # a few seconds of work each
     with DaemonProcess([root], "--no-fsync") as d:
@@ -185,6 +225,21 @@ def test_crash_at_every_publish_step_leaves_nothing_or_a_complete_pair(root, dir
         assert resp.bytes_written == sum(len(b) for m in (0, 1, 2) for b in blocks[m])
 
 
+def test_recovery_undoes_an_index_whose_data_file_was_lost(root, dirs):
+    """After a power loss the index's link can survive without the data's: recovery must not keep half a pair."""
+    make_outputs(dirs, 8, [0, 1], 20)
+    data, index = block_file_path(dirs, data_file_name(8, M + 1)), block_file_path(dirs, index_file_name(8, M + 1))
+    crashing = DaemonProcess([root], env={CRASH_ENV: "index-linked"})
+    with pytest.raises(grpc.RpcError):
+        crashing.client.merge("c", 8, [0, 1], dirs, 20, M + 1, app_id="app", timeout=30)
+    assert crashing.proc.wait(30) == 86
+    crashing.kill()
+    data.unlink()
+    with DaemonProcess([root]) as again:
+        assert not index.exists() and not data.exists()
+        assert again.client.merge("retry", 8, [0, 1], dirs, 20, M + 1, app_id="app").bytes_written > 0
+
+
 # -- 3. bounded, control never starved ------------------------------------------------------------
 def test_full_queue_refuses_at_once_and_control_answers_within_a_second(root, dirs):
     slow = list(range(8))
@@ -194,6 +249,9 @@ def test_full_queue_refuses_at_once_and_control_answers_within_a_second(root, di
                        "--workers", "2", "--no-fsync") as d:
         meta = d.client.metadata
         running = [d.client.stub.Merge.future(request(f"r{i}", 8, slow, dirs, 20000, M + i), metadata=meta, timeout=300) for i in range(2)]
+        deadline = time.monotonic() + 20  # both slots taken by the slow merges before the flood, whatever order gRPC serves in
+        while d.client.status().running < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         flood = [d.client.stub.Merge.future(request(f"q{i}", 2, [0, 1], dirs, 10, M + 100 + i), metadata=meta, timeout=300)
                  for i in range(40)]
         deadline = time.monotonic() + 20  # two merges run (--workers 2), eight wait, the rest are refused at once
@@ -243,18 +301,30 @@ def test_huge_partition_request_stays_within_memory_plus_64mb(root, dirs):
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-def _low_nofile():
+def _nofile(limit):
+    """A ``preexec_fn`` that starts the daemon under an open-file limit of ``limit``."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_NOFILE, (400, 400))
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
 
 def test_fan_in_capped_by_open_file_limit(root, dirs):
-    with DaemonProcess([root], preexec_fn=_low_nofile) as d:
+    with DaemonProcess([root], preexec_fn=_nofile(400)) as d:
         cap = d.client.status().max_fan_in
         assert 0 < cap < 400 // 2
         code = rpc_code(lambda: d.client.merge("wide", 1, list(range(cap + 1)), dirs, 2, M + 1, app_id="app"))
         assert code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_widest_allowed_merge_fits_the_open_file_limit(root, dirs):
+    """At the fan-in cap, with every input in its own sub dir, the merge must not run out of descriptors."""
+    with DaemonProcess([root], preexec_fn=_nofile(1024)) as d:
+        cap = d.client.status().max_fan_in
+        maps = list(range(cap))
+        for m in maps:
+            write_map_output(dirs, 4, m, [b"x" * (m % 7)], sub_dirs=4096)
+        resp = d.client.merge("widest", 4, maps, dirs, 1, M + 1, app_id="app", sub_dirs=4096, timeout=120)
+        assert resp.bytes_written == sum(m % 7 for m in maps)
 
 
 def test_sigterm_ends_within_grace_plus_five_seconds_during_merges(root, dirs):
@@ -294,3 +364,22 @@ def test_cleanup_deletes_only_the_apps_own_merged_files(root, dirs):
         assert d.client.cleanup(dirs, "app-A", all_shuffles=True).files_deleted == 4
         assert foreign.read_bytes() == b"not ours"
         assert all(block_file_path(dirs, data_file_name(s, m)).exists() for s in (1, 2) for m in (0, 1))
+
+
+def test_wide_request_index_windows_stay_within_memory_plus_64mb(root, dirs):
+    """Every input's window of partition lengths is held at once: with lengths past Python's small-int cache
+    (> 256 bytes), a list per input cost 5x what the daemon reserves. The data files are empty, so the merge
+    fails (DATA_LOSS) right after the first window, once its memory peak is reached."""
+    fan_in, parts = 1024, 8193  # two windows: the data length is checked only in the last
+    index_bytes = encode_index([1000] * parts)
+    for m in range(fan_in):
+        data, index = block_file_path(dirs, data_file_name(6, m)), block_file_path(dirs, index_file_name(6, m))
+        for path in (data, index):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        data.write_bytes(b"")
+        index.write_bytes(index_bytes)
+    with DaemonProcess([root], "--memory", "160m", "--no-fsync") as d:
+        code = rpc_code(lambda: d.client.merge("wide", 6, list(range(fan_in)), dirs, parts, M + 1, app_id="app", timeout=120))
+        assert code == grpc.StatusCode.DATA_LOSS
+        peak = d.peak_rss_mb()
+        assert peak <= 160 + 64, f"peak RSS {peak:.1f} MB over --memory 160m + 64 MB"

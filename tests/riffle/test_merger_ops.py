@@ -90,3 +90,17 @@ def test_metrics_endpoint_and_riffle_status(root, dirs):
         text = subprocess.run(cli[:5] + ["--timeout", "1"], capture_output=True, text=True, timeout=60, env=env)
         assert text.returncode == 0 and text.stdout.splitlines()[0].split()[:3] == ["address", "health", "version"]
         assert d.address in text.stdout and "SERVING" in text.stdout
+
+
+def test_port_in_use_is_one_error_line_and_exit_code_2(root):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        out = serve("--listen", address, "--local-dir", str(root))
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    # grpc's C core logs its own line first; ours is the last
+    assert out.stderr.strip().splitlines()[-1] == f"riffle-merger: error: cannot listen on {address}: the address is in use or not on this host"
