@@ -30,13 +30,14 @@ def _emit(payload: dict) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from slaq.metrics import reduction_vs, time_to_key
     from slaq.sim.calibrate import PAPER_FAIR_TIME_TO_90, PAPER_FAIR_TIME_TO_95, calibrate_cost_scale
     from slaq.sim.engine import simulate
     from slaq.sim.workload import PAPER_COST_SCALE, make_workload
 
     calibration: dict = {"source": "fixed in slaq/sim/workload.py (fair only, before SLAQ was measured)",
-                         "paper_fair_time_to_90pct_s": PAPER_FAIR_TIME_TO_90,
-                         "paper_fair_time_to_95pct_s": PAPER_FAIR_TIME_TO_95}
+                         "paper_fair_" + time_to_key(0.9): PAPER_FAIR_TIME_TO_90,
+                         "paper_fair_" + time_to_key(0.95): PAPER_FAIR_TIME_TO_95}
     cost_scale = args.cost_scale or PAPER_COST_SCALE
     if args.calibrate:
         found = calibrate_cost_scale(args.jobs, args.cores, args.arrival_mean, args.seed)
@@ -56,11 +57,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                  "policies": {s["policy"]: s for s in summaries}}
     by = out["policies"]
     if "slaq" in by and "fair" in by:
-        out["slaq_vs_fair"] = {
-            "mean_normalized_loss_reduction": round(1 - by["slaq"]["mean_normalized_loss"] / by["fair"]["mean_normalized_loss"], 4),
-            "time_to_90pct_reduction": round(1 - by["slaq"]["mean_time_to_90pct_s"] / by["fair"]["mean_time_to_90pct_s"], 4),
-            "time_to_95pct_reduction": round(1 - by["slaq"]["mean_time_to_95pct_s"] / by["fair"]["mean_time_to_95pct_s"], 4),
-        }
+        out["slaq_vs_fair"] = reduction_vs(by["slaq"], by["fair"])
     if args.plot:
         from slaq.sim.plot import plot_summaries
 

@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from slaq.metrics import THRESHOLDS, mean_times, reached, time_to_key
 from slaq.policy import make_policy
 from slaq.predict.forecast import CurveCache, ForecastTable, JobForecast, forecast
 from slaq.predict.loss_curves import strawman
 from slaq.sim.workload import SimJob, Workload
 from slaq.stats.history import JobHistory
-
-THRESHOLDS = (0.9, 0.95)
 
 
 @dataclass
@@ -77,9 +76,7 @@ class SimResult:
             "core_share_by_loss_group": dict(zip(("high_25pct", "medium_25pct", "low_50pct"),
                                                  (round(float(s), 3) for s in shares))),
         }
-        for thr in THRESHOLDS:
-            times = [j[f"time_to_{int(thr * 100)}pct_s"] for j in self.jobs]
-            out[f"mean_time_to_{int(thr * 100)}pct_s"] = round(float(np.mean(times)), 2) if times else None
+        out.update(mean_times(self.jobs, 2))
         out["mean_completion_s"] = round(float(np.mean([j["finished_s"] for j in self.jobs])), 2) if self.jobs else None
         out["loss_over_time"] = _bucketed(self.intervals, bucket)
         return out
@@ -137,7 +134,7 @@ def _advance(s: _State, cores: float, start: float, dt: float) -> None:
         s.iteration_started = now
         loss = job.normalized(s.k)
         for thr in THRESHOLDS:
-            if thr not in s.reached and loss <= 1 - thr + 1e-12:
+            if thr not in s.reached and reached(loss, thr):
                 s.reached[thr] = now
     s.finished = start + used / cores
 
@@ -199,5 +196,5 @@ def _job_record(s: _State) -> dict:
               "finished_s": round((s.finished or 0.0) - s.job.arrival, 3)}
     for thr in THRESHOLDS:
         reached = s.reached.get(thr, s.finished or 0.0)
-        record[f"time_to_{int(thr * 100)}pct_s"] = round(reached - s.job.arrival, 3)
+        record[time_to_key(thr)] = round(reached - s.job.arrival, 3)
     return record
