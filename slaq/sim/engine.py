@@ -146,7 +146,7 @@ def simulate(workload: Workload, policy_name: str, capacity: float, epoch: float
     if epoch <= 0:
         raise ValueError("epoch must be positive")
     policy = make_policy(policy_name)
-    predictive = policy_name.startswith("slaq")
+    predictive = policy.fitted_curves
     pending = sorted(workload.jobs, key=lambda j: j.arrival)
     active: list[_State] = []
     done: list[_State] = []

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from slaq.policy import slaq_total
+from slaq.policy import POLICIES, slaq_total
 from slaq.sim.engine import simulate
 from slaq.sim.workload import make_workload
 from slaq.traces.catalog import load
@@ -20,7 +20,7 @@ def test_slaq_beats_fair_on_fixed_seed(small):
     assert slaq["core_share_by_loss_group"]["high_25pct"] > fair["core_share_by_loss_group"]["high_25pct"]
 
 
-@pytest.mark.parametrize("policy", ["slaq", "slaq-maxmin", "fair", "fifo"])
+@pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_every_job_finishes_with_consistent_times(small, policy):
     result = simulate(small, policy, 128)
     assert len(result.jobs) == 30
