@@ -45,7 +45,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         calibration = {**calibration, **found, "source": "calibrated now with the fair policy"}
     elif args.cost_scale:
         calibration["source"] = "given on the command line"
-    workload = make_workload(args.jobs, args.arrival_mean, args.seed, cost_scale=cost_scale)
+    workload = make_workload(args.jobs, args.arrival_mean, args.seed, cost_scale=cost_scale, network_ratio=args.network_ratio)
     full = []
     for name in args.policy or ["slaq", "fair"]:
         log.info("simulating %s: %d jobs on %s cores", name, args.jobs, args.cores)
@@ -141,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--reserve", type=float, default=0.0, help="cores reserved for non-ML jobs")
     sim.add_argument("--cost-scale", type=_positive(float), help="core-seconds per iteration of a unit-size job (default: the calibrated value)")
     sim.add_argument("--calibrate", action="store_true", help="re-calibrate the cost scale against fair's 71 s to 90%% first")
+    sim.add_argument("--network-ratio", type=float, default=0.0,
+                     help="switch on the per-iteration network phase: network work ~ this x compute per job, mixed 8x either way (default 0: off)")
     sim.add_argument("--series", action="store_true", help="include the loss-over-time series in the JSON")
     sim.add_argument("--plot", metavar="PNG", help="draw Fig. 7(a)/(b)-style curves to this file")
     sim.set_defaults(func=cmd_simulate)

@@ -26,6 +26,13 @@ class Policy(ABC):
     def allocate(self, table: ForecastTable, capacity: float) -> np.ndarray:
         """Cores for each job of ``table``; sums to at most ``capacity``, each at most the job's cap."""
 
+    def co_location(self) -> np.ndarray | None:
+        """Group id per job of the last :meth:`allocate` for jobs that share their cores; None: all dedicated.
+
+        Only the simulator's network model reads this (live Spark pools already interleave tasks).
+        """
+        return None
+
 
 def unit(capacity: float, jobs: int) -> float:
     """The allocation quantum: one core, or a fraction when jobs outnumber cores.

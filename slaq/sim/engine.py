@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from slaq.metrics import THRESHOLDS, mean_times, reached, time_to_key
-from slaq.policy import make_policy
+from slaq.policy import Policy, make_policy
 from slaq.predict.forecast import CurveCache, ForecastTable, JobForecast, forecast
 from slaq.predict.loss_curves import strawman
+from slaq.sim.network import effective_cores
 from slaq.sim.workload import SimJob, Workload
 from slaq.stats.history import JobHistory
 
@@ -113,8 +114,12 @@ def _forecasts(states: list[_State], predictive: bool) -> list[JobForecast]:
     return out
 
 
-def _advance(s: _State, cores: float, start: float, dt: float) -> None:
-    """Run job ``s`` on ``cores`` cores from ``start`` for ``dt`` seconds, reporting finished iterations."""
+def _advance(s: _State, cores: float, start: float, dt: float, allocated: float | None = None) -> None:
+    """Run job ``s`` on ``cores`` cores from ``start`` for ``dt`` seconds, reporting finished iterations.
+
+    ``allocated`` (network mode) is the job's allocation when its effective ``cores`` are fewer; it is
+    what the job reports, so the runtime model sees the network time as per-iteration overhead.
+    """
     if cores <= 0 or s.finished is not None:
         return
     budget = cores * dt
@@ -130,7 +135,7 @@ def _advance(s: _State, cores: float, start: float, dt: float) -> None:
         s.k += 1
         s.progress = 0.0
         wall = max(now - s.iteration_started, 1e-9)
-        s.history.report(job.losses[s.k], job.costs[s.k - 1], wall, job.costs[s.k - 1] / wall)
+        s.history.report(job.losses[s.k], job.costs[s.k - 1], wall, job.costs[s.k - 1] / wall if allocated is None else allocated)
         s.iteration_started = now
         loss = job.normalized(s.k)
         for thr in THRESHOLDS:
@@ -147,6 +152,7 @@ def simulate(workload: Workload, policy_name: str, capacity: float, epoch: float
         raise ValueError("epoch must be positive")
     policy = make_policy(policy_name)
     predictive = policy.fitted_curves
+    network = any(j.network > 0 for j in workload.jobs)
     pending = sorted(workload.jobs, key=lambda j: j.arrival)
     active: list[_State] = []
     done: list[_State] = []
@@ -171,15 +177,16 @@ def simulate(workload: Workload, policy_name: str, capacity: float, epoch: float
             stale = False
             while next_epoch <= t + 1e-9:
                 next_epoch += epoch
+        rate = _network_rates(active, alloc, policy) if network else alloc
         end = min(next_epoch, pending[0].arrival if pending else math.inf)
-        for s, a in zip(active, alloc):
+        for s, a in zip(active, rate):
             if a > 0:
                 end = min(end, t + s.remaining_core_seconds() / a)
         dt = max(end - t, 0.0)
         mean_loss = float(np.mean([s.job.normalized(s.k) for s in active]))
         intervals.append(Interval(t, dt, mean_loss, len(active), _groups(active, alloc)))
-        for s, a in zip(active, alloc):
-            _advance(s, float(a), t, dt)
+        for s, a, r in zip(active, alloc, rate):
+            _advance(s, float(r), t, dt, float(a) if network else None)
         t = end
         finished = [s for s in active if s.finished is not None]
         if finished:
@@ -188,6 +195,13 @@ def simulate(workload: Workload, policy_name: str, capacity: float, epoch: float
             stale = True
     jobs = [_job_record(s) for s in sorted(done, key=lambda s: s.job.arrival)]
     return SimResult(policy_name, capacity, epoch, jobs, intervals, allocations)
+
+
+def _network_rates(active: list[_State], alloc: np.ndarray, policy: Policy) -> np.ndarray:
+    """Effective cores of each job given its current iteration's compute and network time."""
+    compute = np.array([s.job.costs[min(s.k, s.job.iterations - 1)] for s in active])
+    work = np.array([s.job.network for s in active])
+    return effective_cores(compute, work, np.asarray(alloc, dtype=float), policy.co_location())
 
 
 def _job_record(s: _State) -> dict:

@@ -205,3 +205,15 @@ def test_mlfs_priority_stop_and_waiting():
     same = table([slow_converging(f"s{i}", cap=8.0, order=float(i)) for i in range(3)])
     served = {int(np.argmax(rotating.allocate(same, 8))) for _ in range(3)}
     assert served == {0, 1, 2}
+
+
+def test_harmony_groups_complementary_jobs_only():
+    from slaq.policy.harmony import complementary_groups
+
+    compute = np.array([9.0, 1.0, 9.0, 9.5])  # core-seconds per iteration
+    network = np.array([1.0, 9.0, 1.0, 0.5])  # job 1 is network-heavy, the others CPU-heavy
+    groups = complementary_groups(compute, network, np.full(4, 4.0))
+    assert groups[1] in (groups[0], groups[2], groups[3])  # the network-heavy job is paired with a CPU-heavy one
+    cpu_heavy = [g for j, g in enumerate(groups) if j != 1 and g != groups[1]]
+    assert len(set(cpu_heavy)) == len(cpu_heavy)  # two CPU-heavy jobs gain nothing together
+    assert np.array_equal(complementary_groups(compute, np.zeros(4), np.full(4, 4.0)), np.arange(4))  # no network: no grouping
