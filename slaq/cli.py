@@ -103,6 +103,32 @@ def cmd_bench_overhead(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from slaq.reproduce.figures import ALIASES, FIGURES, PAPER, SMALL
+
+    if not args.all and not args.figure:
+        raise ValueError("name a figure or pass --all")
+    names = list(FIGURES) if args.all else [ALIASES.get(args.figure, args.figure)]
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    size = SMALL if args.small else PAPER
+    report: dict = {"size": "small" if args.small else "paper", "figures": {}}
+    started = time.perf_counter()
+    for name in names:
+        log.info("reproducing %s", name)
+        t0 = time.perf_counter()
+        data = FIGURES[name](size, out_dir / f"{name}.png")
+        data["seconds"] = round(time.perf_counter() - t0, 2)
+        (out_dir / f"{name}.json").write_text(json.dumps(data, indent=2, default=float) + "\n")
+        report["figures"][name] = {"png": data["png"], "json": str(out_dir / f"{name}.json"), "seconds": data["seconds"]}
+    report["seconds"] = round(time.perf_counter() - started, 2)
+    _emit(report)
+    return 0
+
+
 def cmd_traces_record(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -174,6 +200,16 @@ def build_parser() -> argparse.ArgumentParser:
     ovh.add_argument("--report-every", type=_positive(float), default=0.5, help="seconds between each job's loss reports")
     ovh.add_argument("--master", default="local-cluster[2,1,1024]")
     ovh.set_defaults(func=cmd_bench_overhead)
+
+    from slaq.reproduce.figures import ALIASES, FIGURES
+
+    rep = verbs.add_parser("reproduce", help="regenerate a figure of the SLAQ paper (PNG + JSON in out/)",
+                           description="Runs one paper figure's experiment and writes out/<figure>.png and .json; prints where and how long.")
+    rep.add_argument("figure", nargs="?", choices=sorted([*FIGURES, *ALIASES]), help="figure to regenerate")
+    rep.add_argument("--all", action="store_true", help="regenerate every figure")
+    rep.add_argument("--small", action="store_true", help="reduced size (for CI): fewer jobs, cores and grid points")
+    rep.add_argument("--out", default="out", help="output directory (default out/)")
+    rep.set_defaults(func=cmd_reproduce)
 
     traces = verbs.add_parser("traces", help="recorded training traces").add_subparsers(dest="traces", required=True)
     rec = traces.add_parser("record", help="train every catalogued job and save the traces",
