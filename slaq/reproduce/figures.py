@@ -92,13 +92,32 @@ def fig6(size: Size, png: Path) -> dict:
     return report
 
 
-def _simulate(size: Size, policies: tuple[str, ...], arrival_mean: float, keep: bool = False) -> tuple[dict, dict]:
+def _simulate(size: Size, policies: tuple[str, ...], arrival_mean: float, keep: bool = False, utility: bool = False) -> tuple[dict, dict]:
     from slaq.sim.engine import simulate
     from slaq.sim.workload import make_workload
 
     workload = make_workload(size.jobs, arrival_mean, size.seed)
     results = {p: simulate(workload, p, size.cores) for p in policies}
-    return {p: r.summary() for p, r in results.items()}, results if keep else {}
+    summaries = {p: r.summary() for p, r in results.items()}
+    if utility:
+        for p, r in results.items():
+            summaries[p]["oasis_total_utility"] = oasis_total_utility(workload, r.jobs)
+    return summaries, results if keep else {}
+
+
+def oasis_total_utility(workload, jobs: list[dict]) -> float:
+    """OASiS's objective (its Fig. 3) on a finished run: Σ sigmoid utility of each job's completion time.
+
+    The utility is the one the ``oasis`` policy uses, with the target completion time set from the
+    job's whole work on all the cores it can use, so every policy is scored by the same yardstick.
+    """
+    from slaq.policy.oasis import TARGET_SLOWDOWN, utility
+
+    by_id = {j.job_id: j for j in workload.jobs}
+    fastest = np.array([float(by_id[j["job"]].costs.sum()) / by_id[j["job"]].cap for j in jobs])
+    done = np.array([j["finished_s"] for j in jobs])
+    weight = np.array([by_id[j["job"]].weight for j in jobs])
+    return round(float(utility(weight, done, TARGET_SLOWDOWN * fastest).sum()), 2)
 
 
 def fig7(size: Size, png: Path) -> dict:
@@ -177,10 +196,10 @@ def head_to_head(size: Size, png: Path) -> dict:
     """Every policy on the §6.2 workload and a lighter and a heavier arrival rate (issue 12)."""
     from slaq.policy import POLICIES
 
-    keys = ("mean_normalized_loss", *map(mean_time_to_key, THRESHOLDS), "mean_completion_s", "makespan_s")
+    keys = ("mean_normalized_loss", *map(mean_time_to_key, THRESHOLDS), "mean_completion_s", "makespan_s", "oasis_total_utility")
     rows = {}
     for mean in (size.arrival_mean * 5 / 3, size.arrival_mean, size.arrival_mean * 2 / 3):
-        summaries, _ = _simulate(size, tuple(sorted(POLICIES)), mean)
+        summaries, _ = _simulate(size, tuple(sorted(POLICIES)), mean, utility=True)
         rows[str(round(mean, 2))] = {p: {k: s[k] for k in keys} for p, s in summaries.items()}
     return {"arrival_mean_s": rows, "png": plot_head_to_head(rows, png)}
 
