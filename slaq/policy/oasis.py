@@ -23,8 +23,9 @@ Simplifications, because this project's jobs and interface differ from the paper
   waiting does not lower a job's utility.
 * Utility parameters: ``γ1`` = the job's weight (the paper's priority), ``γ3`` = ``TARGET_SLOWDOWN``
   times its fastest possible completion time (the paper draws targets at random; we have none),
-  ``γ2 = 4 / γ3``. ``U`` and ``L`` are the running max/min over jobs seen so far (the paper's
-  "estimated values based on past experience").
+  ``γ2 = 4 / γ3``. ``U`` and ``L`` are the running max/min of utility per core-second over the
+  jobs seen so far, each taken once, when it is first seen (the paper's "estimated values based on
+  past experience").
 * Work conservation: cores no admitted job holds go to admitted jobs below their cap, then to
   waiting jobs, so no core idles (the paper leaves them idle); a waiting job is therefore delayed,
   not starved, when the cluster has slack.
@@ -80,6 +81,7 @@ class Oasis(Policy):
     fitted_curves = True
     admitted: dict[str, float] = field(default_factory=dict)  # job id -> cores committed at admission
     prices: _Prices = field(default_factory=_Prices)
+    priced: set[str] = field(default_factory=set)  # jobs whose utility density has informed U and L
     last_decisions: dict[str, dict] = field(default_factory=dict)  # job id -> payoff, price (for logs and tests)
 
     def allocate(self, table: ForecastTable, capacity: float) -> np.ndarray:
@@ -94,8 +96,10 @@ class Oasis(Policy):
         fastest = remaining_seconds(table, fastest_cores, remaining)
         target = np.maximum(TARGET_SLOWDOWN * fastest, 1e-9)
         work = np.maximum(remaining * table.cost, 1e-12)
-        for j in range(n):
-            self.prices.see(float(utility(table.weight[j], fastest[j], target[j])) / work[j])
+        for j in range(n):  # U and L from each job as it arrives (a job that has converged says nothing about prices)
+            if ids[j] not in self.priced and remaining[j] > 0:
+                self.priced.add(ids[j])
+                self.prices.see(float(utility(table.weight[j], fastest[j], target[j])) / work[j])
         alloc = np.zeros(n)
         for j in range(n):
             if ids[j] in self.admitted:
