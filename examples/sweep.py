@@ -16,6 +16,7 @@ import logging
 import sys
 
 from slaq.bench.sweep import make_sweep, run_policy
+from slaq.metrics import THRESHOLDS, mean_time_to_key, pct, reduction_vs
 from sparkcluster import spark_target
 
 
@@ -51,11 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  extra_conf=target.conf, executors=args.nodes or 0)
     by = out["policies"]
     if "slaq" in by and "fair" in by:
-        ratio = {}
-        for key in ("mean_time_to_90pct_s", "mean_time_to_95pct_s", "mean_normalized_loss"):
-            if by["fair"][key]:
-                ratio[key.replace("mean_", "") + "_reduction"] = round(1 - by["slaq"][key] / by["fair"][key], 4)
-        out["slaq_vs_fair"] = ratio
+        out["slaq_vs_fair"] = reduction_vs(by["slaq"], by["fair"])
     if args.plot:
         from slaq.sim.plot import plot_summaries
 
@@ -65,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
         return 0
     for name, s in by.items():
-        print(f"{name:>6}: mean time to 90% {s['mean_time_to_90pct_s']} s, to 95% {s['mean_time_to_95pct_s']} s, "
-              f"mean normalized loss {s['mean_normalized_loss']}, makespan {s['makespan_s']} s")
+        times = ", ".join(f"to {pct(thr)}% {s[mean_time_to_key(thr)]} s" for thr in THRESHOLDS)
+        print(f"{name:>6}: mean time {times}, mean normalized loss {s['mean_normalized_loss']}, makespan {s['makespan_s']} s")
     for key, value in out.get("slaq_vs_fair", {}).items():
         print(f"SLAQ vs fair, {key}: {value:+.1%}")
     return 0

@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     spark.add_argument("--nodes", type=_positive_int, help="start an N-node standalone cluster on loopback (a merger per node) for the run")
     spark.add_argument("--merger-fsync", action="store_true", help="let the mergers fsync merged files (vanilla Spark does not)")
     spark.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
+    rep = verbs.add_parser("reproduce", help="regenerate the thesis's Fig. 4.9/4.10 on local-cluster Spark (PNG + JSON)",
+                           description="Runs `bench spark` once and writes out/<figure>.png and .json (starts Spark: use the lock).")
+    rep.add_argument("figure", nargs="?", choices=["fig4.9", "fig4.10"], help="figure to regenerate (default: both)")
+    rep.add_argument("--small", action="store_true", help="reduced size (for CI)")
+    rep.add_argument("--out", default="out", help="output directory (default out/)")
+    rep.add_argument("--master", default="local-cluster[2,1,1024]")
     return parser
 
 
@@ -80,10 +86,25 @@ def _status(args: argparse.Namespace) -> int:
     return 0 if all(r.get("health") == "SERVING" and "error" not in r for r in rows) else 1
 
 
+def _reproduce(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from riffle.reproduce import FIGURES, PAPER, SMALL, reproduce
+
+    started = time.perf_counter()
+    figures = reproduce([args.figure] if args.figure else list(FIGURES), Path(args.out), SMALL if args.small else PAPER, args.master)
+    json.dump({"figures": figures, "seconds": round(time.perf_counter() - started, 2)}, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verb == "status":
         return _status(args)
+    if args.verb == "reproduce":
+        return _reproduce(args)
     if args.bench == "merge":
         from riffle.bench.merge import bench_merge
 

@@ -30,13 +30,14 @@ def _emit(payload: dict) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from slaq.metrics import reduction_vs, time_to_key
     from slaq.sim.calibrate import PAPER_FAIR_TIME_TO_90, PAPER_FAIR_TIME_TO_95, calibrate_cost_scale
     from slaq.sim.engine import simulate
     from slaq.sim.workload import PAPER_COST_SCALE, make_workload
 
     calibration: dict = {"source": "fixed in slaq/sim/workload.py (fair only, before SLAQ was measured)",
-                         "paper_fair_time_to_90pct_s": PAPER_FAIR_TIME_TO_90,
-                         "paper_fair_time_to_95pct_s": PAPER_FAIR_TIME_TO_95}
+                         "paper_fair_" + time_to_key(0.9): PAPER_FAIR_TIME_TO_90,
+                         "paper_fair_" + time_to_key(0.95): PAPER_FAIR_TIME_TO_95}
     cost_scale = args.cost_scale or PAPER_COST_SCALE
     if args.calibrate:
         found = calibrate_cost_scale(args.jobs, args.cores, args.arrival_mean, args.seed)
@@ -44,7 +45,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         calibration = {**calibration, **found, "source": "calibrated now with the fair policy"}
     elif args.cost_scale:
         calibration["source"] = "given on the command line"
-    workload = make_workload(args.jobs, args.arrival_mean, args.seed, cost_scale=cost_scale)
+    workload = make_workload(args.jobs, args.arrival_mean, args.seed, cost_scale=cost_scale, network_ratio=args.network_ratio)
     full = []
     for name in args.policy or ["slaq", "fair"]:
         log.info("simulating %s: %d jobs on %s cores", name, args.jobs, args.cores)
@@ -56,11 +57,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                  "policies": {s["policy"]: s for s in summaries}}
     by = out["policies"]
     if "slaq" in by and "fair" in by:
-        out["slaq_vs_fair"] = {
-            "mean_normalized_loss_reduction": round(1 - by["slaq"]["mean_normalized_loss"] / by["fair"]["mean_normalized_loss"], 4),
-            "time_to_90pct_reduction": round(1 - by["slaq"]["mean_time_to_90pct_s"] / by["fair"]["mean_time_to_90pct_s"], 4),
-            "time_to_95pct_reduction": round(1 - by["slaq"]["mean_time_to_95pct_s"] / by["fair"]["mean_time_to_95pct_s"], 4),
-        }
+        out["slaq_vs_fair"] = reduction_vs(by["slaq"], by["fair"])
     if args.plot:
         from slaq.sim.plot import plot_summaries
 
@@ -106,6 +103,32 @@ def cmd_bench_overhead(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from slaq.reproduce.figures import ALIASES, FIGURES, PAPER, SMALL
+
+    if not args.all and not args.figure:
+        raise ValueError("name a figure or pass --all")
+    names = list(FIGURES) if args.all else [ALIASES.get(args.figure, args.figure)]
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    size = SMALL if args.small else PAPER
+    report: dict = {"size": "small" if args.small else "paper", "figures": {}}
+    started = time.perf_counter()
+    for name in names:
+        log.info("reproducing %s", name)
+        t0 = time.perf_counter()
+        data = FIGURES[name](size, out_dir / f"{name}.png")
+        data["seconds"] = round(time.perf_counter() - t0, 2)
+        (out_dir / f"{name}.json").write_text(json.dumps(data, indent=2, default=float) + "\n")
+        report["figures"][name] = {"png": data["png"], "json": str(out_dir / f"{name}.json"), "seconds": data["seconds"]}
+    report["seconds"] = round(time.perf_counter() - started, 2)
+    _emit(report)
+    return 0
+
+
 def cmd_traces_record(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -144,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--reserve", type=float, default=0.0, help="cores reserved for non-ML jobs")
     sim.add_argument("--cost-scale", type=_positive(float), help="core-seconds per iteration of a unit-size job (default: the calibrated value)")
     sim.add_argument("--calibrate", action="store_true", help="re-calibrate the cost scale against fair's 71 s to 90%% first")
+    sim.add_argument("--network-ratio", type=float, default=0.0,
+                     help="switch on the per-iteration network phase: network work ~ this x compute per job, mixed 8x either way (default 0: off)")
     sim.add_argument("--series", action="store_true", help="include the loss-over-time series in the JSON")
     sim.add_argument("--plot", metavar="PNG", help="draw Fig. 7(a)/(b)-style curves to this file")
     sim.set_defaults(func=cmd_simulate)
@@ -176,6 +201,16 @@ def build_parser() -> argparse.ArgumentParser:
     ovh.add_argument("--report-every", type=_positive(float), default=0.5, help="seconds between each job's loss reports")
     ovh.add_argument("--master", default="local-cluster[2,1,1024]")
     ovh.set_defaults(func=cmd_bench_overhead)
+
+    from slaq.reproduce.figures import ALIASES, FIGURES
+
+    rep = verbs.add_parser("reproduce", help="regenerate a figure of the SLAQ paper (PNG + JSON in out/)",
+                           description="Runs one paper figure's experiment and writes out/<figure>.png and .json; prints where and how long.")
+    rep.add_argument("figure", nargs="?", choices=sorted([*FIGURES, *ALIASES]), help="figure to regenerate")
+    rep.add_argument("--all", action="store_true", help="regenerate every figure")
+    rep.add_argument("--small", action="store_true", help="reduced size (for CI): fewer jobs, cores and grid points")
+    rep.add_argument("--out", default="out", help="output directory (default out/)")
+    rep.set_defaults(func=cmd_reproduce)
 
     traces = verbs.add_parser("traces", help="recorded training traces").add_subparsers(dest="traces", required=True)
     rec = traces.add_parser("record", help="train every catalogued job and save the traces",

@@ -18,11 +18,11 @@ import numpy as np
 
 import slaq
 from slaq.bench.session import spark_session
+from slaq.metrics import THRESHOLDS, mean_times, time_to_key, time_to_threshold
 from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
 
 log = logging.getLogger("slaq.sweep")
 FAMILIES = ("logreg", "svm", "kmeans", "boosting")
-THRESHOLDS = (0.9, 0.95)
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,9 @@ def _train(spec: SweepJob, sc: Any, partitions: int, rows: int, features: int) -
 def job_metrics(arrival: float, times: list[float], losses: list[float]) -> dict:
     """Time from arrival until the loss first covers 90%/95% of the job's total reduction."""
     out: dict = {"iterations": len(losses)}
-    if len(losses) < 2:
-        return out | {f"time_to_{int(t * 100)}pct_s": None for t in THRESHOLDS}
-    first, last = losses[0], losses[-1]
-    span = first - last
     for thr in THRESHOLDS:
-        hit = next((t for t, v in zip(times, losses) if span <= 0 or first - v >= thr * span - 1e-12), times[-1])
-        out[f"time_to_{int(thr * 100)}pct_s"] = round(hit - arrival, 3)
+        hit = time_to_threshold(times, losses, thr)
+        out[time_to_key(thr)] = None if hit is None else round(hit - arrival, 3)
     return out
 
 
@@ -145,10 +141,7 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
             jobs[spec.name] = {"family": r["family"], "arrival_s": r["arrival_s"], "finished_s": r["finished_s"],
                                **job_metrics(r["arrival_s"], r["times"], r["losses"])}
         summary: dict = {"policy": policy, "makespan_s": round(makespan, 2), "jobs": jobs}
-        for thr in THRESHOLDS:
-            key = f"time_to_{int(thr * 100)}pct_s"
-            values = [j[key] for j in jobs.values() if j.get(key) is not None]
-            summary[f"mean_{key}"] = round(float(np.mean(values)), 3) if values else None
+        summary.update(mean_times(jobs.values(), 3))
         records = [(results[s.name]["arrival_s"], results[s.name]["times"], results[s.name]["losses"]) for s in sweep]
         series = loss_over_time(records, makespan, bucket)
         summary["mean_normalized_loss"] = round(float(np.mean([v for v in series if v is not None])), 4) if series else None

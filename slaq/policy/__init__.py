@@ -5,10 +5,15 @@ from __future__ import annotations
 from slaq.policy.base import Policy
 from slaq.policy.fair import Fair
 from slaq.policy.fifo import Fifo
+from slaq.policy.harmony import Harmony
+from slaq.policy.las import LeastAttainedService
+from slaq.policy.mlfs import Mlfs
+from slaq.policy.oasis import Oasis
+from slaq.policy.optimus import Optimus
 from slaq.policy.slaq_maxmin import SlaqMaxMin
 from slaq.policy.slaq_total import SlaqTotal
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (SlaqTotal, SlaqMaxMin, Fair, Fifo)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (SlaqTotal, SlaqMaxMin, Fair, Fifo, LeastAttainedService, Optimus, Oasis, Mlfs, Harmony)}
 
 
 def make_policy(name: str) -> Policy:

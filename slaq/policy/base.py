@@ -17,10 +17,21 @@ from slaq.predict.forecast import ForecastTable
 
 class Policy(ABC):
     name: ClassVar[str]
+    # whether the policy reads fitted loss curves; the simulator hands the others the cheap strawman
+    fitted_curves: ClassVar[bool] = False
+    # whether every job is promised the minimum share of :func:`unit` (Algorithm 1's guarantee)
+    minimum_share: ClassVar[bool] = False
 
     @abstractmethod
     def allocate(self, table: ForecastTable, capacity: float) -> np.ndarray:
         """Cores for each job of ``table``; sums to at most ``capacity``, each at most the job's cap."""
+
+    def co_location(self) -> np.ndarray | None:
+        """Group id per job of the last :meth:`allocate` for jobs that share their cores; None: all dedicated.
+
+        Only the simulator's network model reads this (live Spark pools already interleave tasks).
+        """
+        return None
 
 
 def unit(capacity: float, jobs: int) -> float:
@@ -63,3 +74,15 @@ def spread_leftover(alloc: np.ndarray, table: ForecastTable, capacity: float) ->
         return alloc
     room = np.maximum(table.cap - alloc, 0.0)
     return alloc + water_fill(room, table.weight, left)
+
+
+def fill_in_order(priority_order: np.ndarray, cap: np.ndarray, capacity: float) -> np.ndarray:
+    """Serve jobs in ``priority_order``, each taking all the cores it can use, until cores run out."""
+    alloc = np.zeros(cap.size)
+    left = float(capacity)
+    for j in priority_order:
+        if left <= 0:
+            break
+        alloc[j] = min(cap[j], left)
+        left -= alloc[j]
+    return alloc

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from slaq.policy.base import Policy
+from slaq.policy.base import Policy, fill_in_order
 from slaq.predict.forecast import ForecastTable
 
 
@@ -15,11 +15,4 @@ class Fifo(Policy):
     name = "fifo"
 
     def allocate(self, table: ForecastTable, capacity: float) -> np.ndarray:
-        alloc = np.zeros(len(table))
-        left = float(capacity)
-        for j in np.argsort(table.order, kind="stable"):
-            alloc[j] = min(table.cap[j], left)
-            left -= alloc[j]
-            if left <= 0:
-                break
-        return alloc
+        return fill_in_order(np.argsort(table.order, kind="stable"), table.cap, capacity)

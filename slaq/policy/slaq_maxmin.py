@@ -22,6 +22,8 @@ def worst_first(table: ForecastTable, rows: np.ndarray, alloc: np.ndarray, quant
 
 class SlaqMaxMin(Policy):
     name = "slaq-maxmin"
+    fitted_curves = True
+    minimum_share = True
 
     def allocate(self, table: ForecastTable, capacity: float) -> np.ndarray:
         return greedy_allocate(table, capacity, worst_first)

@@ -18,6 +18,8 @@ def normalized_gain(table: ForecastTable, rows: np.ndarray, alloc: np.ndarray, q
 
 class SlaqTotal(Policy):
     name = "slaq"
+    fitted_curves = True
+    minimum_share = True
 
     def allocate(self, table: ForecastTable, capacity: float) -> np.ndarray:
         return greedy_allocate(table, capacity, normalized_gain)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from slaq.metrics import mean_time_to_key, time_to_key
 from slaq.sim.engine import simulate
 from slaq.sim.workload import make_workload
 
@@ -28,7 +29,7 @@ def calibrate_cost_scale(
 
     def fair_t90(scale: float) -> float:
         result = simulate(make_workload(jobs, arrival_mean, seed, cost_scale=scale), "fair", cores)
-        return float(result.summary()["mean_time_to_90pct_s"])
+        return float(result.summary()[mean_time_to_key(0.9)])
 
     for _ in range(steps):
         mid = math.sqrt(lo * hi)
@@ -37,4 +38,4 @@ def calibrate_cost_scale(
         else:
             hi = mid
     scale = round(math.sqrt(lo * hi), 1)
-    return {"cost_scale": scale, "fair_time_to_90pct_s": round(fair_t90(scale), 2), "target_time_to_90pct_s": target_time_to_90}
+    return {"cost_scale": scale, "fair_" + time_to_key(0.9): round(fair_t90(scale), 2), "target_" + time_to_key(0.9): target_time_to_90}

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from slaq.policy import make_policy
+from slaq.metrics import THRESHOLDS, mean_times, reached, time_to_key
+from slaq.policy import Policy, make_policy
 from slaq.predict.forecast import CurveCache, ForecastTable, JobForecast, job_forecast
+from slaq.sim.network import effective_cores
 from slaq.sim.workload import SimJob, Workload
 from slaq.stats.history import JobHistory
-
-THRESHOLDS = (0.9, 0.95)
 
 
 @dataclass
@@ -76,9 +76,7 @@ class SimResult:
             "core_share_by_loss_group": dict(zip(("high_25pct", "medium_25pct", "low_50pct"),
                                                  (round(float(s), 3) for s in shares))),
         }
-        for thr in THRESHOLDS:
-            times = [j[f"time_to_{int(thr * 100)}pct_s"] for j in self.jobs]
-            out[f"mean_time_to_{int(thr * 100)}pct_s"] = round(float(np.mean(times)), 2) if times else None
+        out.update(mean_times(self.jobs, 2))
         out["mean_completion_s"] = round(float(np.mean([j["finished_s"] for j in self.jobs])), 2) if self.jobs else None
         out["loss_over_time"] = _bucketed(self.intervals, bucket)
         return out
@@ -111,8 +109,12 @@ def _forecasts(states: list[_State], predictive: bool) -> list[JobForecast]:
     return [job_forecast(s.job.job_id, s.history, s.curves, s.job.weight, s.job.cap, s.job.arrival, predictive) for s in states]
 
 
-def _advance(s: _State, cores: float, start: float, dt: float) -> None:
-    """Run job ``s`` on ``cores`` cores from ``start`` for ``dt`` seconds, reporting finished iterations."""
+def _advance(s: _State, cores: float, start: float, dt: float, allocated: float | None = None) -> None:
+    """Run job ``s`` on ``cores`` cores from ``start`` for ``dt`` seconds, reporting finished iterations.
+
+    ``allocated`` (network mode) is the job's allocation when its effective ``cores`` are fewer; it is
+    what the job reports, so the runtime model sees the network time as per-iteration overhead.
+    """
     if cores <= 0 or s.finished is not None:
         return
     budget = cores * dt
@@ -128,11 +130,11 @@ def _advance(s: _State, cores: float, start: float, dt: float) -> None:
         s.k += 1
         s.progress = 0.0
         wall = max(now - s.iteration_started, 1e-9)
-        s.history.report(job.losses[s.k], job.costs[s.k - 1], wall, job.costs[s.k - 1] / wall)
+        s.history.report(job.losses[s.k], job.costs[s.k - 1], wall, job.costs[s.k - 1] / wall if allocated is None else allocated)
         s.iteration_started = now
         loss = job.normalized(s.k)
         for thr in THRESHOLDS:
-            if thr not in s.reached and loss <= 1 - thr + 1e-12:
+            if thr not in s.reached and reached(loss, thr):
                 s.reached[thr] = now
     s.finished = start + used / cores
 
@@ -144,7 +146,8 @@ def simulate(workload: Workload, policy_name: str, capacity: float, epoch: float
     if epoch <= 0:
         raise ValueError("epoch must be positive")
     policy = make_policy(policy_name)
-    predictive = policy_name.startswith("slaq")
+    predictive = policy.fitted_curves
+    network = any(j.network > 0 for j in workload.jobs)
     pending = sorted(workload.jobs, key=lambda j: j.arrival)
     active: list[_State] = []
     done: list[_State] = []
@@ -169,15 +172,16 @@ def simulate(workload: Workload, policy_name: str, capacity: float, epoch: float
             stale = False
             while next_epoch <= t + 1e-9:
                 next_epoch += epoch
+        rate = _network_rates(active, alloc, policy) if network else alloc
         end = min(next_epoch, pending[0].arrival if pending else math.inf)
-        for s, a in zip(active, alloc):
+        for s, a in zip(active, rate):
             if a > 0:
                 end = min(end, t + s.remaining_core_seconds() / a)
         dt = max(end - t, 0.0)
         mean_loss = float(np.mean([s.job.normalized(s.k) for s in active]))
         intervals.append(Interval(t, dt, mean_loss, len(active), _groups(active, alloc)))
-        for s, a in zip(active, alloc):
-            _advance(s, float(a), t, dt)
+        for s, a, r in zip(active, alloc, rate):
+            _advance(s, float(r), t, dt, float(a) if network else None)
         t = end
         finished = [s for s in active if s.finished is not None]
         if finished:
@@ -188,11 +192,18 @@ def simulate(workload: Workload, policy_name: str, capacity: float, epoch: float
     return SimResult(policy_name, capacity, epoch, jobs, intervals, allocations)
 
 
+def _network_rates(active: list[_State], alloc: np.ndarray, policy: Policy) -> np.ndarray:
+    """Effective cores of each job given its current iteration's compute and network time."""
+    compute = np.array([s.job.costs[min(s.k, s.job.iterations - 1)] for s in active])
+    work = np.array([s.job.network for s in active])
+    return effective_cores(compute, work, np.asarray(alloc, dtype=float), policy.co_location())
+
+
 def _job_record(s: _State) -> dict:
     record = {"job": s.job.job_id, "family": s.job.family, "trace": s.job.trace_name,
               "arrival_s": round(s.job.arrival, 3), "iterations": s.job.iterations,
               "finished_s": round((s.finished or 0.0) - s.job.arrival, 3)}
     for thr in THRESHOLDS:
         reached = s.reached.get(thr, s.finished or 0.0)
-        record[f"time_to_{int(thr * 100)}pct_s"] = round(reached - s.job.arrival, 3)
+        record[time_to_key(thr)] = round(reached - s.job.arrival, 3)
     return record

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from slaq.metrics import THRESHOLDS, mean_time_to_key, pct
+
 
 def plot_summaries(summaries: list[dict], path: str | Path) -> Path:
-    """Mean normalized loss of active jobs over time (Fig. 7a) and mean time to 90/95% (Fig. 7b)."""
+    """Mean normalized loss of active jobs over time (Fig. 7a) and mean time to each threshold (Fig. 7b)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -23,9 +25,10 @@ def plot_summaries(summaries: list[dict], path: str | Path) -> Path:
     left.legend()
     names = [s["policy"] for s in summaries]
     width = 0.8 / max(len(names), 1)
+    slots = range(len(THRESHOLDS))
     for i, s in enumerate(summaries):
-        right.bar([x + i * width for x in (0, 1)], [s["mean_time_to_90pct_s"], s["mean_time_to_95pct_s"]], width, label=s["policy"])
-    right.set_xticks([0.4 - width / 2, 1.4 - width / 2], ["90%", "95%"])
+        right.bar([x + i * width for x in slots], [s[mean_time_to_key(thr)] for thr in THRESHOLDS], width, label=s["policy"])
+    right.set_xticks([x + 0.4 - width / 2 for x in slots], [f"{pct(thr)}%" for thr in THRESHOLDS])
     right.set_ylabel("mean time to loss reduction (s)")
     fig.tight_layout()
     out = Path(path)

@@ -34,6 +34,7 @@ class SimJob:
     costs: np.ndarray  # core-seconds of each iteration
     cap: float  # most cores the job can use
     weight: float = 1.0
+    network: float = 0.0  # network work per iteration in core-seconds (0: the network model is off)
 
     @property
     def iterations(self) -> int:
@@ -58,16 +59,28 @@ def make_workload(
     cost_scale: float = PAPER_COST_SCALE,
     traces: tuple[Trace, ...] | None = None,
     size_sigma: float = 0.5,
+    network_ratio: float = 0.0,
 ) -> Workload:
-    """``jobs`` jobs with exponential inter-arrival times of mean ``arrival_mean`` seconds."""
+    """``jobs`` jobs with exponential inter-arrival times of mean ``arrival_mean`` seconds.
+
+    ``network_ratio`` > 0 switches on the network phase (:mod:`slaq.sim.network`): each job's
+    network work per iteration is its mean compute per iteration times a factor drawn
+    log-uniformly from ``[ratio / 8, ratio * 8]``, so CPU-heavy and network-heavy jobs mix. The
+    draws come after all others, so the rest of the workload is unchanged.
+    """
     if jobs <= 0 or arrival_mean <= 0 or cost_scale <= 0:
         raise ValueError("jobs, arrival_mean and cost_scale must be positive")
+    if network_ratio < 0:
+        raise ValueError("network_ratio must be >= 0")
     pool = traces if traces is not None else load()
     rng = np.random.default_rng(seed)
     arrivals = np.cumsum(rng.exponential(arrival_mean, jobs))
     arrivals -= arrivals[0]
     picks = rng.integers(0, len(pool), jobs)
     sizes = np.clip(rng.lognormal(0.0, size_sigma, jobs), 0.25, 4.0)
+    network = np.zeros(jobs)
+    if network_ratio > 0:
+        network = network_ratio * np.exp(rng.uniform(-np.log(8), np.log(8), jobs)) * cost_scale * sizes
     out = []
     for i in range(jobs):
         trace = pool[picks[i]]
@@ -81,10 +94,13 @@ def make_workload(
             losses=np.asarray(trace.losses, dtype=float),
             costs=cost_scale * sizes[i] * shape,
             cap=float(max(1, round(PARTITIONS_PER_UNIT_SIZE * sizes[i]))),
+            network=float(network[i]),
         ))
     description = {
         "jobs": jobs, "arrival_mean_s": arrival_mean, "seed": seed, "traces": len(pool),
         "cost_scale_core_s_per_iteration": cost_scale, "size_sigma": size_sigma,
         "partitions_per_unit_size": PARTITIONS_PER_UNIT_SIZE,
     }
+    if network_ratio > 0:
+        description["network_ratio"] = network_ratio
     return Workload(out, description)

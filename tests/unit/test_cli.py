@@ -13,7 +13,7 @@ def run(capsys, *argv):
 
 
 @pytest.mark.parametrize("verb", [[], ["simulate"], ["bench"], ["bench", "allocate"], ["bench", "predict"],
-                                  ["traces"], ["traces", "record"], ["traces", "list"]])
+                                  ["traces"], ["traces", "record"], ["traces", "list"], ["reproduce"]])
 def test_help_on_every_verb(verb):
     out = subprocess.run([sys.executable, "-m", "slaq.cli", *verb, "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "usage: slaq" in out.stdout

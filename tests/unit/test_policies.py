@@ -5,6 +5,8 @@ from hypothesis import strategies as st
 
 from slaq.policy import POLICIES, make_policy
 from slaq.policy.base import unit, water_fill
+from slaq.policy.convergence import remaining_iterations, remaining_seconds
+from slaq.policy.las import queue_of
 from slaq.predict.forecast import ForecastTable, forecast
 from slaq.stats.history import JobHistory
 
@@ -50,14 +52,20 @@ def tables(draw):
 @settings(max_examples=80, deadline=None)
 @given(tables(), st.floats(0.5, 200), st.sampled_from(sorted(POLICIES)))
 def test_allocation_invariants(t, capacity, name):
-    alloc = make_policy(name).allocate(t, capacity)
+    policy = make_policy(name)
+    for _ in range(2):  # the second round sees the state stateful policies (OASiS, MLFS) kept from the first
+        check_invariants(policy, t, capacity, name)
+
+
+def check_invariants(policy, t, capacity, name):
+    alloc = policy.allocate(t, capacity)
     assert alloc.shape == (len(t),)
     assert np.all(alloc >= -1e-12)
     assert alloc.sum() <= capacity + 1e-6
     assert np.all(alloc <= t.cap + 1e-9)
     # work conserving: no core idles while a job could use it
     assert np.isclose(alloc.sum(), min(capacity, t.cap.sum()), rtol=1e-6, atol=1e-6)
-    if name.startswith("slaq"):  # Algorithm 1: every active job gets its minimum share
+    if POLICIES[name].minimum_share:  # Algorithm 1 (and Optimus): every active job gets its minimum share
         q = unit(capacity, len(t))
         assert np.all(alloc >= np.minimum(t.cap, q) * (1 - 1e-9) - 1e-9)
 
@@ -130,3 +138,82 @@ def test_unknown_policy_has_clear_error():
 def test_empty_table():
     for name in POLICIES:
         assert make_policy(name).allocate(table([]), 10).shape == (0,)
+
+
+def test_every_policy_is_registered_for_live_use():
+    from slaq.live.config import SlaqConfig
+
+    assert {"slaq", "slaq-maxmin", "fair", "fifo", "las", "optimus", "oasis", "mlfs"} <= set(POLICIES)
+    assert SlaqConfig.from_conf({"spark.slaq.policy": "oasis"}.get).policy == "oasis"
+
+
+def test_las_serves_the_least_served_job_first():
+    old = job("old", [1.0 / (0.05 * k + 0.1) for k in range(40)], cap=8.0, order=0.0)  # arrived first, 39 iterations done
+    new = slow_converging("new", cap=8.0, order=1.0)  # 4 iterations done
+    t = table([old, new])
+    assert queue_of(t)[0] > queue_of(t)[1]
+    assert np.allclose(make_policy("las").allocate(t, 8), [0.0, 8.0])
+    assert np.allclose(make_policy("las").allocate(t, 12), [4.0, 8.0])
+    same = table([slow_converging("b", cap=8.0, order=2.0), slow_converging("a", cap=8.0, order=1.0)])
+    assert np.allclose(make_policy("las").allocate(same, 8), [0.0, 8.0])  # same queue: FIFO
+
+
+def test_optimus_gives_cores_by_marginal_time_saved():
+    t = table([fast_converging("done"), slow_converging("young"), slow_converging("costly", cost=40.0)])
+    alloc = make_policy("optimus").allocate(t, 48)
+    assert np.isclose(alloc.sum(), 48) and alloc[1] > alloc[0] and alloc[2] > alloc[0]
+    remaining = remaining_iterations(t)
+    assert remaining[0] < remaining[1]
+
+    def gain(j, cores):  # predicted remaining seconds one more core saves job j
+        before, after = remaining_seconds(t, np.array([cores, cores + 1.0]), np.full(2, remaining[j]), np.array([j, j]))
+        return before - after
+
+    # greedy optimality: no core could move from one job to another and save more time
+    for i in range(3):
+        for j in range(3):
+            if i != j and alloc[i] > 1.0:
+                assert gain(i, alloc[i] - 1.0) >= gain(j, alloc[j]) - 1e-9
+
+
+def test_oasis_delays_a_low_utility_job_when_prices_are_high():
+    oasis = make_policy("oasis")
+    big = slow_converging("big", order=0.0)  # admitted into the empty cluster; commits most of it
+    oasis.allocate(table([big]), 100)
+    assert "big" in oasis.admitted and oasis.admitted["big"] > 50
+    low = slow_converging("low", weight=0.05, cap=20.0, order=1.0)
+    high = slow_converging("high", weight=1.0, cap=20.0, order=2.0)
+    alloc = oasis.allocate(table([big, low, high]), 100)
+    assert oasis.last_decisions["low"]["payoff"] < 0 < oasis.last_decisions["high"]["payoff"]
+    assert alloc[1] == 0.0 and alloc[2] > 0 and "low" not in oasis.admitted
+    empty = make_policy("oasis")  # the same job is admitted at the low price of an empty cluster
+    assert np.allclose(empty.allocate(table([low]), 100), [20.0]) and "low" in empty.admitted
+
+
+def test_mlfs_priority_stop_and_waiting():
+    mlfs = make_policy("mlfs")
+    t = table([fast_converging("late", cap=8.0, order=0.0), slow_converging("early", cap=8.0, order=1.0)])
+    assert mlfs.priority(t)[1] > mlfs.priority(t)[0]  # early iterations with big reductions first (Eq. 2)
+    assert np.allclose(mlfs.allocate(t, 8), [0.0, 8.0])
+    # MLF-C: a job that reached its target is stopped under overload even if its priority is the highest
+    urgent = table([fast_converging("done", weight=1e6, cap=8.0, order=0.0), slow_converging("young", cap=8.0, order=1.0)])
+    assert mlfs.priority(urgent)[0] > mlfs.priority(urgent)[1]
+    assert np.allclose(make_policy("mlfs").allocate(urgent, 8), [0.0, 8.0])
+    assert np.allclose(make_policy("mlfs").allocate(urgent, 16), [8.0, 8.0])  # not overloaded: runs as asked
+    # waiting raises priority (Eq. 4): equal jobs take turns
+    rotating = make_policy("mlfs")
+    same = table([slow_converging(f"s{i}", cap=8.0, order=float(i)) for i in range(3)])
+    served = {int(np.argmax(rotating.allocate(same, 8))) for _ in range(3)}
+    assert served == {0, 1, 2}
+
+
+def test_harmony_groups_complementary_jobs_only():
+    from slaq.policy.harmony import complementary_groups
+
+    compute = np.array([9.0, 1.0, 9.0, 9.5])  # core-seconds per iteration
+    network = np.array([1.0, 9.0, 1.0, 0.5])  # job 1 is network-heavy, the others CPU-heavy
+    groups = complementary_groups(compute, network, np.full(4, 4.0))
+    assert groups[1] in (groups[0], groups[2], groups[3])  # the network-heavy job is paired with a CPU-heavy one
+    cpu_heavy = [g for j, g in enumerate(groups) if j != 1 and g != groups[1]]
+    assert len(set(cpu_heavy)) == len(cpu_heavy)  # two CPU-heavy jobs gain nothing together
+    assert np.array_equal(complementary_groups(compute, np.zeros(4), np.full(4, 4.0)), np.arange(4))  # no network: no grouping

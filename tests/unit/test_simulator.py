@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from slaq.policy import slaq_total
+from slaq.policy import POLICIES, slaq_total
 from slaq.sim.engine import simulate
 from slaq.sim.workload import make_workload
 from slaq.traces.catalog import load
@@ -20,7 +20,7 @@ def test_slaq_beats_fair_on_fixed_seed(small):
     assert slaq["core_share_by_loss_group"]["high_25pct"] > fair["core_share_by_loss_group"]["high_25pct"]
 
 
-@pytest.mark.parametrize("policy", ["slaq", "slaq-maxmin", "fair", "fifo"])
+@pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_every_job_finishes_with_consistent_times(small, policy):
     result = simulate(small, policy, 128)
     assert len(result.jobs) == 30
@@ -71,3 +71,25 @@ def test_workload_is_deterministic_and_validated():
 def test_recorded_traces_cover_the_paper_families():
     families = {t.family for t in load()}
     assert {"logreg", "svm", "linreg", "kmeans", "mlp", "gbt", "topic_em"} <= families
+
+
+def test_network_model_is_off_by_default_and_pipelines_complementary_groups():
+    from slaq.sim.network import effective_cores
+
+    assert all(j.network == 0 for j in make_workload(20, 10, 3).jobs)
+    assert [j.arrival for j in make_workload(20, 10, 3).jobs] == [j.arrival for j in make_workload(20, 10, 3, network_ratio=1.0).jobs]
+    compute, network, alloc = np.array([9.0, 1.0]), np.array([1.0, 9.0]), np.array([4.0, 4.0])
+    alone = effective_cores(compute, network, alloc, None)
+    assert np.allclose(alone, alloc * compute / (compute + network))  # dedicated: cores idle while sending
+    together = effective_cores(compute, network, alloc, np.array([0, 0]))
+    assert np.allclose(together, 2 * alone)  # pipelined: each iteration takes half as long
+
+
+def test_harmony_beats_dedicated_allocation_with_a_network_phase():
+    w = make_workload(30, 15, 7, cost_scale=60, network_ratio=1.0)
+    fair = simulate(w, "fair", 128).summary()
+    harmony = simulate(w, "harmony", 128).summary()
+    assert harmony["mean_completion_s"] < fair["mean_completion_s"] * 0.9
+    assert harmony["makespan_s"] < fair["makespan_s"]
+    plain = make_workload(30, 15, 7, cost_scale=60)
+    assert simulate(plain, "harmony", 128).jobs == simulate(plain, "fair", 128).jobs  # no network: exactly fair
