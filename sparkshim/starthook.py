@@ -23,9 +23,13 @@ PTH_LINE = 'import sys; exec("try:\\n import sparkshim.starthook as h; h.registe
 
 
 def attach_enabled(sc: Any) -> None:
-    """Attach whatever ``sc``'s conf switches on (parsed exactly as the packages parse it: a value
-    other than true/false is refused with an error naming the key); a failure is logged and the app
-    runs as plain Spark."""
+    """Attach whatever ``sc``'s conf switches on (parsed exactly as the packages parse it).
+
+    A bad ``spark.slaq.*``/``spark.riffle.*`` value is the user's to fix, so it stops the application
+    here, at start, with one line naming the key (the context is stopped and ``ConfigError`` raised;
+    a script under spark-submit prints just that line). Any other failure to attach is ours: it is
+    logged and the app runs as plain Spark.
+    """
     from sparkshim.conf import ConfigError, enabled
 
     conf = sc.getConf()
@@ -36,9 +40,32 @@ def attach_enabled(sc: Any) -> None:
                 continue
             __import__(package).attach(sc)
         except ConfigError as exc:
-            log.error("%s not attached: %s; the application runs %s", package, exc, without)
+            _print_config_errors_in_one_line()
+            try:
+                sc.stop()
+            finally:
+                raise ConfigError(f"{package}: {exc}") from None
         except Exception:
             log.exception("%s could not attach; the application runs %s", package, without)
+
+
+def _print_config_errors_in_one_line() -> None:
+    """An uncaught ``ConfigError`` in a script prints as one line, not a traceback (notebooks, which
+    show exceptions their own way, are unaffected)."""
+    from sparkshim.conf import ConfigError
+
+    previous = sys.excepthook
+    if getattr(previous, "_slaq_riffle", False):
+        return
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        if issubclass(kind, ConfigError):
+            print(f"error: {value}", file=sys.stderr)
+        else:
+            previous(kind, value, tb)
+
+    hook._slaq_riffle = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
 
 
 def patch(module: Any) -> None:

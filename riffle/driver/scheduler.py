@@ -32,6 +32,9 @@ from sparkshim import messages
 
 log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01
+# merge errors that will repeat for every merge on that merger (wrong token, TLS, version or roots)
+SYSTEMIC = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED,
+                      grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION})
 DOWN_SECONDS = 30.0  # how long an unreachable merger is left out
 MAX_SETTLED_SHUFFLES = 256  # settled shuffles (and their stats) kept when Spark does not clean them up
 MAX_RPC_THREADS = 64  # merges in flight at once; each waits on one blocking MergerClient call
@@ -292,6 +295,8 @@ class MergeScheduler:
                                         timeout=self.config.rpc_timeout)
         except Exception as exc:
             m.state, m.error = "failed", str(exc)
+            self._warn_once(f"submit-{address}-{type(exc).__name__}", "Riffle: cannot send merges to %s (%s); their outputs stay unmerged",
+                            address, m.error)
             s.merges.append(m)
             return
         s.merges.append(m)
@@ -308,9 +313,15 @@ class MergeScheduler:
             m.state, m.error = "failed", f"{exc.code().name}: {exc.details()}"
             if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 self._mark_down(m.merger, m.error)
+            elif exc.code() in SYSTEMIC:  # every merge on that merger will fail the same way: say so once, loudly
+                self._warn_once(f"rpc-{m.merger}-{exc.code().name}", "Riffle: merges on %s are refused (%s); their outputs stay "
+                                "unmerged until this is fixed", m.merger, m.error)
             log.info("Riffle: merge %s of shuffle %d failed (%s); its %d outputs stay unmerged", m.request_id, m.shuffle_id, m.error, len(m.members))
-        except Exception as exc:  # cancelled future etc.
+        except Exception as exc:  # a cancelled future, or the client refusing to send (e.g. a token without TLS)
             m.state, m.error = "failed", repr(exc)
+            if not m.future.cancelled():
+                self._warn_once(f"error-{m.merger}-{type(exc).__name__}", "Riffle: merges on %s fail (%s); their outputs stay unmerged",
+                                m.merger, m.error)
 
     def _progress(self, s: ShuffleState, now: float) -> None:
         for m in s.merges:
