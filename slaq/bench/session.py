@@ -11,12 +11,25 @@ from typing import Any
 DEFAULT_MASTER = "local-cluster[2,1,1024]"
 
 
+def neutral_gateway() -> None:
+    """Start pyspark's JVM gateway with no application conf, if it is not running yet.
+
+    pyspark launches the gateway through spark-submit with the *first* context's conf, which becomes
+    JVM system properties that every later SparkConf in the process loads as defaults: a key only the
+    first session set (say ``spark.shuffle.service.enabled``) would silently apply to every later one.
+    """
+    from pyspark import SparkContext
+
+    SparkContext._ensure_initialized()
+
+
 @contextmanager
 def spark_session(name: str, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None) -> Iterator[Any]:
     """A fresh quiet SparkSession whose executors run this Python (so numpy and this package are there)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    neutral_gateway()
     builder = (SparkSession.builder.master(master).appName(name)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
     for key, value in (conf or {}).items():
