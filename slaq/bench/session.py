@@ -23,6 +23,36 @@ def neutral_gateway() -> None:
     SparkContext._ensure_initialized()
 
 
+def shutdown_gateway(timeout: float = 30.0) -> None:
+    """Stop pyspark's JVM gateway (after the last context stopped), so the next context gets a new JVM.
+
+    One JVM keeps state across contexts that no conf resets, e.g. the local root dirs Spark computes
+    once per JVM (``Utils.getOrCreateLocalRootDirs``): a later local-cluster app would write its
+    shuffle files under the first app's dirs. Tests that run differently configured apps in one
+    process use this between them.
+    """
+    import subprocess
+
+    from pyspark import SparkContext
+
+    with SparkContext._lock:
+        if SparkContext._active_spark_context is not None:
+            raise RuntimeError("a SparkContext is still running; stop it before shutting the gateway down")
+        gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if proc is not None:
+        if proc.stdin is not None:
+            proc.stdin.close()  # pyspark's gateway JVM exits when its stdin closes
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 @contextmanager
 def spark_session(name: str, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None) -> Iterator[Any]:
     """A fresh quiet SparkSession whose executors run this Python (so numpy and this package are there)."""

@@ -31,7 +31,7 @@ def cluster_session(cluster: Cluster, name: str, conf: dict[str, str] | None = N
     (the start-up hook), with the token file and TLS CA the harness made."""
     from pyspark import SparkContext
 
-    from slaq.bench.session import spark_session
+    from slaq.bench.session import shutdown_gateway, spark_session
 
     if SparkContext._active_spark_context is not None:
         pytest.fail("another SparkContext is active in this process: cluster tests must run first (see tests/conftest.py)")
@@ -40,9 +40,12 @@ def cluster_session(cluster: Cluster, name: str, conf: dict[str, str] | None = N
     if riffle:
         settings |= {"spark.riffle.enabled": "true", "spark.riffle.nway": "3", "spark.riffle.bestEffort": "1.0"}
     master = settings.pop("spark.master")
-    with spark_session(name, master, settings | (conf or {})) as spark:
-        spark.sparkContext.setLogLevel("WARN")
-        yield spark
+    try:
+        with spark_session(name, master, settings | (conf or {})) as spark:
+            spark.sparkContext.setLogLevel("WARN")
+            yield spark
+    finally:
+        shutdown_gateway()  # later sessions in this process get a JVM of their own (see its docstring)
 
 
 def merged_files_by_node(cluster: Cluster, shuffle_ids: set[int] | None = None) -> dict[str, int]:

@@ -92,18 +92,15 @@ class TestTokenAndTls:
             spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
 
 
-class TestShuffleServiceDynamicAllocationOneMergerDown:
-    """External shuffle service on, dynamic allocation on, node 3's merger down from the app's start."""
+class TestShuffleServiceOneMergerDown:
+    """External shuffle service on, node 3's merger down from the app's start."""
 
     @pytest.fixture(scope="class")
     @classmethod
     def session(cls, cluster):
         cluster.stop_role("merger-3")
-        conf = {"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.minExecutors": "0",
-                "spark.dynamicAllocation.initialExecutors": "3", "spark.dynamicAllocation.executorIdleTimeout": "2s",
-                "spark.dynamicAllocation.shuffleTracking.enabled": "false"}
         try:
-            with cluster_session(cluster, "riffle-cluster-ess", conf) as spark:
+            with cluster_session(cluster, "riffle-cluster-ess") as spark:
                 assert spark.sparkContext.getConf().get("spark.shuffle.service.enabled") == "true"
                 wait_executors(spark.sparkContext, 3)
                 scheduler = riffle.attach(spark)
@@ -115,16 +112,31 @@ class TestShuffleServiceDynamicAllocationOneMergerDown:
     def test_only_the_node_without_merger_stays_unmerged(self, cluster, session):
         spark, scheduler = session
         down = cluster.layout.nodes[2].host
-        # no wait for three executors here: dynamic allocation removes idle ones after 2 s and asks for
-        # new ones only when tasks are pending, so a wait between jobs could wait forever
         for fn in (lambda: RDD_OPS["reduceByKey"](spark.sparkContext), sql_ops(spark, "true")["join"]):
             _, hosts = compare(cluster, scheduler, fn)
             assert down not in hosts and len(hosts) >= 1, hosts
+
+
+class TestShuffleServiceDynamicAllocation:
+    """External shuffle service and dynamic allocation: idle executors are removed after 2 s while the
+    merged outputs they wrote are still to be read."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def session(cls, cluster):
+        conf = {"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.minExecutors": "0",
+                "spark.dynamicAllocation.initialExecutors": "3", "spark.dynamicAllocation.executorIdleTimeout": "2s",
+                "spark.dynamicAllocation.shuffleTracking.enabled": "false"}
+        with cluster_session(cluster, "riffle-cluster-dynamic", conf) as spark:
+            scheduler = riffle.attach(spark)
+            assert scheduler is not None
+            yield spark, scheduler
 
     def test_merged_outputs_outlive_removed_executors(self, cluster, session):
         spark, scheduler = session
         sc = spark.sparkContext
         rdd = sc.parallelize(range(6000), 12).map(lambda x: (x % 43, x)).reduceByKey(add, 6)
+        # 12 maps on at most three executors: one of them writes >= 3 outputs, a full 3-way group
         first, stats = run(scheduler, lambda: sorted(rdd.collect()), True)
         assert any(s["merges_committed"] > 0 for s in stats)
         deadline = time.monotonic() + 60  # idle executors are removed; the shuffle service keeps their files
