@@ -79,11 +79,7 @@ def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_
     for frac in best_effort or []:
         configs.append((f"nway-{max(nways)}-besteffort-{frac}", dataclasses.replace(base, nway=max(nways), best_effort=frac)))
     runs: dict[str, list[dict]] = {name: [] for name, _ in configs}
-    with spark_session("riffle-bench-spark", master, conf) as spark:
-        if executors:
-            from sparkcluster import wait_executors
-
-            wait_executors(spark.sparkContext, executors)
+    with spark_session("riffle-bench-spark", master, conf, executors) as spark:
         scheduler = riffle.attach(spark, base)
         assert scheduler is not None
         tracker = scheduler.tracker

@@ -84,14 +84,12 @@ def bench_enforce(shares: list[float], seconds: float, modes: list[str], master:
                   nodes: int | None = None) -> dict:
     if not shares or any(s <= 0 for s in shares) or abs(sum(shares) - 1.0) > 1e-6:
         raise ValueError(f"--shares must be positive and sum to 1, got {shares}")
-    from sparkcluster import spark_target, wait_executors
+    from sparkcluster import spark_target
 
     with spark_target(master, nodes) as target, \
-            spark_session("slaq-bench-enforce", target.master, target.conf | {"spark.scheduler.mode": "FAIR"}) as spark:
+            spark_session("slaq-bench-enforce", target.master, target.conf | {"spark.scheduler.mode": "FAIR"}, nodes or 0) as spark:
         master = target.master
         sc = spark.sparkContext
-        if nodes:
-            wait_executors(sc, nodes)
         sc.parallelize(range(4), 4).map(lambda _: _burn(10)).count()  # executors and Python workers up
         runs = [measure(sc, shares, seconds, mode == "work-conserving", epoch) for mode in modes]
         capacity = PoolBridge(sc).capacity()

@@ -54,8 +54,11 @@ def shutdown_gateway(timeout: float = 30.0) -> None:
 
 
 @contextmanager
-def spark_session(name: str, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None) -> Iterator[Any]:
-    """A fresh quiet SparkSession whose executors run this Python (so numpy and this package are there)."""
+def spark_session(name: str, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None, executors: int = 0) -> Iterator[Any]:
+    """A fresh quiet SparkSession whose executors run this Python (so numpy and this package are there).
+
+    ``executors``: wait until that many have registered (a standalone app's executors come up after
+    the context does; measuring before that would measure fewer nodes)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -67,6 +70,10 @@ def spark_session(name: str, master: str = DEFAULT_MASTER, conf: dict[str, str] 
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
+        if executors:
+            from sparkcluster import wait_executors
+
+            wait_executors(spark.sparkContext, executors)
         yield spark
     finally:
         spark.stop()

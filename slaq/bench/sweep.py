@@ -94,11 +94,7 @@ def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, pa
     """Run the whole sweep under ``policy`` in a fresh Spark session; returns per-job metrics."""
     conf = (extra_conf or {}) | {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": policy,
                                  "spark.slaq.epoch": f"{epoch}s"}
-    with spark_session(f"slaq-sweep-{policy}", master, conf) as spark:
-        if executors:  # a standalone app's executors register after the context starts
-            from sparkcluster import wait_executors
-
-            wait_executors(spark.sparkContext, executors)
+    with spark_session(f"slaq-sweep-{policy}", master, conf, executors) as spark:
         return _run_sweep(spark, policy, sweep, epoch, partitions, rows, features, bucket)
 
 
