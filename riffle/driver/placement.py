@@ -7,7 +7,11 @@ import functools
 import ipaddress
 import random
 import socket
+import struct
 from collections.abc import Callable, Sequence
+from pathlib import Path
+
+_SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
 
 
 @functools.lru_cache(maxsize=1)
@@ -18,13 +22,34 @@ def local_names() -> frozenset[str]:
         names.update(str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), None))
     except OSError:
         pass
-    try:  # the address Spark picks for a machine whose hostname resolves to loopback (no packet is sent)
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect(("192.0.2.1", 9))
-            names.add(probe.getsockname()[0])
-    except OSError:
-        pass
+    names.update(interface_addresses())  # Spark names a host whose hostname resolves to loopback by an interface's address
     return frozenset(n.lower() for n in names)
+
+
+def interface_addresses() -> set[str]:
+    """The addresses of this machine's network interfaces, read from the kernel without any socket
+    connecting anywhere: IPv4 by ``SIOCGIFADDR`` per interface, IPv6 from ``/proc/net/if_inet6``."""
+    found: set[str] = set()
+    try:
+        import fcntl
+
+        interfaces = [name for _, name in socket.if_nameindex()]
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for name in interfaces:
+                try:
+                    reply = fcntl.ioctl(s.fileno(), _SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+                except OSError:  # no IPv4 address on this interface
+                    continue
+                found.add(socket.inet_ntoa(reply[20:24]))
+    except (ImportError, OSError):
+        pass
+    try:
+        for line in Path("/proc/net/if_inet6").read_text().splitlines():
+            raw = line.split()[0]
+            found.add(str(ipaddress.IPv6Address(bytes.fromhex(raw))))
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
 
 
 @functools.lru_cache(maxsize=4096)

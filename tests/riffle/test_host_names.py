@@ -33,3 +33,14 @@ def test_ip_literals_compare_in_canonical_form():
 def test_the_real_resolver_matches_localhost_to_its_address():
     assert "127.0.0.1" in addresses("localhost")
     assert candidates(["127.0.0.2:7338", "127.0.0.3:7338"], "127.0.0.3") == ["127.0.0.3:7338"]
+
+
+def test_interface_addresses_come_from_the_kernel_without_connecting():
+    import socket
+    from unittest import mock
+
+    from riffle.driver.placement import interface_addresses
+
+    with mock.patch.object(socket.socket, "connect", side_effect=AssertionError("no connect may happen")):
+        found = interface_addresses()
+    assert "127.0.0.1" in found  # the loopback interface, read by ioctl
