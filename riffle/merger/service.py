@@ -38,6 +38,7 @@ log = logging.getLogger("riffle.merger")
 MAX_PARTITIONS = 1 << 24
 MAX_FAN_IN = 4096
 MAX_LOCAL_DIRS = 64
+MAX_PENDING_CLEANUPS = 32  # Cleanups waiting for or running in the cleanup pool; more are refused, not queued
 
 
 def package_version() -> str:
@@ -86,6 +87,7 @@ class MergerService(pb_grpc.MergerServicer):
         self._outputs: set[tuple] = set()
         self.merge_pool = ThreadPoolExecutor(config.merge_threads, thread_name_prefix="merge")
         self.io_pool = ThreadPoolExecutor(2, thread_name_prefix="cleanup")
+        self.cleanups_pending = 0  # only touched on the event loop
         self.shutting_down = False
         self.version = package_version()
         self.metrics = Metrics(lambda: self.admission.queued, lambda: self.admission.in_use, lambda: self.admission.running)
@@ -285,10 +287,17 @@ class MergerService(pb_grpc.MergerServicer):
             await self._abort(context, grpc.StatusCode.PERMISSION_DENIED, str(exc))
         except ValueError as exc:
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if self.cleanups_pending >= MAX_PENDING_CLEANUPS:
+            await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"{self.cleanups_pending} cleanups already pending (at most {MAX_PENDING_CLEANUPS}); retry later")
         sid = request.shuffle_id if has_shuffle else None
-        files, freed = await asyncio.get_running_loop().run_in_executor(
-            self.io_pool, self.journal.delete, request.app_id,
-            lambda rec: not under_any(rec, self.roots, locs) or (sid is not None and rec.shuffle_id != sid))
+        self.cleanups_pending += 1
+        try:
+            files, freed = await asyncio.get_running_loop().run_in_executor(
+                self.io_pool, self.journal.delete, request.app_id,
+                lambda rec: not under_any(rec, self.roots, locs) or (sid is not None and rec.shuffle_id != sid))
+        finally:
+            self.cleanups_pending -= 1
         log.info("cleanup of app %s %s: %d merged files, %d bytes", request.app_id,
                  "all shuffles" if sid is None else f"shuffle {sid}", files, freed)
         return pb.CleanupResponse(files_deleted=files, bytes_freed=freed)

@@ -383,3 +383,45 @@ def test_wide_request_index_windows_stay_within_memory_plus_64mb(root, dirs):
         assert code == grpc.StatusCode.DATA_LOSS
         peak = d.peak_rss_mb()
         assert peak <= 160 + 64, f"peak RSS {peak:.1f} MB over --memory 160m + 64 MB"
+
+
+def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
+    """A flood of Cleanup RPCs must not pile up without bound behind the two cleanup threads: past
+    MAX_PENDING_CLEANUPS they get RESOURCE_EXHAUSTED at once, and the pending ones still complete."""
+    import asyncio
+
+    from riffle.merger.journal import Journal
+    from riffle.merger.service import MAX_PENDING_CLEANUPS, Config, MergerService
+    from riffle.protocol import pb_grpc
+
+    service = MergerService(roots, Journal(roots, durable=False), Config(fsync=False))
+    gate = threading.Event()
+    for _ in range(2):  # both cleanup threads busy until the gate opens
+        service.io_pool.submit(gate.wait, 30)
+
+    async def flood() -> list:
+        server = grpc.aio.server()
+        pb_grpc.add_MergerServicer_to_server(service, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stub = pb_grpc.MergerStub(channel)
+                req = pb.CleanupRequest(local_dirs=dirs, app_id="app", all_shuffles=True)
+                calls = [asyncio.ensure_future(stub.Cleanup(req, timeout=30)) for _ in range(MAX_PENDING_CLEANUPS + 5)]
+                while service.cleanups_pending < MAX_PENDING_CLEANUPS or sum(c.done() for c in calls) < 5:
+                    await asyncio.sleep(0.01)
+                gate.set()
+                return await asyncio.gather(*calls, return_exceptions=True)
+        finally:
+            await server.stop(None)
+
+    try:
+        results = asyncio.run(asyncio.wait_for(flood(), 60))
+    finally:
+        gate.set()
+        service.io_pool.shutdown()
+    refused = [r for r in results if isinstance(r, grpc.aio.AioRpcError)]
+    assert len(refused) == 5 and all(r.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for r in refused)
+    assert sum(isinstance(r, pb.CleanupResponse) for r in results) == MAX_PENDING_CLEANUPS
+    assert service.cleanups_pending == 0
