@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--master", default="local-cluster[2,1,1024]", help="Spark master (default local-cluster[2,1,1024])")
     p.add_argument("--nodes", type=int, help="start an N-node standalone cluster on loopback for the run (instead of --master)")
     p.add_argument("--epoch", type=float, default=1.0, help="SLAQ epoch in seconds (default 1)")
-    p.add_argument("--partitions", type=int, default=4, help="partitions per job's data (default 4)")
+    p.add_argument("--partitions", type=int, help="partitions per job's data (default: two per executor core, 4 on the default master, 6 with --nodes 3)")
     p.add_argument("--rows", type=int, default=25000, help="rows per partition (default 25000)")
     p.add_argument("--features", type=int, default=20, help="features per row (default 20)")
     p.add_argument("--seed", type=int, default=1)
@@ -38,10 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.jobs < 1 or args.iterations < 2:
         p.error("--jobs must be >= 1 and --iterations >= 2")
+    if args.partitions is not None and args.partitions < 1:
+        p.error("--partitions must be >= 1")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sweep = make_sweep(args.jobs, args.arrival_mean, args.seed, args.iterations)
     out: dict = {"sweep": {"jobs": args.jobs, "arrival_mean_s": args.arrival_mean, "iterations": args.iterations, "master": args.master,
-                           "epoch_s": args.epoch, "rows": args.partitions * args.rows, "features": args.features, "seed": args.seed},
+                           "epoch_s": args.epoch, "rows_per_partition": args.rows, "features": args.features, "seed": args.seed},
                  "policies": {}}
     with spark_target(args.master, args.nodes) as target:
         out["sweep"]["master"], out["sweep"]["nodes"] = target.master, args.nodes

@@ -89,20 +89,32 @@ def loss_over_time(records: list[tuple[float, list[float], list[float]]], end: f
     return series
 
 
-def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, partitions: int, rows: int, features: int,
+def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, partitions: int | None, rows: int, features: int,
                bucket: float = 5.0, extra_conf: dict[str, str] | None = None, executors: int = 0) -> dict:
-    """Run the whole sweep under ``policy`` in a fresh Spark session; returns per-job metrics."""
+    """Run the whole sweep under ``policy`` in a fresh Spark session; returns per-job metrics.
+    ``partitions=None``: :func:`default_partitions` of the session."""
     conf = (extra_conf or {}) | {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": policy,
                                  "spark.slaq.epoch": f"{epoch}s"}
     with spark_session(f"slaq-sweep-{policy}", master, conf, executors) as spark:
         return _run_sweep(spark, policy, sweep, epoch, partitions, rows, features, bucket)
 
 
-def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, partitions: int, rows: int, features: int, bucket: float) -> dict:
+def default_partitions(total_cores: int) -> int:
+    """Two tasks per core for each job's data, as Spark's own guidance for parallelism: a stage whose
+    task count is not a multiple of the cores leaves a ragged last wave, and the coarser a job's
+    stages, the less an allocation of cores can steer it (4 tasks on 3 cores cost SLAQ a third of
+    its gain on the 3-node cluster; see docs/benchmarks.md)."""
+    return 2 * max(int(total_cores), 1)
+
+
+def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, partitions: int | None, rows: int, features: int,
+               bucket: float) -> dict:
     sc = spark.sparkContext
     scheduler = slaq.attach(spark)
     try:
         synthetic_blocks(sc, 2, 10, 2, 0).count()  # executors up and Python workers forked before the clock starts
+        if partitions is None:
+            partitions = default_partitions(sc.defaultParallelism)  # the registered executors' cores (at least 2)
         results: dict[str, dict] = {}
         errors: list[str] = []
         start = time.monotonic()
@@ -136,7 +148,7 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
             r = results[spec.name]
             jobs[spec.name] = {"family": r["family"], "arrival_s": r["arrival_s"], "finished_s": r["finished_s"],
                                **job_metrics(r["arrival_s"], r["times"], r["losses"])}
-        summary: dict = {"policy": policy, "makespan_s": round(makespan, 2), "jobs": jobs}
+        summary: dict = {"policy": policy, "makespan_s": round(makespan, 2), "partitions": partitions, "jobs": jobs}
         summary.update(mean_times(jobs.values(), 3))
         records = [(results[s.name]["arrival_s"], results[s.name]["times"], results[s.name]["losses"]) for s in sweep]
         series = loss_over_time(records, makespan, bucket)
