@@ -69,7 +69,7 @@ public final class SlaqPools {
     return true;
   }
 
-  /** The job is over: its pool may finish what is queued without tokens and is removed once idle. */
+  /** The job is over: its pool runs on what the loop deposits for closed pools and is removed once idle. */
   public void close(String job) {
     TokenPool pool = pools.get(job);
     if (pool != null) {
