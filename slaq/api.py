@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from slaq import sparkml
-from slaq.enforce.pools import POOL_PREFIX, PYTHON_SOURCE, PoolBridge, check_job_name, enter_thread, restore_thread, thread_job
+from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, check_job_name, enter_thread, restore_thread, thread_job
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.loop import NO_LOSS_EPOCHS, EpochLoop
 from slaq.predict.loss_curves import fit_loss_curve
@@ -55,6 +55,7 @@ class SlaqRuntime:
         self.pools = PoolBridge(sc)
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores)
         self.loop.on_loss = self._on_loss
+        self._clock_offset = self.pools.clock_offset()
 
     def start(self) -> SlaqRuntime:
         """Configure the shim's pools, start the epoch loop and route spark.ml fits into jobs (nothing
@@ -112,14 +113,14 @@ class SlaqRuntime:
         if self.loop is not None and self._spark_alive():
             self.loop.poll()
 
-    def _on_loss(self, name: str, loss: float, source: str) -> None:
-        """The epoch loop accepted a loss: losses captured in the JVM join the job's own history
-        (Python reports are in it already), and a job that reached its target gets the minimum share."""
-        job = self.job_named(name)
+    def _on_loss(self, it: Iteration) -> None:
+        """The epoch loop accepted a loss: every loss of a job, reported from Python or captured from
+        spark.ml in the JVM, joins its history here in the JVM's order; a job that reached its target
+        gets the minimum share."""
+        job = self.job_named(it.job)
         if job is None:
             return
-        if source != PYTHON_SOURCE:
-            job._record(loss)
+        job._record(it.loss, it.t + self._clock_offset)
         job._check_target()
 
     def _satisfied(self, job: Job) -> None:
@@ -202,7 +203,7 @@ class Job:
                 raise ValueError(f"target_reduction must be in (0, 1], e.g. 0.95; got {target_reduction!r}")
         self.target_reduction = target_reduction
         self._losses: list[float] = []
-        self.times: list[float] = []  # time.monotonic() of each loss (for captured ones: when Python received it)
+        self.times: list[float] = []  # time.monotonic() of each loss (captured ones: when the JVM stamped it)
         self.scheduler: SlaqRuntime | None = None
         self.done = False
         self.satisfied = False  # reached its target: minimum share from then on
@@ -248,10 +249,10 @@ class Job:
         with self._history_lock:
             return list(self._losses)
 
-    def _record(self, loss: float) -> None:
+    def _record(self, loss: float, when: float | None = None) -> None:
         with self._history_lock:
             self._losses.append(loss)
-            self.times.append(time.monotonic())
+            self.times.append(time.monotonic() if when is None else when)
 
     def _check_target(self) -> None:
         if not self.satisfied and self._target_reached():
@@ -266,12 +267,11 @@ class Job:
         value = _finite_number(loss, "loss")
         if self.done:
             raise JobClosed(f"SLAQ job {self.name!r} is closed; report inside its `with slaq.job(...)` block")
-        self._record(value)
         s = self.scheduler
-        if s is not None and s.pools is not None:
-            s.pools.report(self.name, value)
-        else:
-            self._check_target()
+        if s is not None and s.pools is not None and s.pools.report(self.name, value):
+            return  # joins the history through the JVM, in order with the losses captured there
+        self._record(value)
+        self._check_target()
 
     def should_stop(self) -> bool:
         """True once the job reached the target it declared (from any loss: reported or captured from

@@ -3,6 +3,7 @@ of :mod:`sparkshim.messages` (``iteration`` and ``pool_state`` from the JVM, ``a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,6 +81,12 @@ class PoolBridge:
 
     def capacity(self) -> float:
         return float(self._j.capacity())
+
+    def clock_offset(self) -> float:
+        """What to add to an ``iteration``'s ``t`` to get ``time.monotonic()`` (to about a py4j round trip)."""
+        before = time.monotonic()
+        jvm = float(self._j.now())
+        return (before + time.monotonic()) / 2 - jvm
 
     def enter(self, job: str) -> Any:
         """Route the calling thread's Spark work to ``job``'s pool; returns what :func:`restore_thread` needs."""

@@ -120,8 +120,8 @@ class EpochLoop:
         self._arrivals = 0
         self._ingest_lock = threading.Lock()  # one drain + ingest at a time, so losses stay in order
         self._closed: list[str] = []  # closed pools the latest drain reported
-        # called with (job, loss, source) for every accepted loss, in order, outside the loop's lock
-        self.on_loss: Callable[[str, float, str], None] | None = None
+        # called with every accepted iteration message, in order, outside the loop's lock
+        self.on_loss: Callable[[Any], None] | None = None
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, name: str, weight: float) -> None:
@@ -182,7 +182,7 @@ class EpochLoop:
                 self._closed = [name for name, state in pools.items() if state.closed]
             if self.on_loss is not None:
                 for it in accepted:
-                    self.on_loss(it.job, it.loss, it.source)
+                    self.on_loss(it)
 
     def step(self) -> dict[str, float]:
         self.poll()
