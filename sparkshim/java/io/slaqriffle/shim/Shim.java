@@ -32,7 +32,7 @@ public final class Shim {
   public synchronized SlaqPools slaq() {
     if (slaq == null) {
       slaq = new SlaqPools(sc);
-      LossAppender.install(slaq, SparkContext.class.getClassLoader());
+      LossAppender.attach(slaq, sc);
     }
     return slaq;
   }
