@@ -1,30 +1,32 @@
 package io.slaqriffle.shim;
 
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.ThreadContext;
 import org.apache.logging.log4j.core.LogEvent;
 import org.apache.logging.log4j.core.LoggerContext;
 import org.apache.logging.log4j.core.appender.AbstractAppender;
-import org.apache.logging.log4j.core.config.Configuration;
-import org.apache.logging.log4j.core.config.LoggerConfig;
 import org.apache.logging.log4j.core.config.Property;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 
 /**
  * Captures the objective value of every L-BFGS/OWLQN/LBFGSB iteration breeze logs
  * ({@code "Val and Grad Norm: %.6g (rel: %.3g) %.6g"}) and reports it for the SLAQ job of the
  * logging thread: spark.ml fits run on the thread that called {@code fit()}, which carries the
- * job's local property (or a log4j ThreadContext entry).
+ * job's local property (or a log4j ThreadContext entry). One appender per SparkContext, routed by
+ * {@link BreezeLogRoute} so no other appender's output changes.
  */
 public final class LossAppender extends AbstractAppender {
-  static final String LOGGER = "breeze.optimize";
+  private static final AtomicInteger SERIAL = new AtomicInteger();
   private static final Pattern LINE = Pattern.compile("Val and Grad Norm: (\\S+) \\(rel: \\S+\\) \\S+");
   private final SlaqPools scheduler;
 
   private LossAppender(SlaqPools scheduler) {
-    super("slaq-loss-capture", null, null, true, Property.EMPTY_ARRAY);
+    super("slaq-loss-capture-" + SERIAL.incrementAndGet(), null, null, true, Property.EMPTY_ARRAY);
     this.scheduler = scheduler;
   }
 
@@ -52,25 +54,28 @@ public final class LossAppender extends AbstractAppender {
     }
   }
 
-  /** Adds the appender to Spark's log4j2 context, on its own non-additive INFO logger config. */
-  static LossAppender install(SlaqPools scheduler, ClassLoader sparkLoader) {
-    LoggerContext ctx = (LoggerContext) LogManager.getContext(sparkLoader, false);
-    Configuration config = ctx.getConfiguration();
+  /**
+   * Captures breeze's iterations for {@code scheduler}'s jobs until {@code sc} stops: the appender
+   * is this context's own (a later SparkContext in the same JVM gets its own), and on application
+   * end it is detached and, with the last one, the log4j configuration is restored.
+   */
+  static LossAppender attach(SlaqPools scheduler, SparkContext sc) {
+    LoggerContext ctx = (LoggerContext) LogManager.getContext(SparkContext.class.getClassLoader(), false);
     LossAppender appender = new LossAppender(scheduler);
     appender.start();
-    config.addAppender(appender);
-    LoggerConfig existing = config.getLoggerConfig(LOGGER);
-    if (existing.getName().equals(LOGGER)) {
-      existing.addAppender(appender, Level.INFO, null);
-      if (!existing.getLevel().isLessSpecificThan(Level.INFO)) {
-        existing.setLevel(Level.INFO);
+    BreezeLogRoute.attach(appender, ctx);
+    sc.addSparkListener(new SparkListener() {
+      @Override
+      public void onApplicationEnd(SparkListenerApplicationEnd end) {
+        appender.detach();
       }
-    } else {
-      LoggerConfig mine = new LoggerConfig(LOGGER, Level.INFO, false);
-      mine.addAppender(appender, Level.INFO, null);
-      config.addLogger(LOGGER, mine);
-    }
-    ctx.updateLoggers();
+    });
     return appender;
+  }
+
+  /** Stops capturing and gives the log4j configuration back (idempotent). */
+  void detach() {
+    BreezeLogRoute.detach(this);
+    stop();
   }
 }

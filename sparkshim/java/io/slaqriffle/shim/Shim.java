@@ -3,6 +3,8 @@ package io.slaqriffle.shim;
 import java.util.Map;
 import java.util.WeakHashMap;
 import org.apache.spark.SparkContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Entry point the Python bridge loads into the driver JVM: one instance per SparkContext, holding
@@ -11,6 +13,7 @@ import org.apache.spark.SparkContext;
  * the only registry (nothing is parked in system properties).
  */
 public final class Shim {
+  private static final Logger LOG = LoggerFactory.getLogger(Shim.class);
   private static final Map<SparkContext, Shim> INSTANCES = new WeakHashMap<>();
   private final SparkContext sc;
   private SlaqPools slaq;
@@ -32,7 +35,11 @@ public final class Shim {
   public synchronized SlaqPools slaq() {
     if (slaq == null) {
       slaq = new SlaqPools(sc);
-      LossAppender.install(slaq, SparkContext.class.getClassLoader());
+      try {
+        LossAppender.attach(slaq, sc);
+      } catch (RuntimeException | LinkageError e) {  // e.g. a logging backend other than log4j2
+        LOG.warn("SLAQ: spark.ml loss capture is off ({}); losses reported through slaq still count", e.toString());
+      }
     }
     return slaq;
   }
