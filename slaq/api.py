@@ -46,7 +46,7 @@ class SlaqRuntime:
         if mode != "FAIR":
             raise ConfigError("spark.slaq.enabled=true needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode)")
         self.pools = PoolBridge(sc)
-        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores)
+        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self.pools.publish)
 
     def start(self) -> SlaqRuntime:
         """Configure the shim's pools and start the epoch loop (nothing happens while disabled)."""

@@ -12,9 +12,11 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from slaq.live.status import epoch_status, used_cores
 from slaq.policy import make_policy
 from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast
 from slaq.stats.history import InvalidReport, JobHistory
@@ -69,7 +71,10 @@ def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> int:
 
 
 class EpochLoop:
-    def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0):
+    def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
+                 on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic):
+        """``on_epoch`` receives each epoch's ``epoch_status`` message (slaq.live.status); the runtime
+        pushes it to the driver JVM for the Spark UI tab and the driver log."""
         self.pools = pools
         self.policy_name = policy
         self.policy = make_policy(policy)
@@ -85,6 +90,12 @@ class EpochLoop:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._arrivals = 0
+        self._on_epoch = on_epoch
+        self._clock = clock
+        self._started = clock()
+        self._consumed_at: tuple[float, dict[str, float]] = (self._started, {})
+        self._decided: tuple[ForecastTable | None, list[float], list[int]] = (None, [], [])
+        self.status: Any = None  # the latest epoch_status message (the console table reads it)
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, name: str, weight: float) -> None:
@@ -110,11 +121,13 @@ class EpochLoop:
         with self._lock:
             jobs = list(self.jobs.values())
         if not jobs:
+            self._decided = (None, [], [])
             return {}
         table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs], self.epoch)
         cores = self.policy.allocate(table, max(capacity - self.reserve, 0.0))
         for j, c in zip(jobs, cores):
             j.cores = float(c)
+        self._decided = (table, [float(c) for c in cores], [j.history.iterations for j in jobs])
         return {j.name: float(c) for j, c in zip(jobs, cores)}
 
     def step(self) -> dict[str, float]:
@@ -124,10 +137,28 @@ class EpochLoop:
             for name, state in pools.items():
                 if name in self.jobs:
                     self.jobs[name].consumed = state.consumed
-        alloc = self.allocate(self.pools.capacity())
+        capacity = self.pools.capacity()
+        alloc = self.allocate(capacity)
         self.pools.deposit(alloc, self.epoch)
         self.epochs += 1
+        self._publish(capacity)
         return alloc
+
+    def _publish(self, capacity: float) -> None:
+        """Builds this epoch's ``epoch_status`` and hands it on; a failure here never fails the epoch."""
+        now = self._clock()
+        with self._lock:
+            consumed = {name: j.consumed for name, j in self.jobs.items()}
+        before_t, before = self._consumed_at
+        self._consumed_at = (now, consumed)
+        table, cores, iterations = self._decided
+        self.status = epoch_status(self.epochs, now - self._started, self.policy_name, capacity, table, cores, iterations,
+                                   used_cores(consumed, before, now - before_t))
+        if self._on_epoch is not None:
+            try:
+                self._on_epoch(self.status)
+            except Exception as exc:
+                log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
 
     # -- the thread ------------------------------------------------------------------------------
     def start(self) -> None:
