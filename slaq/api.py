@@ -119,6 +119,12 @@ def attach(spark: Any = None) -> SlaqRuntime:
         return _scheduler
 
 
+def latest_status() -> Any:
+    """The latest ``epoch_status`` of the attached SLAQ runtime (None while disabled or before its first epoch)."""
+    s = _scheduler
+    return None if s is None or s.loop is None else s.loop.status
+
+
 def current_job() -> Job | None:
     """The innermost ``slaq.job`` of this thread (threads started inside a job inherit it)."""
     stack = getattr(_local, "stack", None)
@@ -252,4 +258,4 @@ def _install_thread_inheritance() -> None:
     threading.Thread.start = start  # type: ignore[method-assign]
 
 
-__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "job", "report_loss"]
+__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "job", "latest_status", "report_loss"]
