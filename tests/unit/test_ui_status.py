@@ -11,26 +11,19 @@ from slaq.live.loop import EpochLoop
 from slaq.live.status import used_cores
 from slaq.progress import ConsoleProgress, console, format_table
 from sparkshim import messages
+from tests.unit.test_live_units import FakePools
 
 
-class ScriptedPools:
+class ScriptedPools(FakePools):
     """Stands in for the JVM pools in these unit tests only: each drain returns the next scripted batch."""
 
     def __init__(self, batches):
+        super().__init__()
         self.batches = list(batches)
 
     def drain(self):
         iterations, consumed = self.batches.pop(0) if self.batches else ([], {})
         return iterations, {job: messages.PoolState(job, c, 0.0, 0, False) for job, c in consumed.items()}
-
-    def deposit(self, alloc, epoch):
-        pass
-
-    def open_all(self, reason):
-        pass
-
-    def resume(self):
-        pass
 
     def capacity(self):
         return 2.0
