@@ -152,13 +152,13 @@ class EpochLoop:
         before_t, before = self._consumed_at
         self._consumed_at = (now, consumed)
         table, cores, iterations = self._decided
-        self.status = epoch_status(self.epochs, now - self._started, self.policy_name, capacity, table, cores, iterations,
-                                   used_cores(consumed, before, now - before_t))
-        if self._on_epoch is not None:
-            try:
+        try:
+            self.status = epoch_status(self.epochs, now - self._started, self.policy_name, capacity, table, cores, iterations,
+                                       used_cores(consumed, before, now - before_t))
+            if self._on_epoch is not None:
                 self._on_epoch(self.status)
-            except Exception as exc:
-                log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
+        except Exception as exc:  # the view of the schedule must never stop the schedule
+            log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
 
     # -- the thread ------------------------------------------------------------------------------
     def start(self) -> None:

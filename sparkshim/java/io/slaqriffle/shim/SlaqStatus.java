@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
  * What the SLAQ scheduler decided, epoch by epoch, as the Python loop pushed it ({@code epoch_status}
  * messages, one py4j call per epoch): a bounded window of recent epochs for the UI tab's charts, the
  * last status of every job that left the loop, and one INFO line per epoch in the driver's log4j log
- * (logger {@code io.slaqriffle.shim.SlaqStatus}).
+ * (logger {@code io.slaqriffle.shim.SlaqStatus}). While no job is registered only the first idle epoch is
+ * kept and logged.
  */
 public final class SlaqStatus {
   private static final Logger LOG = LoggerFactory.getLogger(SlaqStatus.class);
@@ -35,6 +36,9 @@ public final class SlaqStatus {
     Messages.EpochStatus status = Messages.decode(epochStatusJson, Messages.EpochStatus.class);
     synchronized (this) {
       Messages.EpochStatus previous = history.peekLast();
+      if (status.jobs().isEmpty() && (previous == null || previous.jobs().isEmpty())) {
+        return; // idle: one empty epoch marks the end of a busy period; more would only push the charts out of the window
+      }
       if (previous != null) {
         Set<String> now = new HashSet<>();
         status.jobs().forEach(j -> now.add(j.job()));
