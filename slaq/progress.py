@@ -35,7 +35,7 @@ def format_table(status: Any, rows: int = ROWS) -> str:
         loss = f"{j.loss:10.4g}" if j.iterations else f"{'-':>10}"
         norm = f"{j.normalized_loss:6.3f}" if j.iterations else f"{'-':>6}"
         name = j.job if len(j.job) <= width else j.job[: width - 1] + "~"
-        lines.append(f"  {name:<{width}} {j.state:<8} {j.iterations:>5} {loss} {norm} {j.predicted_gain:6.3f} {j.cores:5.2f}/{j.used_cores:<5.2f}")
+        lines.append(f"  {name:<{width}} {j.state:<8} {j.iterations:>5} {loss} {norm} {j.predicted_gain:6.3f} {j.cores:5.2f}/{j.used_cores:.2f}")
     if len(jobs) > rows:
         rest = jobs[rows:]
         lines.append(f"  ... {len(rest)} more jobs with {sum(j.cores for j in rest):.2f} cores")
@@ -43,7 +43,7 @@ def format_table(status: Any, rows: int = ROWS) -> str:
 
 
 class ConsoleProgress:
-    """Prints :func:`format_table` of ``source()`` to ``stream`` whenever a new epoch is there."""
+    """Prints :func:`format_table` of ``source()`` to ``stream`` whenever a new epoch with jobs is there."""
 
     def __init__(self, source: Callable[[], Any] = latest_status, stream: TextIO | None = None):
         self.source = source
@@ -53,8 +53,8 @@ class ConsoleProgress:
     def tick(self) -> bool:
         """Prints the table if a new epoch was published since the last print; True when it printed."""
         status = self.source()
-        if status is None or (status.t, status.epoch) == self._printed:
-            return False
+        if status is None or not status.jobs or (status.t, status.epoch) == self._printed:
+            return False  # nothing new, or no SLAQ job registered (an idle table is noise)
         self._printed = (status.t, status.epoch)
         stream = self.stream or sys.stderr
         print(format_table(status), file=stream, flush=True)

@@ -109,9 +109,11 @@ def test_console_progress_prints_each_new_epoch_once():
     current["status"] = messages.EpochStatus(1, 0.5, "fair", 2.0, [messages.JobStatus("a", "running", 3, 0.5, 0.4, 0.1, 2.0, 1.5)])
     assert progress.tick() and not progress.tick()
     current["status"] = messages.EpochStatus(2, 1.0, "fair", 2.0, [])
+    assert not progress.tick()  # no job registered: no table
+    current["status"] = messages.EpochStatus(3, 1.5, "fair", 2.0, [messages.JobStatus("a", "running", 4, 0.4, 0.3, 0.1, 2.0, 2.0)])
     assert progress.tick()
     assert out.getvalue().count("SLAQ epoch") == 2
-    assert "\n  a   running      3        0.5  0.400  0.100  2.00/1.50 \n" in out.getvalue()
+    assert "\n  a   running      3        0.5  0.400  0.100  2.00/1.50\n" in out.getvalue()
 
 
 def test_console_off_prints_nothing_and_bad_period_is_refused():
