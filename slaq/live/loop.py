@@ -96,6 +96,7 @@ class EpochLoop:
         self._consumed_at: tuple[float, dict[str, float]] = (self._started, {})
         self._decided: tuple[ForecastTable | None, list[float], list[int]] = (None, [], [])
         self.status: Any = None  # the latest epoch_status message (the console table reads it)
+        self.status_cpu_seconds = 0.0  # part of cpu_seconds spent building and publishing it
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, name: str, weight: float) -> None:
@@ -146,7 +147,7 @@ class EpochLoop:
 
     def _publish(self, capacity: float) -> None:
         """Builds this epoch's ``epoch_status`` and hands it on; a failure here never fails the epoch."""
-        now = self._clock()
+        now, cpu = self._clock(), time.thread_time()
         with self._lock:
             consumed = {name: j.consumed for name, j in self.jobs.items()}
         before_t, before = self._consumed_at
@@ -159,6 +160,7 @@ class EpochLoop:
                 self._on_epoch(self.status)
         except Exception as exc:  # the view of the schedule must never stop the schedule
             log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
+        self.status_cpu_seconds += time.thread_time() - cpu
 
     # -- the thread ------------------------------------------------------------------------------
     def start(self) -> None:

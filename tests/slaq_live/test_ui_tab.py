@@ -125,6 +125,8 @@ def test_rest_json_is_the_schema_status_report(app):
     assert (short.cores, short.used_cores) == (0.0, 0.0)
     # the JVM's running total of cores used is real: the long jobs used some
     assert any(j.used_cores > 0 for e in report.history for j in e.jobs)
+    recent = messages.decode(json.dumps(get_json(app["ui"] + "/slaq/json/?epochs=2")))
+    assert len(recent.history) == 2 and recent.history[0].epoch >= report.history[-1].epoch - 1
 
 
 class _Dom(HTMLParser):

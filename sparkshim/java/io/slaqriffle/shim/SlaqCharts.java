@@ -32,7 +32,7 @@ final class SlaqCharts {
 
   /** Normalized loss of every job that reported a loss, one line each, and their mean (thick, black). */
   static String lossChart(List<Messages.EpochStatus> history, List<String> jobs) {
-    Frame f = new Frame(history, LOSS_MAX);
+    Frame f = new Frame(history, LOSS_MAX, 0.25);
     StringBuilder svg = f.open("slaq-loss-chart", "normalized loss over time", "normalized loss");
     Map<String, StringBuilder> lines = new HashMap<>();
     StringBuilder mean = new StringBuilder();
@@ -77,7 +77,7 @@ final class SlaqCharts {
       }
       top = Math.max(top, Math.max(e.capacity(), Math.max(allocated, used)));
     }
-    Frame f = new Frame(history, top);
+    Frame f = new Frame(history, top, Math.max(1.0, Math.ceil(top / 4)));
     StringBuilder svg = f.open("slaq-alloc-chart", "cores allocated over time", "cores");
     int n = history.size();
     double[] below = new double[n];
@@ -127,12 +127,14 @@ final class SlaqCharts {
     private final double t0;
     private final double t1;
     private final double yMax;
+    private final double tick;
 
-    Frame(List<Messages.EpochStatus> history, double yMax) {
+    Frame(List<Messages.EpochStatus> history, double yMax, double tick) {
       this.t0 = history.isEmpty() ? 0 : history.get(0).t();
       double last = history.isEmpty() ? 1 : history.get(history.size() - 1).t();
       this.t1 = last > t0 ? last : t0 + 1;
       this.yMax = yMax;
+      this.tick = tick;
     }
 
     String point(double t, double y) {
@@ -151,8 +153,7 @@ final class SlaqCharts {
       int y0 = HEIGHT - BOTTOM;
       b.append(String.format(Locale.ROOT,
           "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#999\"/>", x0, TOP, x1 - x0, y0 - TOP));
-      for (int i = 0; i <= 4; i++) {
-        double v = yMax * i / 4;
+      for (double v = 0; v <= yMax + 1e-9; v += tick) {
         double py = TOP + (1 - v / yMax) * (y0 - TOP);
         b.append(String.format(Locale.ROOT,
             "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.2f</text>", x0 - 4, py + 4, v));

@@ -46,19 +46,25 @@ final class SlaqPage extends WebUIPage {
   @Override
   public JValue renderJson(HttpServletRequest request) {
     try {
-      return JsonMethods$.MODULE$.mapper().readValue(status.reportJson(), JValue.class);
+      return JsonMethods$.MODULE$.mapper().readValue(status.reportJson(positiveParameter(request, "epochs", SlaqStatus.MAX_EPOCHS)), JValue.class);
     } catch (java.io.IOException e) {
       throw new IllegalStateException("cannot render the SLAQ status as JSON: " + e, e);
     }
   }
 
   private static int refreshSeconds(HttpServletRequest request) {
-    String value = request.getParameter("refresh");
+    return positiveParameter(request, "refresh", 0);
+  }
+
+  /** A query parameter in 1..3600 (refresh) or 1..MAX_EPOCHS (epochs); {@code otherwise} when absent or out of range. */
+  private static int positiveParameter(HttpServletRequest request, String name, int otherwise) {
+    int max = name.equals("refresh") ? MAX_REFRESH_SECONDS : SlaqStatus.MAX_EPOCHS;
+    String value = request.getParameter(name);
     try {
-      int s = value == null ? 0 : Integer.parseInt(value.trim());
-      return s > 0 && s <= MAX_REFRESH_SECONDS ? s : 0;
+      int v = value == null ? otherwise : Integer.parseInt(value.trim());
+      return v > 0 && v <= max ? v : otherwise;
     } catch (NumberFormatException e) {
-      return 0;
+      return otherwise;
     }
   }
 

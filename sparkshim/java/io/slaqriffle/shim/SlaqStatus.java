@@ -69,14 +69,25 @@ public final class SlaqStatus {
     return new Messages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0);
   }
 
-  /** The retained epochs (oldest first) and the finished jobs (oldest first), as one snapshot. */
-  public synchronized Messages.StatusReport report() {
-    return new Messages.StatusReport(new ArrayList<>(history), new ArrayList<>(finished.values()));
+  /** The last {@code epochs} retained epochs (oldest first) and the finished jobs (oldest first), as one snapshot. */
+  public synchronized Messages.StatusReport report(int epochs) {
+    List<Messages.EpochStatus> all = new ArrayList<>(history);
+    List<Messages.EpochStatus> last = all.subList(Math.max(all.size() - Math.max(epochs, 0), 0), all.size());
+    return new Messages.StatusReport(new ArrayList<>(last), new ArrayList<>(finished.values()));
   }
 
-  /** {@link #report()} as a {@code status_report} message (the REST JSON). */
+  /** Every retained epoch. */
+  public Messages.StatusReport report() {
+    return report(MAX_EPOCHS);
+  }
+
+  /** {@link #report(int)} as a {@code status_report} message (the REST JSON). */
+  public String reportJson(int epochs) {
+    return Messages.encode(report(epochs));
+  }
+
   public String reportJson() {
-    return Messages.encode(report());
+    return reportJson(MAX_EPOCHS);
   }
 
   /** The driver log's line for one epoch: totals, then each job's iterations, losses, gain and cores. */
