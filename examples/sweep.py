@@ -17,6 +17,7 @@ import sys
 
 from slaq.bench.sweep import make_sweep, run_policy
 from slaq.metrics import THRESHOLDS, mean_time_to_key, pct, reduction_vs
+from slaq.progress import console
 from sparkcluster import spark_target
 
 
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"sweep": {"jobs": args.jobs, "arrival_mean_s": args.arrival_mean, "iterations": args.iterations, "master": args.master,
                            "epoch_s": args.epoch, "rows_per_partition": args.rows, "features": args.features, "seed": args.seed},
                  "policies": {}}
-    with spark_target(args.master, args.nodes) as target:
+    with spark_target(args.master, args.nodes) as target, console(every=5.0, enabled=not args.json):  # SLAQ's table on stderr
         out["sweep"]["master"], out["sweep"]["nodes"] = target.master, args.nodes
         for policy in [x.strip() for x in args.policies.split(",") if x.strip()]:
             if not args.json:

@@ -49,4 +49,10 @@ fi
 # that attaches SLAQ/Riffle when spark.slaq.enabled / spark.riffle.enabled is set.
 .venv/bin/python -m sparkshim.build
 .venv/bin/python -m sparkshim.autoload install >/dev/null
+# Headless Chromium for the Spark UI tab test (tests/slaq_live/test_ui_tab.py); not needed to run SLAQ.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "setup: installing Debian's chromium (headless browser for the SLAQ UI test)"
+  apt-get install -y --no-install-recommends chromium >/dev/null || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
+fi
+[ -x /usr/bin/chromium ] || echo "setup: no /usr/bin/chromium: tests/slaq_live/test_ui_tab.py will fail (apt-get install chromium)" >&2
 echo "setup: ready (.venv/bin/slaq, .venv/bin/riffle, .venv/bin/riffle-merger)"

@@ -53,7 +53,7 @@ class SlaqRuntime:
         if mode != "FAIR":
             raise ConfigError("spark.slaq.enabled=true needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode)")
         self.pools = PoolBridge(sc)
-        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores)
+        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self.pools.publish)
         self.loop.on_loss = self._on_loss
         self._clock_offset = self.pools.clock_offset()
 
@@ -171,6 +171,12 @@ def attach(spark: Any = None) -> SlaqRuntime:
         config = SlaqConfig() if sc is None else SlaqConfig.from_conf(lambda k: sc.getConf().get(k))
         _scheduler = SlaqRuntime(sc, config).start()
         return _scheduler
+
+
+def latest_status() -> Any:
+    """The latest ``epoch_status`` of the attached SLAQ runtime (None while disabled or before its first epoch)."""
+    s = _scheduler
+    return None if s is None or s.loop is None else s.loop.status
 
 
 def current_job() -> Job | None:
@@ -319,4 +325,4 @@ def report_loss(loss: float) -> None:
     active.report(loss)
 
 
-__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "job", "report_loss"]
+__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "job", "latest_status", "report_loss"]

@@ -99,7 +99,7 @@ def cmd_bench_enforce(args: argparse.Namespace) -> int:
 def cmd_bench_overhead(args: argparse.Namespace) -> int:
     from slaq.bench.overhead import bench_overhead
 
-    _emit(bench_overhead(args.jobs, args.seconds, args.epoch, args.report_every, args.master))
+    _emit(bench_overhead(args.jobs, args.seconds, args.epoch, args.report_every, args.master, args.ui))
     return 0
 
 
@@ -200,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     ovh.add_argument("--epoch", type=_positive(float), default=2.0)
     ovh.add_argument("--report-every", type=_positive(float), default=0.5, help="seconds between each job's loss reports")
     ovh.add_argument("--master", default="local-cluster[2,1,1024]")
+    ovh.add_argument("--ui", action="store_true", help="serve the Spark UI on 127.0.0.1 and time the SLAQ tab's page and JSON at the end")
     ovh.set_defaults(func=cmd_bench_overhead)
 
     from slaq.reproduce.figures import ALIASES, FIGURES

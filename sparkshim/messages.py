@@ -57,6 +57,10 @@ Iteration: Any = CLASSES["iteration"]
 PoolState: Any = CLASSES["pool_state"]
 # Python -> JVM
 Allocation: Any = CLASSES["allocation"]
+JobStatus: Any = CLASSES["job_status"]
+EpochStatus: Any = CLASSES["epoch_status"]  # one per epoch, shown by the SLAQ UI tab (docs/ui.md)
+# JVM -> REST clients (the SLAQ tab's /slaq/json)
+StatusReport: Any = CLASSES["status_report"]
 MergeGroup: Any = CLASSES["merge_group"]
 Commit: Any = CLASSES["commit"]
 

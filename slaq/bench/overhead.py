@@ -1,10 +1,15 @@
 """Epoch-loop overhead with many registered jobs: CPU seconds the loop thread spends per wall second
-while every job reports a loss every ``report_every`` seconds (real shim, real Spark driver)."""
+while every job reports a loss every ``report_every`` seconds (real shim, real Spark driver), the part
+of it spent on the per-epoch status (UI tab, driver log line), and with ``ui`` the time to serve the
+Spark UI's SLAQ page and its JSON."""
 
 from __future__ import annotations
 
+import os
+import statistics
 import threading
 import time
+import urllib.request
 
 import numpy as np
 
@@ -12,8 +17,27 @@ import slaq
 from slaq.bench.session import DEFAULT_MASTER, spark_session
 
 
-def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: float = 0.5, master: str = DEFAULT_MASTER) -> dict:
+def time_ui_pages(ui_url: str, repeat: int = 5) -> dict:
+    """Median time and size of the SLAQ tab's page and JSON (``repeat`` GETs each)."""
+    out = {}
+    for name, path in (("page", "/slaq/"), ("json", "/slaq/json/")):
+        times, size = [], 0
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(ui_url + path, timeout=30) as r:
+                size = len(r.read())
+            times.append(time.perf_counter() - t0)
+        out[name] = {"path": path, "median_ms": round(1000 * statistics.median(times), 2), "bytes": size}
+    return out
+
+
+def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: float = 0.5, master: str = DEFAULT_MASTER,
+                   ui: bool = False) -> dict:
     conf = {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.epoch": f"{epoch}s"}
+    if ui:  # the driver's UI on loopback only, on a free port
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("SPARK_LOCAL_HOSTNAME", "127.0.0.1")
+        conf |= {"spark.ui.enabled": "true", "spark.ui.port": "0"}
     with spark_session("slaq-bench-overhead", master, conf) as spark:
         scheduler = slaq.attach(spark)
         loop = scheduler.loop
@@ -33,10 +57,12 @@ def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: 
         for t in threads:
             t.start()
         time.sleep(2 * epoch)  # every job registered and fitted at least once
-        cpu0, epochs0, t0 = loop.cpu_seconds, loop.epochs, time.monotonic()
+        cpu0, status0, epochs0, t0 = loop.cpu_seconds, loop.status_cpu_seconds, loop.epochs, time.monotonic()
         time.sleep(seconds)
         cpu, epochs, wall = loop.cpu_seconds - cpu0, loop.epochs - epochs0, time.monotonic() - t0
+        status_cpu = loop.status_cpu_seconds - status0
         registered = len(scheduler.running_jobs())
+        pages = time_ui_pages(spark.sparkContext.uiWebUrl) if ui else None
         stop.set()
         for t in threads:
             t.join(10)
@@ -44,4 +70,7 @@ def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: 
     share = cpu / wall
     return {"jobs": registered, "epoch_s": epoch, "report_every_s": report_every, "seconds": round(wall, 2), "epochs": epochs,
             "loop_cpu_s": round(cpu, 3), "cpu_ms_per_epoch": round(1000 * cpu / max(epochs, 1), 2),
-            "share_of_one_core": round(share, 4), "under_5pct": share < 0.05}
+            "share_of_one_core": round(share, 4), "under_5pct": share < 0.05,
+            "status_cpu_ms_per_epoch": round(1000 * status_cpu / max(epochs, 1), 2),
+            "status_share_of_loop_cpu": round(status_cpu / cpu, 4) if cpu > 0 else None,
+            **({"ui": pages} if pages is not None else {})}

@@ -70,6 +70,14 @@ class PoolBridge:
     def deposit(self, alloc: Mapping[str, float], epoch: float) -> None:
         self._j.deposit(allocation_message(alloc, epoch))
 
+    def publish(self, status: Any) -> None:
+        """One epoch's ``epoch_status`` message to the JVM (the SLAQ UI tab and the driver log's line)."""
+        self._j.publish(messages.encode(status))
+
+    def status_report(self) -> Any:
+        """What the SLAQ UI tab shows, as a ``status_report`` message."""
+        return messages.decode(self._j.statusReport())
+
     def open_all(self, reason: str) -> None:
         self._j.openAll(reason)
 

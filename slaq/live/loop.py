@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from slaq.live.status import epoch_status, used_cores
 from slaq.policy import make_policy
 from slaq.policy.base import unit
 from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast
@@ -102,7 +103,10 @@ def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) ->
 
 
 class EpochLoop:
-    def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0):
+    def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
+                 on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic):
+        """``on_epoch`` receives each epoch's ``epoch_status`` message (slaq.live.status); the runtime
+        pushes it to the driver JVM for the Spark UI tab and the driver log."""
         self.pools = pools
         self.policy_name = policy
         self.policy = make_policy(policy)
@@ -122,6 +126,13 @@ class EpochLoop:
         self._closed: list[str] = []  # closed pools the latest drain reported
         # called with every accepted iteration message, in order, outside the loop's lock
         self.on_loss: Callable[[Any], None] | None = None
+        self._on_epoch = on_epoch
+        self._clock = clock
+        self._started = clock()
+        self._consumed_at: tuple[float, dict[str, float]] = (self._started, {})
+        self._decided: tuple[ForecastTable | None, list[float], list[int]] = (None, [], [])
+        self.status: Any = None  # the latest epoch_status message (the console table reads it)
+        self.status_cpu_seconds = 0.0  # part of cpu_seconds spent building and publishing it
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, name: str, weight: float) -> None:
@@ -157,16 +168,20 @@ class EpochLoop:
             jobs = list(self.jobs.values())
         closed = [c for c in closed if c not in self.jobs]
         if not jobs and not closed:
+            self._decided = (None, [], [])
             return {}
         capacity = max(capacity - self.reserve, 0.0)
         alloc = fixed_shares(jobs, closed, capacity)
-        steered = [j for j in jobs if j.name not in alloc]
+        forecasts = [job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs]  # all: the status shows them
+        steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
         if steered:
-            table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in steered], self.epoch)
+            table = ForecastTable([f for _, f in steered], self.epoch)
             cores = self.policy.allocate(table, max(capacity - sum(alloc.values()), 0.0))
-            alloc.update((j.name, float(c)) for j, c in zip(steered, cores))
+            alloc.update((j.name, float(c)) for (j, _), c in zip(steered, cores))
         for j in jobs:
             j.cores = alloc[j.name]
+        self._decided = (ForecastTable(forecasts, self.epoch) if jobs else None, [alloc[j.name] for j in jobs],
+                         [j.history.iterations for j in jobs])
         return alloc
 
     def poll(self) -> None:
@@ -192,10 +207,29 @@ class EpochLoop:
                 if j.silent_epochs == NO_LOSS_EPOCHS:
                     log.info("SLAQ: job %s reported no loss in %d epochs; it gets an even share of the cores until it does", j.name, NO_LOSS_EPOCHS)
             closed = list(self._closed)
-        alloc = self.allocate(self.pools.capacity(), closed)
+        capacity = self.pools.capacity()
+        alloc = self.allocate(capacity, closed)
         self.pools.deposit(alloc, self.epoch)
         self.epochs += 1
+        self._publish(capacity)
         return alloc
+
+    def _publish(self, capacity: float) -> None:
+        """Builds this epoch's ``epoch_status`` and hands it on; a failure here never fails the epoch."""
+        now, cpu = self._clock(), time.thread_time()
+        with self._lock:
+            consumed = {name: j.consumed for name, j in self.jobs.items()}
+        before_t, before = self._consumed_at
+        self._consumed_at = (now, consumed)
+        table, cores, iterations = self._decided
+        try:
+            self.status = epoch_status(self.epochs, now - self._started, self.policy_name, capacity, table, cores, iterations,
+                                       used_cores(consumed, before, now - before_t))
+            if self._on_epoch is not None:
+                self._on_epoch(self.status)
+        except Exception as exc:  # the view of the schedule must never stop the schedule
+            log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
+        self.status_cpu_seconds += time.thread_time() - cpu
 
     # -- the thread ------------------------------------------------------------------------------
     def start(self) -> None:

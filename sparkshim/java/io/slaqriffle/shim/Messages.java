@@ -28,7 +28,8 @@ public final class Messages {
     @JsonSubTypes.Type(MapStageSubmitted.class), @JsonSubTypes.Type(MapOutput.class), @JsonSubTypes.Type(MapStageDone.class),
     @JsonSubTypes.Type(HoldExpired.class), @JsonSubTypes.Type(ShuffleCleaned.class), @JsonSubTypes.Type(ExecutorRemoved.class),
     @JsonSubTypes.Type(ApplicationEnd.class), @JsonSubTypes.Type(Iteration.class), @JsonSubTypes.Type(PoolState.class),
-    @JsonSubTypes.Type(Allocation.class), @JsonSubTypes.Type(MergeGroup.class), @JsonSubTypes.Type(Commit.class)
+    @JsonSubTypes.Type(Allocation.class), @JsonSubTypes.Type(MergeGroup.class), @JsonSubTypes.Type(Commit.class),
+    @JsonSubTypes.Type(JobStatus.class), @JsonSubTypes.Type(EpochStatus.class), @JsonSubTypes.Type(StatusReport.class)
   })
   public interface Message {}
 
@@ -66,6 +67,20 @@ public final class Messages {
   // ---------------------------------------------------------------- Python -> JVM
   @JsonTypeName("allocation")
   public record Allocation(double epochSeconds, Map<String, Double> cores) implements Message {}
+
+  /** One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these). */
+  @JsonTypeName("job_status")
+  public record JobStatus(String job, String state, int iterations, double loss, double normalizedLoss, double predictedGain,
+      double cores, double usedCores) implements Message {}
+
+  /** One epoch's decisions, pushed once per epoch by the Python loop ({@link SlaqStatus#publish}). */
+  @JsonTypeName("epoch_status")
+  public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs) implements Message {}
+
+  // ---------------------------------------------------------------- JVM -> REST clients (/slaq/json)
+  /** What the SLAQ tab shows: the retained epochs (oldest first) and the jobs that have left the loop. */
+  @JsonTypeName("status_report")
+  public record StatusReport(List<EpochStatus> history, List<JobStatus> finished) implements Message {}
 
   /** One merged group: statuses at {@code mapIndexes} (with {@code mapIds}) become the merged file at {@code owner}. */
   @JsonTypeName("merge_group")
@@ -142,6 +157,9 @@ public final class Messages {
         new Iteration("job \"α\"", 0.125, 12.5, 3.75, "mllib"),
         new PoolState("job-b", 4.5, -0.25, 2, true),
         new Allocation(2.0, Map.of("job-a", 1.5, "job-b", 0.0)),
+        new JobStatus("job <b>", "running", 7, 0.5, 0.25, 0.125, 1.5, 1.25),
+        new EpochStatus(1L << 40, 3.5, "slaq", 2.0, List.of(new JobStatus("j", "waiting", 0, 0.0, 1.0, 1.0, 2.0, 0.0))),
+        new StatusReport(List.of(new EpochStatus(2, 1.0, "fair", 4.0, List.of())), List.of(new JobStatus("k", "finished", 3, 1.0, 0.0, 0.0, 0.0, 0.0))),
         new MergeGroup(2, 1L << 62, "exec-1", List.of(2, 4), List.of(1002L, 1004L), List.of(5L, 0L, 7L)),
         new Commit(3, List.of(new MergeGroup(0, (1L << 62) + 1, "exec-0", List.of(0, 1), List.of(1L, 2L), List.of(1L))))));
   }

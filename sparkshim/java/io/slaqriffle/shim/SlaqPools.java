@@ -33,6 +33,7 @@ public final class SlaqPools {
   private final Map<String, TokenPool> pools = new ConcurrentHashMap<>();
   private final ConcurrentLinkedQueue<Messages.Iteration> records = new ConcurrentLinkedQueue<>();
   private final AtomicInteger pending = new AtomicInteger();
+  private final SlaqStatus status = new SlaqStatus();
 
   SlaqPools(SparkContext sc) {
     this.sc = sc;
@@ -42,6 +43,7 @@ public final class SlaqPools {
     synchronized (ts) {
       ts.rootPool().addSchedulable(parent);
     }
+    SparkInternals.attachSlaqTab(sc, status);
   }
 
   public void configure(boolean workConserving, double staleAfterSeconds) {
@@ -119,6 +121,16 @@ public final class SlaqPools {
       mode.deposited(now);
     }
     ts.backend().reviveOffers();
+  }
+
+  /** One epoch's {@code epoch_status} message from the Python loop: the UI tab, REST JSON and log line show it. */
+  public void publish(String epochStatusJson) {
+    status.publish(epochStatusJson);
+  }
+
+  /** What the SLAQ UI tab shows, as a {@code status_report} message (also served at {@code /slaq/json/}). */
+  public String statusReport() {
+    return status.reportJson();
   }
 
   /** Gives up on token limits until {@link #resume()}: the Python loop calls this when it fails. */

@@ -50,6 +50,9 @@ import scala.Option;
  *     Guava relocated to {@code org.sparkproject.guava})</td><td>LOCAL_DIRS</td><td>4.3.0</td></tr>
  * <tr><td>{@code DAGScheduler.shuffleIdToMapStage} (private[scheduler] HashMap; read off its event loop,
  *     see {@link #shuffleDependency})</td><td>COMMIT (safety check)</td><td>4.3.0</td></tr>
+ * <tr><td>{@code SparkContext.ui()}, {@code WebUI.attachTab}, {@code SparkUITab}/{@code WebUIPage} (subclassed),
+ *     {@code UIUtils.headerSparkPage/prependBaseUri} (all private[spark]; the SQL and Streaming tabs use them)</td>
+ *     <td>SLAQ UI tab</td><td>4.3.0</td></tr>
  * </table>
  */
 public final class SparkInternals {
@@ -180,6 +183,27 @@ public final class SparkInternals {
   /** True once {@code tsm} launched any task (its task infos are recorded under the scheduler lock at launch). */
   static boolean launchedAnyTask(TaskSetManager tsm) {
     return !tsm.taskInfos().isEmpty();
+  }
+
+  // ---------------------------------------------------------------- SLAQ UI tab
+
+  /**
+   * Adds the "SLAQ" tab to the driver's Spark UI (nothing when the UI is disabled). A Spark whose UI
+   * classes changed loses only the tab, with one WARN; the scheduler itself is unaffected.
+   */
+  static boolean attachSlaqTab(SparkContext sc, SlaqStatus status) {
+    try {
+      Option<org.apache.spark.ui.SparkUI> ui = sc.ui();
+      if (ui.isEmpty()) {
+        return false;
+      }
+      ui.get().attachTab(new SlaqTab(ui.get(), status));
+      return true;
+    } catch (RuntimeException | LinkageError e) {
+      LOG.warn("SLAQ: the Spark UI tab is switched off on Spark {}: {}. Scheduling is unaffected; the status stays in the driver log.",
+          sc.version(), e.toString());
+      return false;
+    }
   }
 
   // ---------------------------------------------------------------- COMMIT

@@ -1,0 +1,170 @@
+package io.slaqriffle.shim;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The SLAQ tab's two charts as server-side SVG (no JavaScript), from the retained epochs: every
+ * job's normalized loss and their mean over time (the paper's Fig. 7a, live), and the cores each job
+ * was allocated over time as stacked areas with the cores actually used on top (Fig. 8, live).
+ * Pure functions of their input.
+ */
+final class SlaqCharts {
+  static final int WIDTH = 900;
+  static final int HEIGHT = 260;
+  private static final int LEFT = 50;
+  private static final int RIGHT = 10;
+  private static final int TOP = 10;
+  private static final int BOTTOM = 30;
+  /** Normalized loss is drawn in [0, this]; noisy values beyond are clipped to the frame. */
+  private static final double LOSS_MAX = 1.1;
+  private static final String[] PALETTE = {
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"
+  };
+
+  private SlaqCharts() {}
+
+  static String color(int index) {
+    return PALETTE[Math.floorMod(index, PALETTE.length)];
+  }
+
+  /** Normalized loss of every job that reported a loss, one line each, and their mean (thick, black). */
+  static String lossChart(List<Messages.EpochStatus> history, List<String> jobs) {
+    Frame f = new Frame(history, LOSS_MAX, 0.25);
+    StringBuilder svg = f.open("slaq-loss-chart", "normalized loss over time", "normalized loss");
+    Map<String, StringBuilder> lines = new HashMap<>();
+    StringBuilder mean = new StringBuilder();
+    for (Messages.EpochStatus e : history) {
+      double sum = 0;
+      int n = 0;
+      for (Messages.JobStatus j : e.jobs()) {
+        if (j.iterations() > 0) {
+          lines.computeIfAbsent(j.job(), k -> new StringBuilder()).append(f.point(e.t(), j.normalizedLoss()));
+          sum += j.normalizedLoss();
+          n++;
+        }
+      }
+      if (n > 0) {
+        mean.append(f.point(e.t(), sum / n));
+      }
+    }
+    for (int i = 0; i < jobs.size(); i++) {
+      StringBuilder points = lines.get(jobs.get(i));
+      if (points != null) {
+        svg.append(String.format(Locale.ROOT,
+            "<polyline class=\"slaq-series\" data-job=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"><title>%s</title></polyline>",
+            SlaqPage.escape(jobs.get(i)), color(i), points.toString().trim(), SlaqPage.escape(jobs.get(i))));
+      }
+    }
+    if (mean.length() > 0) {
+      svg.append("<polyline class=\"slaq-mean\" fill=\"none\" stroke=\"#000\" stroke-width=\"3\" points=\"")
+          .append(mean.toString().trim()).append("\"><title>mean over running jobs</title></polyline>");
+    }
+    return svg.append("</svg>").toString();
+  }
+
+  /** Cores allocated per job as stacked areas (legend order), and the total cores used as a dashed line. */
+  static String allocationChart(List<Messages.EpochStatus> history, List<String> jobs) {
+    double top = 1;
+    for (Messages.EpochStatus e : history) {
+      double allocated = 0;
+      double used = 0;
+      for (Messages.JobStatus j : e.jobs()) {
+        allocated += j.cores();
+        used += j.usedCores();
+      }
+      top = Math.max(top, Math.max(e.capacity(), Math.max(allocated, used)));
+    }
+    Frame f = new Frame(history, top, Math.max(1.0, Math.ceil(top / 4)));
+    StringBuilder svg = f.open("slaq-alloc-chart", "cores allocated over time", "cores");
+    int n = history.size();
+    double[] below = new double[n];
+    for (int i = 0; i < jobs.size(); i++) {
+      String job = jobs.get(i);
+      double[] above = below.clone();
+      boolean any = false;
+      for (int k = 0; k < n; k++) {
+        for (Messages.JobStatus j : history.get(k).jobs()) {
+          if (j.job().equals(job)) {
+            above[k] += j.cores();
+            any |= j.cores() > 0;
+          }
+        }
+      }
+      if (any) {
+        StringBuilder points = new StringBuilder();
+        for (int k = 0; k < n; k++) {
+          points.append(f.point(history.get(k).t(), above[k]));
+        }
+        for (int k = n - 1; k >= 0; k--) {
+          points.append(f.point(history.get(k).t(), below[k]));
+        }
+        svg.append(String.format(Locale.ROOT,
+            "<polygon class=\"slaq-series\" data-job=\"%s\" fill=\"%s\" fill-opacity=\"0.75\" stroke=\"none\" points=\"%s\"><title>%s</title></polygon>",
+            SlaqPage.escape(job), color(i), points.toString().trim(), SlaqPage.escape(job)));
+      }
+      below = above;
+    }
+    StringBuilder used = new StringBuilder();
+    for (Messages.EpochStatus e : history) {
+      double sum = 0;
+      for (Messages.JobStatus j : e.jobs()) {
+        sum += j.usedCores();
+      }
+      used.append(f.point(e.t(), sum));
+    }
+    if (n > 0) {
+      svg.append("<polyline class=\"slaq-used\" fill=\"none\" stroke=\"#000\" stroke-width=\"2\" stroke-dasharray=\"6 4\" points=\"")
+          .append(used.toString().trim()).append("\"><title>cores used (all jobs)</title></polyline>");
+    }
+    return svg.append("</svg>").toString();
+  }
+
+  /** Maps (t, value) into the plot area and draws the axes. */
+  private static final class Frame {
+    private final double t0;
+    private final double t1;
+    private final double yMax;
+    private final double tick;
+
+    Frame(List<Messages.EpochStatus> history, double yMax, double tick) {
+      this.t0 = history.isEmpty() ? 0 : history.get(0).t();
+      double last = history.isEmpty() ? 1 : history.get(history.size() - 1).t();
+      this.t1 = last > t0 ? last : t0 + 1;
+      this.yMax = yMax;
+      this.tick = tick;
+    }
+
+    String point(double t, double y) {
+      double px = LEFT + (t - t0) / (t1 - t0) * (WIDTH - LEFT - RIGHT);
+      double clipped = Math.max(0, Math.min(y, yMax));
+      double py = TOP + (1 - clipped / yMax) * (HEIGHT - TOP - BOTTOM);
+      return String.format(Locale.ROOT, "%.1f,%.1f ", px, py);
+    }
+
+    StringBuilder open(String id, String title, String yLabel) {
+      StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
+          "<svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>%s</title>",
+          id, WIDTH, HEIGHT, WIDTH, HEIGHT, title));
+      int x0 = LEFT;
+      int x1 = WIDTH - RIGHT;
+      int y0 = HEIGHT - BOTTOM;
+      b.append(String.format(Locale.ROOT,
+          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#999\"/>", x0, TOP, x1 - x0, y0 - TOP));
+      for (double v = 0; v <= yMax + 1e-9; v += tick) {
+        double py = TOP + (1 - v / yMax) * (y0 - TOP);
+        b.append(String.format(Locale.ROOT,
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.2f</text>", x0 - 4, py + 4, v));
+      }
+      b.append(String.format(Locale.ROOT,
+          "<text x=\"%d\" y=\"%d\" font-size=\"11\">%.0f s</text><text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%.0f s</text>",
+          x0, HEIGHT - 12, t0, x1, HEIGHT - 12, t1));
+      b.append(String.format(Locale.ROOT,
+          "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">time since SLAQ started; y: %s</text>",
+          (x0 + x1) / 2, HEIGHT - 12, yLabel));
+      return b;
+    }
+  }
+}

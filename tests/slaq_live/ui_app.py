@@ -1,0 +1,61 @@
+"""A real SLAQ app for the UI tests (run as its own process, so its driver UI is on and its JVM its own).
+
+Starts local-cluster Spark with the UI on 127.0.0.1 (the caller sets SPARK_LOCAL_IP) and a random
+port, runs SLAQ jobs (instrumented logistic regression and SVM on Spark; one of them short, so it
+finishes while the others run), prints {"ui": <url>} on stdout, and exits when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+
+from pyspark import InheritableThread
+from pyspark.sql import SparkSession
+
+import slaq
+from slaq.ml import logistic_regression, svm, synthetic_blocks
+
+# (name, trainer, iterations): the first name needs HTML escaping; "short" finishes early
+JOBS = [("lr <a>&'x'", logistic_regression, 100_000), ("svm-1", svm, 100_000), ("short", logistic_regression, 6)]
+
+
+def main() -> int:
+    local_dir = sys.argv[1]
+    spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("slaq-ui-test")
+             .config("spark.local.dir", local_dir)
+             .config("spark.ui.enabled", "true").config("spark.ui.port", "0").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "1g")
+             .config("spark.scheduler.mode", "FAIR").config("spark.slaq.enabled", "true").config("spark.slaq.epoch", "0.5s")
+             .getOrCreate())
+    sc = spark.sparkContext
+    slaq.attach(spark)
+    errors: list[str] = []
+
+    def train(name: str, trainer, iterations: int) -> None:
+        try:
+            blocks = synthetic_blocks(sc, 2, 200, 5, seed=len(name), cache=True)
+            with slaq.job(name):
+                trainer(blocks, iterations)
+        except Exception as exc:  # the app is stopped under running jobs; only report failures before that
+            if not stopping.is_set():
+                errors.append(f"{name}: {exc}")
+                print(f"ui_app: job {name} failed: {exc}", file=sys.stderr, flush=True)
+
+    stopping = threading.Event()
+    for name, trainer, iterations in JOBS:
+        InheritableThread(target=train, args=(name, trainer, iterations), daemon=True).start()
+    print(json.dumps({"ui": sc.uiWebUrl}), flush=True)
+    sys.stdin.read()  # the test closes stdin when it is done
+    stopping.set()
+    sc.cancelAllJobs()
+    spark.stop()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1 if errors else 0)  # training threads are still inside cancelled jobs
+
+
+if __name__ == "__main__":
+    sys.exit(main())

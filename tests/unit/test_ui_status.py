@@ -1,0 +1,125 @@
+"""The per-epoch status behind the SLAQ UI tab, the driver log line and the console table: built by
+the real epoch loop from shim-format messages (a fake clock, a scripted stand-in for the JVM pools)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from slaq.live.loop import EpochLoop
+from slaq.live.status import used_cores
+from slaq.progress import ConsoleProgress, console, format_table
+from sparkshim import messages
+from tests.unit.test_live_units import FakePools
+
+
+class ScriptedPools(FakePools):
+    """Stands in for the JVM pools in these unit tests only: each drain returns the next scripted batch."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = list(batches)
+
+    def drain(self):
+        iterations, consumed = self.batches.pop(0) if self.batches else ([], {})
+        return iterations, {job: messages.PoolState(job, c, 0.0, 0, False) for job, c in consumed.items()}
+
+    def capacity(self):
+        return 2.0
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def it(job, loss, t, core_seconds):
+    return messages.Iteration(job, loss, t, core_seconds, "python")
+
+
+def run_epochs(batches, step_seconds=0.5):
+    clock = FakeClock()
+    published = []
+    loop = EpochLoop(ScriptedPools(batches), "slaq", 0.5, on_epoch=published.append, clock=clock)
+    loop.add("a", 1.0)
+    loop.add("b", 1.0)
+    for _ in batches:
+        clock.now += step_seconds
+        loop.step()
+    return loop, published
+
+
+def test_each_epoch_publishes_one_status_with_losses_gains_and_cores():
+    loop, published = run_epochs([
+        ([it("a", 1.0, 0.1, 0.0)], {"a": 0.0}),
+        ([it("a", 0.5, 0.6, 0.5), it("a", 0.3, 1.1, 1.0)], {"a": 1.0, "b": 0.25}),
+        ([it("a", 0.2, 1.6, 1.5), it("a", 0.15, 2.1, 2.0)], {"a": 2.0, "b": 0.5}),
+    ])
+    assert [s.epoch for s in published] == [1, 2, 3]
+    assert [s.t for s in published] == pytest.approx([0.5, 1.0, 1.5])  # seconds since the loop started, by its clock
+    assert loop.status is published[-1]
+    last = {j.job: j for j in published[-1].jobs}
+    a, b = last["a"], last["b"]
+    assert (a.state, a.iterations, a.loss) == ("running", 5, 0.15)
+    assert 0.0 <= a.normalized_loss < published[1].jobs[0].normalized_loss <= 1.0  # falls as the job converges
+    assert a.predicted_gain >= 0.0 and a.predicted_gain <= a.normalized_loss
+    assert a.used_cores == pytest.approx(2.0)  # 1.0 core-second in 0.5 s
+    assert (b.state, b.iterations, b.loss, b.normalized_loss) == ("waiting", 0, 0.0, 1.0)
+    assert b.used_cores == pytest.approx(0.5)
+    assert a.cores + b.cores == pytest.approx(2.0)
+    assert b.cores > 0  # a new job is explored (§4.2: arrivals get cores first)
+    assert messages.decode(messages.encode(published[-1])) == published[-1]  # finite, schema-valid: what crosses py4j
+
+
+def test_a_failing_publisher_never_fails_the_epoch(caplog):
+    def broken(status):
+        raise RuntimeError("JVM gone")
+
+    loop = EpochLoop(ScriptedPools([([], {})]), "fair", 0.5, on_epoch=broken, clock=FakeClock())
+    loop.add("a", 1.0)
+    assert loop.step() == {"a": pytest.approx(2.0)}
+    assert "could not publish epoch 1" in caplog.text and loop.status is not None
+
+
+def test_used_cores_from_cumulative_core_seconds():
+    assert used_cores({"a": 3.0, "b": 1.0}, {"a": 1.0}, 2.0) == {"a": 1.0, "b": 0.5}
+    assert used_cores({"a": 3.0}, {"a": 4.0}, 1.0) == {"a": 0.0}  # a reopened pool restarts its count
+    assert used_cores({"a": 3.0}, {}, 0.0) == {"a": 0.0}
+
+
+def test_console_table_lists_jobs_by_cores_and_folds_the_rest():
+    jobs = [messages.JobStatus(f"job-{i}", "running", i + 1, 1.0 / (i + 1), 0.5, 0.01, float(i), 0.5) for i in range(15)]
+    jobs.append(messages.JobStatus("new", "waiting", 0, 0.0, 1.0, 1.0, 0.0, 0.0))
+    text = format_table(messages.EpochStatus(7, 12.0, "slaq", 16.0, jobs), rows=12)
+    lines = text.splitlines()
+    assert lines[0].startswith("SLAQ epoch 7 t=12s policy=slaq: 16 jobs, cores allocated 105.0 / used 7.5 of 16")
+    assert lines[2].split()[0] == "job-14" and len(lines) == 2 + 12 + 1
+    assert lines[-1] == "  ... 4 more jobs with 3.00 cores"
+
+
+def test_console_progress_prints_each_new_epoch_once():
+    current = {"status": None}
+    out = io.StringIO()
+    progress = ConsoleProgress(lambda: current["status"], out)
+    assert not progress.tick()
+    current["status"] = messages.EpochStatus(1, 0.5, "fair", 2.0, [messages.JobStatus("a", "running", 3, 0.5, 0.4, 0.1, 2.0, 1.5)])
+    assert progress.tick() and not progress.tick()
+    current["status"] = messages.EpochStatus(2, 1.0, "fair", 2.0, [])
+    assert not progress.tick()  # no job registered: no table
+    current["status"] = messages.EpochStatus(3, 1.5, "fair", 2.0, [messages.JobStatus("a", "running", 4, 0.4, 0.3, 0.1, 2.0, 2.0)])
+    assert progress.tick()
+    assert out.getvalue().count("SLAQ epoch") == 2
+    assert "\n  a   running      3        0.5  0.400  0.100  2.00/1.50\n" in out.getvalue()
+
+
+def test_console_off_prints_nothing_and_bad_period_is_refused():
+    out = io.StringIO()
+    with console(enabled=False, stream=out) as progress:
+        assert progress is None
+    assert out.getvalue() == ""
+    with pytest.raises(ValueError, match="every must be > 0"), console(every=0):
+        pass
