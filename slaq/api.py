@@ -6,20 +6,25 @@ losses (so ``should_stop`` works), but nothing touches Spark's scheduler: the ap
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from slaq.enforce.pools import PoolBridge, check_job_name
+from slaq import sparkml
+from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, check_job_name, enter_thread, restore_thread, thread_job
 from slaq.live.config import ConfigError, SlaqConfig
-from slaq.live.loop import EpochLoop
+from slaq.live.loop import NO_LOSS_EPOCHS, EpochLoop
 from slaq.predict.loss_curves import fit_loss_curve
 from slaq.stats.history import InvalidReport, _finite_number
 
 log = logging.getLogger("slaq")
+FINISHED_KEPT = 256  # closed jobs a runtime remembers (with their histories) for inspection
 
 
 class NoActiveJob(RuntimeError):
@@ -40,6 +45,8 @@ class SlaqRuntime:
         self.loop: EpochLoop | None = None
         self._open: dict[str, Job] = {}
         self._lock = threading.Lock()
+        self._fit_seq = itertools.count(1)
+        self.finished: deque[Job] = deque(maxlen=FINISHED_KEPT)  # the latest closed jobs, oldest first
         if not config.enabled:
             return
         mode = (sc.getConf().get("spark.scheduler.mode") or "FIFO").upper()
@@ -47,19 +54,27 @@ class SlaqRuntime:
             raise ConfigError("spark.slaq.enabled=true needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode)")
         self.pools = PoolBridge(sc)
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores)
+        self.loop.on_loss = self._on_loss
+        self._clock_offset = self.pools.clock_offset()
 
     def start(self) -> SlaqRuntime:
-        """Configure the shim's pools and start the epoch loop (nothing happens while disabled)."""
+        """Configure the shim's pools, start the epoch loop and route spark.ml fits into jobs (nothing
+        happens while disabled)."""
         if self.pools is not None and self.loop is not None:
             c = self.config
             self.pools.configure(c.work_conserving, c.fail_open_epochs * c.epoch)
+            self.pools.resume()
             self.loop.start()
+            sparkml.install(self._fit_as_job)
             log.info("SLAQ: attached (policy %s, epoch %.3g s, work-conserving %s)", c.policy, c.epoch, c.work_conserving)
         return self
 
     @property
     def enabled(self) -> bool:
         return self.pools is not None
+
+    def _spark_alive(self) -> bool:
+        return self.sc is not None and getattr(self.sc, "_jsc", None) is not None
 
     def _open_job(self, job: Job) -> None:
         with self._lock:
@@ -71,20 +86,59 @@ class SlaqRuntime:
             self.loop.add(job.name, job.weight)
 
     def _close_job(self, job: Job) -> None:
+        if self.loop is not None:
+            self.sync()  # losses the JVM captured up to now still belong to this job
         with self._lock:
             if self._open.get(job.name) is not job:
                 return
             del self._open[job.name]
+            self.finished.append(job)
         if self.pools is not None and self.loop is not None:
-            self.loop.remove(job.name)
+            live = self.loop.remove(job.name)
             self.pools.close(job.name)
+            if live is not None and not live.history.losses and live.silent_epochs < NO_LOSS_EPOCHS:
+                log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", job.name)
 
     def running_jobs(self) -> list[str]:
         with self._lock:
             return list(self._open)
 
+    def job_named(self, name: str) -> Job | None:
+        """The running job called ``name``, if any."""
+        with self._lock:
+            return self._open.get(name)
+
+    def sync(self) -> None:
+        """Bring every open job's history up to date with the losses the JVM captured so far."""
+        if self.loop is not None and self._spark_alive():
+            self.loop.poll()
+
+    def _on_loss(self, it: Iteration) -> None:
+        """The epoch loop accepted a loss: every loss of a job, reported from Python or captured from
+        spark.ml in the JVM, joins its history here in the JVM's order; a job that reached its target
+        gets the minimum share."""
+        job = self.job_named(it.job)
+        if job is None:
+            return
+        job._record(it.loss, it.t + self._clock_offset)
+        job._check_target()
+
+    def _satisfied(self, job: Job) -> None:
+        if self.loop is not None:
+            self.loop.satisfy(job.name)
+        log.info("SLAQ: job %s reached its target after %d losses; it keeps running on the minimum share", job.name, len(job._losses))
+
+    def _fit_as_job(self, estimator: Any, fit: Callable[[], Any]) -> Any:
+        """A spark.ml leaf fit: its own job, unless the calling thread already is in one (that choice wins)."""
+        if _scheduler is not self or not self.enabled or current_job() is not None:
+            return fit()
+        name = sparkml.fit_job_name(type(estimator).__name__, sparkml.hyperparameters(estimator), next(self._fit_seq))
+        with Job(name):
+            return fit()
+
     def stop(self) -> None:
-        """Stops the epoch loop; the shim then opens the pools (fair sharing)."""
+        """Stops the epoch loop and the spark.ml hook; the shim then opens the pools (fair sharing)."""
+        sparkml.uninstall(self._fit_as_job)
         if self.loop is not None:
             self.loop.stop()
         if self.pools is not None:
@@ -120,9 +174,18 @@ def attach(spark: Any = None) -> SlaqRuntime:
 
 
 def current_job() -> Job | None:
-    """The innermost ``slaq.job`` of this thread (threads started inside a job inherit it)."""
+    """The job this thread's work belongs to: its innermost ``slaq.job`` block, else the job named by its
+    JVM thread's ``slaq.job`` local property, which ``pyspark.InheritableThread`` and
+    ``inheritable_thread_target`` (CrossValidator's pool threads) copy from the thread that started them.
+    A plain ``threading.Thread`` inherits nothing: its work is outside every job."""
     stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else None
+    if stack:
+        return stack[-1]
+    s = _scheduler
+    if s is None or not s._spark_alive():
+        return None
+    name = thread_job(s.sc)
+    return None if name is None else s.job_named(name)
 
 
 class Job:
@@ -139,19 +202,21 @@ class Job:
             if not 0 < target_reduction <= 1:
                 raise ValueError(f"target_reduction must be in (0, 1], e.g. 0.95; got {target_reduction!r}")
         self.target_reduction = target_reduction
-        self.losses: list[float] = []
-        self.times: list[float] = []  # time.monotonic() of each report
+        self._losses: list[float] = []
+        self.times: list[float] = []  # time.monotonic() of each loss (captured ones: when the JVM stamped it)
         self.scheduler: SlaqRuntime | None = None
         self.done = False
-        self._previous: tuple[str | None, str | None] | None = None
+        self.satisfied = False  # reached its target: minimum share from then on
+        self._history_lock = threading.Lock()
+        self._previous: Any = None  # the thread's JVM local properties before the block
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Job:
-        _install_thread_inheritance()
         self.scheduler = attach()
         self.scheduler._open_job(self)
-        if self.scheduler.pools is not None:
-            self._previous = self.scheduler.pools.enter(self.name)
+        s = self.scheduler
+        if s._spark_alive():
+            self._previous = enter_thread(s.sc, self.name, POOL_PREFIX + self.name if s.pools is not None else None)
         stack = getattr(_local, "stack", None)
         if stack is None:
             stack = _local.stack = []
@@ -165,14 +230,35 @@ class Job:
         if exc is not None:
             log.warning("SLAQ: job %s ended with %s: %s; its pool is released", self.name, type(exc).__name__, exc)
         self._release()
-        if self.scheduler is not None and self.scheduler.pools is not None and self._previous is not None:
-            self.scheduler.pools.set_thread(*self._previous)
+        s = self.scheduler
+        if s is not None and self._previous is not None and s._spark_alive():
+            restore_thread(s.sc, self._previous)
 
     def _release(self) -> None:
         if not self.done:
-            self.done = True
             if self.scheduler is not None:
                 self.scheduler._close_job(self)
+            self.done = True
+
+    # -- the history -----------------------------------------------------------------------------
+    @property
+    def losses(self) -> list[float]:
+        """Every loss of this job in order: reported from Python and captured from spark.ml in the JVM."""
+        if not self.done and self.scheduler is not None:
+            self.scheduler.sync()
+        with self._history_lock:
+            return list(self._losses)
+
+    def _record(self, loss: float, when: float | None = None) -> None:
+        with self._history_lock:
+            self._losses.append(loss)
+            self.times.append(time.monotonic() if when is None else when)
+
+    def _check_target(self) -> None:
+        if not self.satisfied and self._target_reached():
+            self.satisfied = True
+            if self.scheduler is not None and not self.done:
+                self.scheduler._satisfied(self)
 
     # -- reporting -------------------------------------------------------------------------------
     def report(self, loss: float) -> None:
@@ -181,35 +267,45 @@ class Job:
         value = _finite_number(loss, "loss")
         if self.done:
             raise JobClosed(f"SLAQ job {self.name!r} is closed; report inside its `with slaq.job(...)` block")
-        self.losses.append(value)
-        self.times.append(time.monotonic())
         s = self.scheduler
-        if s is not None and s.pools is not None:
-            s.pools.report(self.name, value)
+        if s is not None and s.pools is not None and s.pools.report(self.name, value):
+            return  # joins the history through the JVM, in order with the losses captured there
+        self._record(value)
+        self._check_target()
 
     def should_stop(self) -> bool:
-        """True once the job reached the target it declared; the job's cores are released then."""
-        reached = self._target_reached()
+        """True once the job reached the target it declared (from any loss: reported or captured from
+        spark.ml); the job's cores are released then. A spark.ml fit is never stopped mid-fit: a job
+        that reaches its target during one runs on the minimum share until it returns."""
+        losses = self.losses
+        reached = self.satisfied or _target_reached(losses, self.target_loss, self.target_reduction)
         if reached:
             self._release()
         return reached
 
     def _target_reached(self) -> bool:
-        if not self.losses:
-            return False
-        if self.target_loss is not None and self.losses[-1] <= self.target_loss:
-            return True
-        if self.target_reduction is not None and len(self.losses) >= 4:
-            floor = fit_loss_curve(self.losses).floor
-            span = self.losses[0] - floor
-            if math.isfinite(floor) and span > 0:
-                return (self.losses[0] - self.losses[-1]) / span >= self.target_reduction
+        with self._history_lock:
+            losses = list(self._losses)
+        return _target_reached(losses, self.target_loss, self.target_reduction)
+
+
+def _target_reached(losses: list[float], target_loss: float | None, target_reduction: float | None) -> bool:
+    """Whether ``losses`` reached ``target_loss`` or ``target_reduction`` of the way to the fitted floor."""
+    if not losses:
         return False
+    if target_loss is not None and losses[-1] <= target_loss:
+        return True
+    if target_reduction is not None and len(losses) >= 4:
+        floor = fit_loss_curve(losses).floor
+        span = losses[0] - floor
+        if math.isfinite(floor) and span > 0:
+            return (losses[0] - losses[-1]) / span >= target_reduction
+    return False
 
 
 def job(name: str, weight: float = 1.0, target_loss: float | None = None, target_reduction: float | None = None) -> Job:
     """A SLAQ training job; use as ``with slaq.job("name") as job:``. Spark work in the block (and in
-    threads started inside it) runs in the job's pool."""
+    ``pyspark.InheritableThread`` threads started inside it) runs in the job's pool."""
     return Job(name, weight, target_loss, target_reduction)
 
 
@@ -218,38 +314,9 @@ def report_loss(loss: float) -> None:
     active = current_job()
     if active is None:
         _finite_number(loss, "loss")
-        raise NoActiveJob(f"slaq.report_loss() called outside any `with slaq.job(...)` block (thread {threading.current_thread().name})")
+        raise NoActiveJob(f"slaq.report_loss() called outside any `with slaq.job(...)` block (thread {threading.current_thread().name}; "
+                          "threads started inside a job belong to it when they are pyspark.InheritableThread)")
     active.report(loss)
-
-
-_inheritance_installed = False
-
-
-def _install_thread_inheritance() -> None:
-    """Make threads started inside a job run in it: their Python-side job and their JVM thread's
-    pool properties are set from the starting thread's job before ``run``."""
-    global _inheritance_installed
-    if _inheritance_installed:
-        return
-    _inheritance_installed = True
-    original_start = threading.Thread.start
-
-    def start(self: threading.Thread) -> None:
-        parent = current_job()
-        if parent is not None and not parent.done:
-            run = self.run
-
-            def run_in_job() -> None:
-                _local.stack = [parent]
-                s = parent.scheduler
-                if s is not None and s.pools is not None and not parent.done:
-                    s.pools.set_thread("slaq." + parent.name, parent.name)
-                run()
-
-            self.run = run_in_job  # type: ignore[method-assign]
-        original_start(self)
-
-    threading.Thread.start = start  # type: ignore[method-assign]
 
 
 __all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "job", "report_loss"]

@@ -3,6 +3,7 @@ of :mod:`sparkshim.messages` (``iteration`` and ``pool_state`` from the JVM, ``a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ from sparkshim.bridge import shim_for
 
 JOB_PROPERTY = "slaq.job"
 POOL_PREFIX = "slaq."
+PYTHON_SOURCE = "python"  # the source of losses reported from Python; the JVM stamps its captured ones "mllib"
 _FORBIDDEN = set("\t\n\r")
 
 Iteration = messages.Iteration  # one reported loss: job, loss, t, core_seconds, source (stamped by the JVM)
@@ -60,7 +62,7 @@ class PoolBridge:
         self._j.close(job)
 
     def report(self, job: str, loss: float) -> bool:
-        return bool(self._j.report(job, float(loss), "python"))
+        return bool(self._j.report(job, float(loss), PYTHON_SOURCE))
 
     def drain(self) -> tuple[list[Any], dict[str, Any]]:
         return split_drain(self._j.drain())
@@ -80,12 +82,43 @@ class PoolBridge:
     def capacity(self) -> float:
         return float(self._j.capacity())
 
-    def enter(self, job: str) -> tuple[str | None, str | None]:
-        """Route the calling thread's Spark work to ``job``'s pool; returns the previous properties."""
-        previous = (self._sc.getLocalProperty("spark.scheduler.pool"), self._sc.getLocalProperty(JOB_PROPERTY))
-        self.set_thread(POOL_PREFIX + job, job)
-        return previous
+    def clock_offset(self) -> float:
+        """What to add to an ``iteration``'s ``t`` to get ``time.monotonic()`` (to about a py4j round trip)."""
+        before = time.monotonic()
+        jvm = float(self._j.now())
+        return (before + time.monotonic()) / 2 - jvm
+
+    def enter(self, job: str) -> Any:
+        """Route the calling thread's Spark work to ``job``'s pool; returns what :func:`restore_thread` needs."""
+        return enter_thread(self._sc, job, POOL_PREFIX + job)
 
     def set_thread(self, pool: str | None, job: str | None) -> None:
         self._sc.setLocalProperty("spark.scheduler.pool", pool)
         self._sc.setLocalProperty(JOB_PROPERTY, job)
+
+
+def enter_thread(sc: Any, job: str, pool: str | None) -> Any:
+    """Put the calling thread's JVM local properties in ``job`` (and ``pool``, when SLAQ enforces).
+
+    The thread first gets a copy of its properties: pyspark's ``inheritable_thread_target`` hands one
+    ``Properties`` object to every thread of a pool (CrossValidator's), so setting a key in place
+    would move the sibling threads' work into this job. Returns the thread's previous object.
+    """
+    jsc = sc._jsc.sc()
+    previous = jsc.getLocalProperties()
+    jsc.setLocalProperties(previous.clone())
+    if pool is not None:
+        sc.setLocalProperty("spark.scheduler.pool", pool)
+    sc.setLocalProperty(JOB_PROPERTY, job)
+    return previous
+
+
+def restore_thread(sc: Any, previous: Any) -> None:
+    """Give the calling thread back the properties object it had before :func:`enter_thread`."""
+    sc._jsc.sc().setLocalProperties(previous)
+
+
+def thread_job(sc: Any) -> str | None:
+    """The SLAQ job the calling thread's JVM local properties name (set by a ``slaq.job`` block and
+    inherited by ``pyspark.InheritableThread``/``inheritable_thread_target``), or None."""
+    return sc.getLocalProperty(JOB_PROPERTY) or None

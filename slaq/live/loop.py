@@ -12,10 +12,12 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from slaq.policy import make_policy
+from slaq.policy.base import unit
 from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast
 from slaq.stats.history import InvalidReport, JobHistory
 
@@ -40,15 +42,17 @@ class LiveJob:
     last: tuple[float, float] | None = None  # (time, cumulative core-seconds) of the latest report
     cores: float = 0.0  # latest allocation
     consumed: float = 0.0  # core-seconds used so far (from the pool)
+    satisfied: bool = False  # reached its target: the minimum share from then on
+    silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
 
 
-def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> int:
-    """Append reported iterations to their jobs' histories; returns how many were accepted.
+def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> list[Any]:
+    """Append reported iterations to their jobs' histories; returns the accepted ones, in order.
 
     The cost of an iteration is the core-seconds the job's pool used between two reports and its
     wall time the time between them, so the runtime model learns both online.
     """
-    accepted = 0
+    accepted = []
     for it in iterations:
         job = jobs.get(it.job)
         if job is None:
@@ -64,8 +68,37 @@ def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> int:
             log.warning("SLAQ: dropped a report of job %s: %s", it.job, exc)
             continue
         job.last = (it.t, it.core_seconds)
-        accepted += 1
+        accepted.append(it)
     return accepted
+
+
+NO_LOSS_EPOCHS = 3  # a job with no loss after this many epochs is taken for one that reports none
+
+
+def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) -> dict[str, float]:
+    """The cores of jobs the policy does not steer, by rule (pure):
+
+    * a job that reached its target, and a closed job's pool that still has work, get the minimum
+      share (:func:`~slaq.policy.base.unit`), so work a finished block keeps submitting runs throttled;
+    * a job that reported no loss for :data:`NO_LOSS_EPOCHS` epochs (spark.ml KMeans, trees, ALS, ...)
+      gets its even, weighted share: with no curve to predict from, it is treated as fair sharing would.
+    """
+    closed = list(closed)
+    n = len(jobs) + len(closed)
+    if n == 0 or capacity <= 0:
+        return {}
+    minimum = unit(capacity, n)
+    total_weight = sum(j.weight for j in jobs) + len(closed)
+    out = {name: minimum for name in closed}
+    for j in jobs:
+        if j.satisfied:
+            out[j.name] = minimum
+        elif not j.history.losses and j.silent_epochs >= NO_LOSS_EPOCHS:
+            out[j.name] = capacity * j.weight / total_weight
+    used = sum(out.values())
+    if used > capacity:
+        out = {k: v * capacity / used for k, v in out.items()}
+    return out
 
 
 class EpochLoop:
@@ -85,6 +118,10 @@ class EpochLoop:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._arrivals = 0
+        self._ingest_lock = threading.Lock()  # one drain + ingest at a time, so losses stay in order
+        self._closed: list[str] = []  # closed pools the latest drain reported
+        # called with every accepted iteration message, in order, outside the loop's lock
+        self.on_loss: Callable[[Any], None] | None = None
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, name: str, weight: float) -> None:
@@ -99,32 +136,63 @@ class EpochLoop:
         self._wake.set()
         return job
 
+    def satisfy(self, name: str) -> None:
+        """``name`` reached its target: from the next epoch on it gets the minimum share."""
+        with self._lock:
+            job = self.jobs.get(name)
+            if job is not None:
+                job.satisfied = True
+        self._wake.set()
+
     def history(self, name: str) -> JobHistory | None:
         with self._lock:
             job = self.jobs.get(name)
             return None if job is None else job.history
 
     # -- one epoch -------------------------------------------------------------------------------
-    def allocate(self, capacity: float) -> dict[str, float]:
-        """The policy's cores per active job for ``capacity`` cores (pure given the histories)."""
+    def allocate(self, capacity: float, closed: Iterable[str] = ()) -> dict[str, float]:
+        """Cores per active job (and per closed pool in ``closed``) for ``capacity`` cores: the
+        :func:`fixed_shares` first, the policy's choice for the rest (pure given the histories)."""
         with self._lock:
             jobs = list(self.jobs.values())
-        if not jobs:
+        closed = [c for c in closed if c not in self.jobs]
+        if not jobs and not closed:
             return {}
-        table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs], self.epoch)
-        cores = self.policy.allocate(table, max(capacity - self.reserve, 0.0))
-        for j, c in zip(jobs, cores):
-            j.cores = float(c)
-        return {j.name: float(c) for j, c in zip(jobs, cores)}
+        capacity = max(capacity - self.reserve, 0.0)
+        alloc = fixed_shares(jobs, closed, capacity)
+        steered = [j for j in jobs if j.name not in alloc]
+        if steered:
+            table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in steered], self.epoch)
+            cores = self.policy.allocate(table, max(capacity - sum(alloc.values()), 0.0))
+            alloc.update((j.name, float(c)) for j, c in zip(steered, cores))
+        for j in jobs:
+            j.cores = alloc[j.name]
+        return alloc
+
+    def poll(self) -> None:
+        """Drain the shim and fold its losses and pool states into the jobs (any thread; the user's
+        ``job.losses`` calls it so a spark.ml fit's captured losses are there when the fit returns)."""
+        with self._ingest_lock:
+            iterations, pools = self.pools.drain()
+            with self._lock:
+                accepted = ingest(self.jobs, iterations)
+                for name, state in pools.items():
+                    if name in self.jobs:
+                        self.jobs[name].consumed = state.consumed
+                self._closed = [name for name, state in pools.items() if state.closed]
+            if self.on_loss is not None:
+                for it in accepted:
+                    self.on_loss(it)
 
     def step(self) -> dict[str, float]:
-        iterations, pools = self.pools.drain()
+        self.poll()
         with self._lock:
-            ingest(self.jobs, iterations)
-            for name, state in pools.items():
-                if name in self.jobs:
-                    self.jobs[name].consumed = state.consumed
-        alloc = self.allocate(self.pools.capacity())
+            for j in self.jobs.values():
+                j.silent_epochs = 0 if j.history.losses else j.silent_epochs + 1
+                if j.silent_epochs == NO_LOSS_EPOCHS:
+                    log.info("SLAQ: job %s reported no loss in %d epochs; it gets an even share of the cores until it does", j.name, NO_LOSS_EPOCHS)
+            closed = list(self._closed)
+        alloc = self.allocate(self.pools.capacity(), closed)
         self.pools.deposit(alloc, self.epoch)
         self.epochs += 1
         return alloc

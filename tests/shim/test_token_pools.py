@@ -80,8 +80,16 @@ def test_strict_mode_leaves_throttled_pools_out_work_conserving_puts_them_last(g
     assert list(parent.admittedNames()) == ["rich", "indebted", "broke"]
     mode.configure(False, 30.0)
     assert list(parent.admittedNames()) == ["rich"]
-    broke.close()  # a closed job may finish its queued work without tokens
-    assert list(parent.admittedNames()) == ["rich", "broke"]
+    broke.close()  # a closed job's pool is not unthrottled: without tokens it waits in strict mode...
+    assert list(parent.admittedNames()) == ["rich"]
+    mode.configure(True, 30.0)  # ...and comes last when work-conserving
+    assert list(parent.admittedNames()) == ["rich", "indebted", "broke"]
+    mode.configure(False, 30.0)
+    broke.deposit(0.5, clock.nanoTime())  # the loop's minimum share for a closed pool with work
+    assert list(parent.admittedNames()) == ["broke", "rich"]
+    broke.increaseRunningTasks(1)
+    clock.advanceSeconds(0.6)
+    assert list(parent.admittedNames()) == ["rich"]  # spent: held again until the next deposit
 
 
 def test_fail_open_before_first_deposit_after_open_all_and_when_deposits_stop(gateway, clock, mode):

@@ -53,7 +53,7 @@ def test_ingest_costs_come_from_pool_consumption_between_reports():
     n = ingest(jobs, [Iteration("a", 1.0, 10.0, 5.0, "python"), Iteration("a", 0.5, 12.0, 9.0, "python"),
                       Iteration("ghost", 0.1, 12.0, 1.0, "python")])
     h = jobs["a"].history
-    assert n == 2 and h.losses == [1.0, 0.5]
+    assert len(n) == 2 and h.losses == [1.0, 0.5]
     assert h.core_seconds == [4.0] and h.wall_seconds == [2.0] and h.cores == [2.0]
 
 

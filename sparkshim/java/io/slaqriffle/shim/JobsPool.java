@@ -12,8 +12,10 @@ import scala.collection.mutable.ArrayBuffer;
  * The parent of every SLAQ job pool. Once per offer round it orders its pools: pools with tokens
  * first (largest fraction of their deposit left first), then, in work-conserving mode, throttled
  * pools (least debt first), so a throttled pool only gets cores that no pool with tokens takes. In
- * strict mode throttled pools are left out of the round. When the epoch loop stops depositing (or
- * is declared failed) every pool opens and is ordered as Spark's fair scheduler would.
+ * strict mode throttled pools are left out of the round. A closed job's pool is ranked like any
+ * other (the epoch loop keeps depositing the minimum share into it while it has work), so work a
+ * finished job keeps submitting is never unthrottled. When the epoch loop stops depositing (or is
+ * declared failed) every pool opens and is ordered as Spark's fair scheduler would.
  */
 public final class JobsPool extends Pool {
   private final PoolMode mode;
@@ -41,15 +43,15 @@ public final class JobsPool extends Pool {
       return pools;
     }
     pools.sort((a, b) -> {
-      boolean ra = a.isClosed() || a.snapTokens > 0;
-      boolean rb = b.isClosed() || b.snapTokens > 0;
+      boolean ra = a.snapTokens > 0;
+      boolean rb = b.snapTokens > 0;
       if (ra != rb) {
         return ra ? -1 : 1;
       }
       return Double.compare(b.snapFraction, a.snapFraction);
     });
     if (!mode.workConserving()) {
-      pools.removeIf(p -> !p.isClosed() && p.snapTokens <= 0);
+      pools.removeIf(p -> p.snapTokens <= 0);
     }
     return pools;
   }

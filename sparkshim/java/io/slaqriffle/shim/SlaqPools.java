@@ -69,7 +69,7 @@ public final class SlaqPools {
     return true;
   }
 
-  /** The job is over: its pool may finish what is queued without tokens and is removed once idle. */
+  /** The job is over: its pool runs on what the loop deposits for closed pools and is removed once idle. */
   public void close(String job) {
     TokenPool pool = pools.get(job);
     if (pool != null) {
@@ -84,12 +84,16 @@ public final class SlaqPools {
     if (pool == null || pool.isClosed() || !Double.isFinite(loss)) {
       return false;
     }
-    double t = (clock.nanoTime() - base) / 1e9;
-    records.add(new Messages.Iteration(job, loss, t, pool.consumedCoreSeconds(), source));
+    records.add(new Messages.Iteration(job, loss, now(), pool.consumedCoreSeconds(), source));
     if (pending.incrementAndGet() > MAX_PENDING_RECORDS && records.poll() != null) {
       pending.decrementAndGet();
     }
     return true;
+  }
+
+  /** Seconds on the clock that stamps {@code iteration} messages (Python maps them onto its own clock). */
+  public double now() {
+    return (clock.nanoTime() - base) / 1e9;
   }
 
   /** The job whose pool the calling JVM thread submits to (inherited by child threads), or null. */

@@ -1,0 +1,94 @@
+"""The shares the epoch loop hands out by rule, not by the policy: closed pools and jobs at their
+target get the minimum share, jobs that report no loss an even share; and the generated names of
+zero-change spark.ml fit jobs. Pure: no Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from slaq.enforce.pools import Iteration, PoolState, check_job_name
+from slaq.live.loop import NO_LOSS_EPOCHS, EpochLoop, LiveJob, fixed_shares
+from slaq.sparkml import MAX_NAME, fit_job_name
+from tests.unit.test_live_units import FakePools
+
+
+class ScriptedPools(FakePools):
+    """:class:`FakePools` (4 cores) whose drain() answers are scripted per epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.script: list[tuple[list, dict]] = []
+
+    def drain(self):
+        return self.script.pop(0) if self.script else ([], {})
+
+
+def _job(name, losses=(), weight=1.0, **kw):
+    j = LiveJob(name, weight, 0.0, **kw)
+    for v in losses:
+        j.history.report(v)
+    return j
+
+
+def test_target_reached_and_closed_pools_get_the_minimum_share_silent_jobs_an_even_one():
+    jobs = [_job("learning", [1.0, 0.5]), _job("done", [1.0, 0.1], satisfied=True),
+            _job("silent", silent_epochs=NO_LOSS_EPOCHS, weight=2.0), _job("new", silent_epochs=NO_LOSS_EPOCHS - 1)]
+    shares = fixed_shares(jobs, ["closed"], capacity=8.0)
+    # 5 pools on 8 cores: the minimum share is one core; the silent job's even share is 8 x 2 / 6
+    assert shares == pytest.approx({"done": 1.0, "closed": 1.0, "silent": 8.0 * 2.0 / 6.0})
+    assert fixed_shares([], [], 8.0) == {} and fixed_shares(jobs, [], 0.0) == {}
+    many_closed = fixed_shares([], [f"c{i}" for i in range(10)], capacity=4.0)
+    assert sum(many_closed.values()) <= 4.0 and len(set(many_closed.values())) == 1  # more pools than cores: half an even share each
+
+
+def test_the_loop_steers_the_rest_and_keeps_a_closed_pool_throttled_until_it_is_gone():
+    pools = ScriptedPools()
+    loop = EpochLoop(pools, "fair", 1.0)
+    loop.add("a", 1.0)
+    loop.add("b", 1.0)
+    pools.script = [([Iteration("a", 1.0, 1.0, 1.0, "python"), Iteration("b", 2.0, 1.0, 1.0, "mllib")],
+                     {"a": PoolState("a", 1.0, 0.0, 1, False), "gone": PoolState("gone", 3.0, 0.0, 2, True)})]
+    first = loop.step()
+    assert first == pytest.approx({"gone": 1.0, "a": 1.5, "b": 1.5})  # a closed pool with work: the minimum share
+    assert loop.step() == pytest.approx({"a": 2.0, "b": 2.0})  # its pool was removed (no longer reported): nothing
+    loop.satisfy("b")
+    assert loop.step() == pytest.approx({"a": 3.0, "b": 1.0})
+    assert pools.deposits[-1] == pytest.approx({"a": 3.0, "b": 1.0})
+
+
+def test_a_job_without_losses_is_explored_then_gets_an_even_share_then_is_steered_once_it_reports():
+    pools = ScriptedPools()
+    loop = EpochLoop(pools, "slaq", 1.0)
+    loop.add("kmeans", 1.0)
+    loop.add("lr", 1.0)
+    lr = [Iteration("lr", v, float(k), float(k), "mllib") for k, v in enumerate([1.0, 0.6, 0.4, 0.3, 0.25])]
+    pools.script = [(lr[:2], {}), (lr[2:3], {}), (lr[3:4], {})]
+    for _ in range(NO_LOSS_EPOCHS - 1):
+        loop.step()
+    assert loop.jobs["kmeans"].silent_epochs == NO_LOSS_EPOCHS - 1 and "kmeans" not in fixed_shares(list(loop.jobs.values()), [], 4.0)
+    alloc = loop.step()
+    assert alloc["kmeans"] == pytest.approx(2.0)  # no loss after NO_LOSS_EPOCHS epochs: an even share
+    pools.script = [([Iteration("kmeans", 5.0, 9.0, 9.0, "python")], {})]
+    loop.step()
+    assert loop.jobs["kmeans"].silent_epochs == 0  # it reported: steered by the policy again
+
+
+def test_on_loss_sees_every_accepted_loss_in_order_with_its_source():
+    pools = ScriptedPools()
+    loop = EpochLoop(pools, "fair", 1.0)
+    loop.add("a", 1.0)
+    seen = []
+    loop.on_loss = lambda it: seen.append((it.job, it.loss, it.source))
+    pools.script = [([Iteration("a", 1.0, 1.0, 1.0, "mllib"), Iteration("ghost", 1.0, 1.0, 1.0, "mllib"),
+                      Iteration("a", 0.5, 2.0, 2.0, "python")], {})]
+    loop.poll()
+    assert seen == [("a", 1.0, "mllib"), ("a", 0.5, "python")]
+
+
+def test_fit_job_names_are_readable_unique_and_valid():
+    name = fit_job_name("LogisticRegression", {"regParam": 0.1, "elasticNetParam": 0.0, "fitIntercept": True, "thresholds": [0.3, 0.7]}, 3)
+    assert name == "LogisticRegression[elasticNetParam=0,fitIntercept=true,regParam=0.1,thresholds=[0.3,0.7]]#3"
+    assert fit_job_name("KMeans", {}, 12) == "KMeans[]#12"
+    long = fit_job_name("X", {"solver": "a\tb\nc" * 100}, 1)
+    assert check_job_name(long) == long and len(long) <= MAX_NAME + len("X[]#1")
+    assert fit_job_name("X", {"m": object()}, 1) == "X[m=object]#1"
