@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """SLAQ's main demo: a hyperparameter sweep of training jobs (logistic regression, SVM, K-Means,
-boosting) with Poisson arrivals on an embedded local-cluster Spark, run under SLAQ and under fair
-sharing, compared on time to 90%/95% loss reduction and mean normalized loss over time.
+boosting) with Poisson arrivals on an embedded local-cluster Spark, run under SLAQ, under SLAQ's
+machinery with the fair policy, and under stock Spark FAIR (SLAQ off, one pool per job), compared on
+time to 90%/95% loss reduction and mean normalized loss over time.
 
     python examples/sweep.py            # human-readable comparison
     python examples/sweep.py --json     # the same as JSON
@@ -15,6 +16,7 @@ import json
 import logging
 import sys
 
+from slaq.bench.configs import CONFIGS, STOCK, check_configs
 from slaq.bench.sweep import make_sweep, run_policy
 from slaq.metrics import THRESHOLDS, mean_time_to_key, pct, reduction_vs
 from slaq.progress import console
@@ -26,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=16, help="training jobs in the sweep (default 16)")
     p.add_argument("--arrival-mean", type=float, default=2.0, help="mean seconds between arrivals (default 2)")
     p.add_argument("--iterations", type=int, default=40, help="iterations per job (default 40)")
-    p.add_argument("--policies", default="slaq,fair", help="comma-separated policies to compare (default slaq,fair)")
+    p.add_argument("--policies", default=",".join(CONFIGS),
+                   help=f"comma-separated configurations to compare, from {', '.join(CONFIGS)} (default all; stock = SLAQ off, Spark FAIR)")
     p.add_argument("--master", default="local-cluster[2,1,1024]", help="Spark master (default local-cluster[2,1,1024])")
     p.add_argument("--nodes", type=int, help="start an N-node standalone cluster on loopback for the run (instead of --master)")
     p.add_argument("--epoch", type=float, default=1.0, help="SLAQ epoch in seconds (default 1)")
@@ -41,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--jobs must be >= 1 and --iterations >= 2")
     if args.partitions is not None and args.partitions < 1:
         p.error("--partitions must be >= 1")
+    try:
+        policies = check_configs([x.strip() for x in args.policies.split(",") if x.strip()])
+    except ValueError as exc:
+        p.error(f"--policies: {exc}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sweep = make_sweep(args.jobs, args.arrival_mean, args.seed, args.iterations)
     out: dict = {"sweep": {"jobs": args.jobs, "arrival_mean_s": args.arrival_mean, "iterations": args.iterations, "master": args.master,
@@ -48,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                  "policies": {}}
     with spark_target(args.master, args.nodes) as target, console(every=5.0, enabled=not args.json):  # SLAQ's table on stderr
         out["sweep"]["master"], out["sweep"]["nodes"] = target.master, args.nodes
-        for policy in [x.strip() for x in args.policies.split(",") if x.strip()]:
+        for policy in policies:
             if not args.json:
                 print(f"running the sweep under {policy} ...", file=sys.stderr)
             out["policies"][policy] = run_policy(policy, sweep, target.master, args.epoch, args.partitions, args.rows, args.features,
@@ -56,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     by = out["policies"]
     if "slaq" in by and "fair" in by:
         out["slaq_vs_fair"] = reduction_vs(by["slaq"], by["fair"])
+    if "slaq" in by and STOCK in by:
+        out["slaq_vs_stock"] = reduction_vs(by["slaq"], by[STOCK])
     if args.plot:
         from slaq.sim.plot import plot_summaries
 
@@ -69,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:>6}: mean time {times}, mean normalized loss {s['mean_normalized_loss']}, makespan {s['makespan_s']} s")
     for key, value in out.get("slaq_vs_fair", {}).items():
         print(f"SLAQ vs fair, {key}: {value:+.1%}")
+    for key, value in out.get("slaq_vs_stock", {}).items():
+        print(f"SLAQ vs stock Spark FAIR, {key}: {value:+.1%}")
     return 0
 
 

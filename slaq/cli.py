@@ -103,6 +103,13 @@ def cmd_bench_overhead(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_mllib(args: argparse.Namespace) -> int:
+    from slaq.bench.mllib_args import run_from_args
+
+    _emit(run_from_args(args))
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -202,6 +209,15 @@ def build_parser() -> argparse.ArgumentParser:
     ovh.add_argument("--master", default="local-cluster[2,1,1024]")
     ovh.add_argument("--ui", action="store_true", help="serve the Spark UI on 127.0.0.1 and time the SLAQ tab's page and JSON at the end")
     ovh.set_defaults(func=cmd_bench_overhead)
+    mll = bench.add_parser("mllib", help="unmodified spark.ml fits and CrossValidator: SLAQ vs fair policy vs stock Spark FAIR",
+                           description="Poisson arrivals of spark.ml fits (LogisticRegression L2/L1, LinearRegression l-bfgs, LinearSVC, MLP) on "
+                                       "cached data, as plain fits and through CrossValidator(parallelism=4), under SLAQ, SLAQ's machinery with "
+                                       "the fair policy, and stock Spark FAIR with one pool per fit; medians of --repeats, ratios vs stock.")
+    from slaq.bench.mllib_args import add_mllib_arguments
+
+    add_mllib_arguments(mll)
+    mll.add_argument("--json", action="store_true", help="print JSON (what this verb always prints; accepted for symmetry with the example)")
+    mll.set_defaults(func=cmd_bench_mllib)
 
     from slaq.reproduce.figures import ALIASES, FIGURES
 

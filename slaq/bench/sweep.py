@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 import slaq
+from slaq.bench.configs import STOCK, session_conf, stock_pool
 from slaq.bench.session import spark_session
 from slaq.metrics import THRESHOLDS, mean_times, time_to_key, time_to_threshold
 from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
@@ -91,10 +93,10 @@ def loss_over_time(records: list[tuple[float, list[float], list[float]]], end: f
 
 def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, partitions: int | None, rows: int, features: int,
                bucket: float = 5.0, extra_conf: dict[str, str] | None = None, executors: int = 0) -> dict:
-    """Run the whole sweep under ``policy`` in a fresh Spark session; returns per-job metrics.
-    ``partitions=None``: :func:`default_partitions` of the session."""
-    conf = (extra_conf or {}) | {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": policy,
-                                 "spark.slaq.epoch": f"{epoch}s"}
+    """Run the whole sweep under ``policy`` (a configuration of ``slaq.bench.configs``: ``slaq``, ``fair``
+    or ``stock``) in a fresh Spark session; returns per-job metrics. ``partitions=None``:
+    :func:`default_partitions` of the session."""
+    conf = (extra_conf or {}) | session_conf(policy, epoch)
     with spark_session(f"slaq-sweep-{policy}", master, conf, executors) as spark:
         return _run_sweep(spark, policy, sweep, epoch, partitions, rows, features, bucket)
 
@@ -125,7 +127,8 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
                 time.sleep(delay)
             arrived = time.monotonic() - start
             try:
-                with slaq.job(spec.name) as job:
+                # SLAQ off (stock): the job only keeps its losses; the pool is Spark's own FAIR pool
+                with slaq.job(spec.name) as job, stock_pool(sc, spec.name) if policy == STOCK else nullcontext():
                     _train(spec, sc, partitions, rows, features)
                 times = [t - start for t in job.times]
                 results[spec.name] = {"family": spec.family, "arrival_s": round(arrived, 3), "times": times, "losses": list(job.losses),

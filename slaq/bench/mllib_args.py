@@ -1,0 +1,54 @@
+"""The options of the spark.ml sweep benchmark, shared by ``slaq bench mllib`` and ``examples/mllib_sweep.py``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from slaq.bench.mllib import Workload
+
+from slaq.bench.configs import CONFIGS
+from slaq.bench.session import DEFAULT_MASTER
+
+# --small: a CI-sized run (one fit per family, tiny data, few iterations, one repeat)
+SMALL: dict[str, Any] = {"fits": 5, "rows": 4000, "features": 8, "partitions": 2, "max_iter": 6, "arrival_mean": 0.3, "repeats": 1}
+
+
+def add_mllib_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fits", type=int, default=12, help="spark.ml fits in the sweep, cycling through the five families (default 12)")
+    p.add_argument("--arrival-mean", type=float, default=2.0, help="mean seconds between fit arrivals, Poisson (default 2)")
+    p.add_argument("--max-iter", type=int, default=40, help="maxIter of every estimator (default 40)")
+    p.add_argument("--rows", type=int, default=400_000, help="rows of the cached data set (default 400000)")
+    p.add_argument("--features", type=int, default=40, help="features per row (default 40)")
+    p.add_argument("--partitions", type=int, default=8, help="partitions of the cached data set, i.e. tasks per stage (default 8)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=3, help="runs of every configuration; medians are reported (default 3)")
+    p.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated configurations (default {','.join(CONFIGS)})")
+    p.add_argument("--variants", default="fits,cv", help="plain fits and/or the CrossValidator variant (default fits,cv)")
+    p.add_argument("--attribution", choices=["explicit", "zero-change"], default="zero-change",
+                   help="slaq/fair configs: leave fits unmodified, SLAQ makes each its own job (zero-change, default) or wrap each in slaq.job(name) (explicit)")
+    p.add_argument("--epoch", type=float, default=1.0, help="SLAQ epoch in seconds (default 1)")
+    p.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master (default {DEFAULT_MASTER})")
+    p.add_argument("--small", action="store_true", help="CI size: 5 fits on tiny data, 6 iterations, 1 repeat (overrides those options)")
+
+
+def mllib_args_workload(args: argparse.Namespace) -> tuple[Workload, int]:
+    """The workload and repeat count the parsed options describe (``--small`` overrides sizes)."""
+    from slaq.bench.mllib import make_workload
+
+    size = dict(SMALL) if args.small else {k: getattr(args, k) for k in SMALL}
+    work = make_workload(size["fits"], size["arrival_mean"], args.seed, size["max_iter"], size["rows"], size["features"], size["partitions"])
+    return work, size["repeats"]
+
+
+def run_from_args(args: argparse.Namespace) -> dict:
+    """Run the benchmark the parsed options describe; returns its JSON-ready result."""
+    from slaq.bench.mllib import bench_mllib
+
+    work, repeats = mllib_args_workload(args)
+    return bench_mllib(work, _names(args.configs), _names(args.variants), repeats, args.master, args.epoch, args.attribution)
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]

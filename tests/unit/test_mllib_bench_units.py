@@ -1,0 +1,54 @@
+"""Pure pieces of the spark.ml sweep benchmark: workload, configurations, interval union, objective agreement."""
+
+from __future__ import annotations
+
+import pytest
+
+from slaq.bench.configs import CONFIGS, check_configs, session_conf
+from slaq.bench.fit_timing import union_length
+from slaq.bench.mllib import REASSOCIATION_RTOL, objective_agreement
+from slaq.bench.mllib_workload import FAMILIES, GRIDS, cv_groups, make_fits
+
+
+def test_fits_cycle_families_with_poisson_arrivals():
+    fits = make_fits(12, 2.0, 1)
+    assert [f.family for f in fits[:5]] == list(FAMILIES)
+    assert len({f.name for f in fits}) == 12
+    assert fits[0].arrival == 0.0 and all(a.arrival <= b.arrival for a, b in zip(fits, fits[1:]))
+    assert make_fits(12, 2.0, 1) == fits  # seeded
+    assert {(f.family, f.grid_index) for f in fits} <= {(fam, i) for fam, g in GRIDS.items() for i in range(len(g))}
+    with pytest.raises(ValueError):
+        make_fits(0, 2.0, 1)
+
+
+def test_cv_groups_hold_exactly_the_sweeps_grid_entries():
+    fits = make_fits(12, 2.0, 1)
+    groups = cv_groups(fits, 2.0, 1)
+    assert [g[1] for g in groups] == list(FAMILIES)
+    assert sum(len(g[2]) for g in groups) == len({(f.family, f.grid_index) for f in fits})
+    assert groups[0][3] == 0.0
+
+
+def test_configs():
+    assert session_conf("stock", 1.0)["spark.slaq.enabled"] == "false"
+    assert session_conf("slaq", 2.0)["spark.slaq.epoch"] == "2.0s"
+    assert all(session_conf(c, 1.0)["spark.scheduler.mode"] == "FAIR" for c in CONFIGS)
+    for bad in (["slaq", "slaq"], ["fifo"], []):
+        with pytest.raises(ValueError, match="configurations"):
+            check_configs(bad)
+
+
+def test_union_length_counts_overlaps_once():
+    assert union_length([]) == 0.0
+    assert union_length([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0), (5.5, 5.7)]) == pytest.approx(4.0)
+
+
+def _run(finals: dict[str, float], iterations: int = 10) -> dict:
+    return {"slaq": {"fits": {n: {"final_objective": v, "iterations": iterations} for n, v in finals.items()}}}
+
+
+def test_objective_agreement_reports_the_worst_fit():
+    same = objective_agreement([_run({"a": 1.0, "b": 2.0}), _run({"a": 1.0, "b": 2.0 * (1 + 1e-12)})])
+    assert same["within_reassociation"] and same["fit"] == "b"
+    off = objective_agreement([_run({"a": 1.0}), _run({"a": 1.0 + 10 * REASSOCIATION_RTOL}, iterations=11)])
+    assert not off["within_reassociation"] and off["fits_with_differing_iteration_counts"] == ["a"]
