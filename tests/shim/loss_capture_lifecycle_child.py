@@ -60,6 +60,20 @@ def probe(jvm: Any, out: Path, tag: str) -> list[str]:
     return sorted(seen)
 
 
+def probe_at_root_error(jvm: Any, out: Path, tag: str) -> list[str]:
+    """The probe with the root logger at ERROR (what ``sc.setLogLevel("ERROR")`` does), then back at WARN."""
+    ctx = log4j_context(jvm)
+    root = ctx.getConfiguration().getRootLogger()
+    levels = jvm.org.apache.logging.log4j.Level
+    root.setLevel(levels.ERROR)
+    ctx.updateLoggers()
+    try:
+        return probe(jvm, out, tag)
+    finally:
+        root.setLevel(levels.WARN)
+        ctx.updateLoggers()
+
+
 def unexpected_levels(out: Path) -> list[str]:
     """Lines below WARN in the user's files (the user's config lets none through)."""
     return [line for file in ("user.log", "breeze.log") for line in (out / file).read_text().splitlines()
@@ -106,11 +120,13 @@ def main(out: Path) -> dict[str, Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     SparkContext._ensure_initialized()  # the driver JVM, with the user's log4j2 file, before any context
     jvm = SparkContext._jvm
-    result: dict[str, Any] = {"before": snapshot(jvm), "probe_before": probe(jvm, out, "before")}
+    result: dict[str, Any] = {"before": snapshot(jvm), "probe_before": probe(jvm, out, "before"),
+                              "probe_before_root_error": probe_at_root_error(jvm, out, "before_root_error")}
 
     spark = session("capture-lifecycle-1")
     result["during"] = snapshot(jvm)
     result["probe_during"] = probe(jvm, out, "during")
+    result["probe_during_root_error"] = probe_at_root_error(jvm, out, "during_root_error")
     result["first_l2"] = fit_and_capture(spark, "first-l2", regParam=0.01)
     result["first_l1"] = fit_and_capture(spark, "first-l1", regParam=0.01, elasticNetParam=1.0)
     spark.stop()
@@ -118,6 +134,8 @@ def main(out: Path) -> dict[str, Any]:
     result["probe_after_first"] = probe(jvm, out, "after_first")
 
     spark = session("capture-lifecycle-2")
+    result["during_second"] = snapshot(jvm)
+    result["probe_during_second"] = probe(jvm, out, "during_second")
     result["second_l2"] = fit_and_capture(spark, "second-l2", regParam=0.01)
     result["second_l1"] = fit_and_capture(spark, "second-l1", regParam=0.01, elasticNetParam=1.0)
     spark.stop()
