@@ -60,6 +60,20 @@ def probe(jvm: Any, out: Path, tag: str) -> list[str]:
     return sorted(seen)
 
 
+def probe_at_root_error(jvm: Any, out: Path, tag: str) -> list[str]:
+    """The probe with the root logger at ERROR (what ``sc.setLogLevel("ERROR")`` does), then back at WARN."""
+    ctx = log4j_context(jvm)
+    root = ctx.getConfiguration().getRootLogger()
+    levels = jvm.org.apache.logging.log4j.Level
+    root.setLevel(levels.ERROR)
+    ctx.updateLoggers()
+    try:
+        return probe(jvm, out, tag)
+    finally:
+        root.setLevel(levels.WARN)
+        ctx.updateLoggers()
+
+
 def unexpected_levels(out: Path) -> list[str]:
     """Lines below WARN in the user's files (the user's config lets none through)."""
     return [line for file in ("user.log", "breeze.log") for line in (out / file).read_text().splitlines()
@@ -106,23 +120,19 @@ def main(out: Path) -> dict[str, Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     SparkContext._ensure_initialized()  # the driver JVM, with the user's log4j2 file, before any context
     jvm = SparkContext._jvm
-    result: dict[str, Any] = {"before": snapshot(jvm), "probe_before": probe(jvm, out, "before")}
+    result: dict[str, Any] = {"before": snapshot(jvm), "probe_before": probe(jvm, out, "before"),
+                              "probe_before_root_error": probe_at_root_error(jvm, out, "before_root_error")}
 
-    spark = session("capture-lifecycle-1")
-    result["during"] = snapshot(jvm)
-    result["probe_during"] = probe(jvm, out, "during")
-    result["first_l2"] = fit_and_capture(spark, "first-l2", regParam=0.01)
-    result["first_l1"] = fit_and_capture(spark, "first-l1", regParam=0.01, elasticNetParam=1.0)
-    spark.stop()
-    result["after_first"] = snapshot(jvm)
-    result["probe_after_first"] = probe(jvm, out, "after_first")
-
-    spark = session("capture-lifecycle-2")
-    result["second_l2"] = fit_and_capture(spark, "second-l2", regParam=0.01)
-    result["second_l1"] = fit_and_capture(spark, "second-l1", regParam=0.01, elasticNetParam=1.0)
-    spark.stop()
-    result["after_second"] = snapshot(jvm)
-    result["probe_after_second"] = probe(jvm, out, "after_second")
+    for label in ("first", "second"):  # two SparkContexts, one after the other, in this one driver JVM
+        spark = session(f"capture-lifecycle-{label}")
+        result[f"during_{label}"] = snapshot(jvm)
+        result[f"probe_during_{label}"] = probe(jvm, out, f"during_{label}")
+        result[f"probe_during_root_error_{label}"] = probe_at_root_error(jvm, out, f"during_root_error_{label}")
+        result[f"{label}_l2"] = fit_and_capture(spark, f"{label}-l2", regParam=0.01)
+        result[f"{label}_l1"] = fit_and_capture(spark, f"{label}-l1", regParam=0.01, elasticNetParam=1.0)
+        spark.stop()
+        result[f"after_{label}"] = snapshot(jvm)
+        result[f"probe_after_{label}"] = probe(jvm, out, f"after_{label}")
     result["below_warn"] = unexpected_levels(out)
     return result
 

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.spark
 
 CHILD = Path(__file__).with_name("loss_capture_lifecycle_child.py")
 
-# The user's file: root at WARN into user.log; an explicit, additive breeze.optimize at WARN with its own
-# file that only takes ERROR; breeze.optimize.OWLQN (L1 fits) explicitly at ERROR.
+# The user's file: root at WARN into user.log (so breeze.optimize.LBFGS and LBFGSB inherit WARN from root);
+# breeze.optimize.OWLQN (L1 fits) explicitly at WARN, additive, with its own file that only takes ERROR.
 USER_LOG4J2 = """\
 status = warn
 appender.user.type = File
@@ -33,12 +33,10 @@ appender.breeze.layout.type = PatternLayout
 appender.breeze.layout.pattern = %p %c %m%n
 rootLogger.level = warn
 rootLogger.appenderRef.user.ref = user
-logger.breeze.name = breeze.optimize
-logger.breeze.level = warn
-logger.breeze.appenderRef.b.ref = breezefile
-logger.breeze.appenderRef.b.level = error
 logger.owlqn.name = breeze.optimize.OWLQN
-logger.owlqn.level = error
+logger.owlqn.level = warn
+logger.owlqn.appenderRef.b.ref = breezefile
+logger.owlqn.appenderRef.b.level = error
 """
 
 
@@ -54,23 +52,39 @@ def lifecycle(tmp_path_factory):
     return json.loads(lines[-1][len("RESULT "):])
 
 
+def _lines(file: str, levels_by_logger: dict[str, tuple[str, ...]]) -> list[str]:
+    return [f"{file}: {lv.upper()} {name} {name} {lv}" for name, levels in levels_by_logger.items() for lv in levels]
+
+
 def test_the_users_appenders_receive_exactly_what_they_did_before(lifecycle):
-    before = lifecycle["probe_before"]
-    expected = sorted(
-        [f"user.log: {lv.upper()} breeze.optimize.{c} breeze.optimize.{c} {lv}" for c in ("LBFGS", "LBFGSB") for lv in ("warn", "error")]
-        + ["user.log: ERROR breeze.optimize.OWLQN breeze.optimize.OWLQN error"]
-        + [f"breeze.log: ERROR breeze.optimize.{c} breeze.optimize.{c} error" for c in ("LBFGS", "LBFGSB", "OWLQN")])
-    assert before == expected
-    for phase in ("probe_during", "probe_after_first", "probe_after_second"):
-        assert lifecycle[phase] == before, phase
+    both = ("warn", "error")
+    expected = sorted(_lines("user.log", {f"breeze.optimize.{c}": both for c in ("LBFGS", "LBFGSB", "OWLQN")})
+                      + _lines("breeze.log", {"breeze.optimize.OWLQN": ("error",)}))
+    assert lifecycle["probe_before"] == expected
+    for phase in ("probe_during_first", "probe_during_second", "probe_after_first", "probe_after_second"):
+        assert lifecycle[phase] == expected, phase
     assert lifecycle["below_warn"] == []  # no captured INFO iteration line leaked to the user's files
 
 
-def test_capture_reroutes_breeze_loggers_while_a_context_runs(lifecycle):
-    during = lifecycle["during"]["loggers"]
-    for name in ("breeze.optimize", "breeze.optimize.OWLQN"):
-        assert during[name]["identity"] != lifecycle["before"]["loggers"][name]["identity"]
-        assert any(a.startswith("slaq-loss-capture-") for a in during[name]["appenders"])
+def test_a_root_level_change_during_capture_applies_as_it_would_without(lifecycle):
+    """setLogLevel("ERROR") while capturing: the user's appenders follow the new root level live."""
+    expected = sorted(_lines("user.log", {"breeze.optimize.LBFGS": ("error",), "breeze.optimize.LBFGSB": ("error",),
+                                          "breeze.optimize.OWLQN": ("warn", "error")})
+                      + _lines("breeze.log", {"breeze.optimize.OWLQN": ("error",)}))
+    assert lifecycle["probe_before_root_error"] == expected
+    assert lifecycle["probe_during_root_error_first"] == expected
+    assert lifecycle["probe_during_root_error_second"] == expected
+
+
+def test_each_context_routes_breeze_to_its_own_appender_while_it_runs(lifecycle):
+    before = lifecycle["before"]["loggers"]
+    assert "breeze.optimize" not in before
+    for phase, appender in (("during_first", "slaq-loss-capture-1"), ("during_second", "slaq-loss-capture-2")):
+        during = lifecycle[phase]["loggers"]
+        assert during["breeze.optimize.OWLQN"]["identity"] != before["breeze.optimize.OWLQN"]["identity"]
+        for name in ("breeze.optimize", "breeze.optimize.OWLQN"):
+            assert [a for a in during[name]["appenders"] if a.startswith("slaq-loss-capture-")] == [appender], phase
+            assert during[name]["level"] == "INFO" and not during[name]["additive"]
 
 
 def test_stop_restores_the_log4j_configuration_exactly(lifecycle):
