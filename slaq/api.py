@@ -46,6 +46,7 @@ class SlaqRuntime:
         self._open: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._fit_seq = itertools.count(1)
+        self.attached = False  # between start() and stop()
         self.finished: deque[Job] = deque(maxlen=FINISHED_KEPT)  # the latest closed jobs, oldest first
         if not config.enabled:
             return
@@ -67,6 +68,7 @@ class SlaqRuntime:
             self.loop.start()
             sparkml.install(self._fit_as_job)
             log.info("SLAQ: attached (policy %s, epoch %.3g s, work-conserving %s)", c.policy, c.epoch, c.work_conserving)
+        self.attached = True
         return self
 
     @property
@@ -138,6 +140,7 @@ class SlaqRuntime:
 
     def stop(self) -> None:
         """Stops the epoch loop and the spark.ml hook; the shim then opens the pools (fair sharing)."""
+        self.attached = False
         sparkml.uninstall(self._fit_as_job)
         if self.loop is not None:
             self.loop.stop()
@@ -160,12 +163,13 @@ def _spark_context(spark: Any) -> Any:
 
 def attach(spark: Any = None) -> SlaqRuntime:
     """SLAQ for ``spark`` (a SparkSession or SparkContext; default: the active one), configured from
-    its ``spark.slaq.*`` confs. Idempotent. Without an active Spark context SLAQ is disabled."""
+    its ``spark.slaq.*`` confs. Idempotent; restarts a runtime that was stopped. Without an active Spark
+    context SLAQ is disabled."""
     global _scheduler
     sc = _spark_context(spark)
     with _attach_lock:
         if _scheduler is not None and _scheduler.sc is sc and (sc is None or sc._jsc is not None):
-            return _scheduler
+            return _scheduler if _scheduler.attached else _scheduler.start()  # attached again after a stop()
         if _scheduler is not None:
             _scheduler.stop()
         config = SlaqConfig() if sc is None else SlaqConfig.from_conf(lambda k: sc.getConf().get(k))

@@ -4,6 +4,7 @@ the results equal those of the same run with SLAQ off."""
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from multiprocessing.pool import ThreadPool
@@ -131,11 +132,9 @@ def test_an_explicit_job_wins_over_the_automatic_one(scheduler, data):
     with slaq.job("my-tuning") as job:
         model = _cross_validate(data, parallelism=2)
         losses = job.losses
-    assert _new_fit_jobs(scheduler, before) == []
-    n_fits = 9
+    assert _new_fit_jobs(scheduler, before) == []  # no job of their own: all 9 fits' losses are in the block's job
     assert len(losses) == sum(len(m.summary.objectiveHistory) - 1 for fold in model.subModels for m in fold) + (
         len(model.bestModel.summary.objectiveHistory) - 1)
-    assert n_fits == len(model.subModels) * len(model.subModels[0]) + 1
 
 
 def test_concurrent_fits_in_plain_threads_are_separate_jobs(scheduler, data):
@@ -202,3 +201,15 @@ def test_inheritable_thread_started_in_a_fit_free_block_keeps_its_job(scheduler,
         t.start()
         t.join(120)
         assert len(job.losses) >= 3
+
+
+def test_a_fit_without_per_iteration_loss_is_a_job_and_says_so_once(scheduler, data, caplog):
+    from pyspark.ml.clustering import KMeans
+
+    before = len(scheduler.finished)
+    with caplog.at_level(logging.INFO, logger="slaq"):
+        KMeans(k=3, seed=1, maxIter=5).fit(data)
+    jobs = [j for j in list(scheduler.finished)[before:] if j.name.startswith("KMeans[")]
+    assert len(jobs) == 1 and jobs[0].losses == []
+    said = [r.getMessage() for r in caplog.records if jobs[0].name in r.getMessage() and "loss" in r.getMessage()]
+    assert len(said) == 1, said
