@@ -10,11 +10,14 @@ import statistics
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 import slaq
 from slaq.bench.session import DEFAULT_MASTER, spark_session
+from sparkshim.messages import EpochStatus, JobStatus
 
 
 def time_ui_pages(ui_url: str, repeat: int = 5) -> dict:
@@ -29,6 +32,18 @@ def time_ui_pages(ui_url: str, repeat: int = 5) -> dict:
             times.append(time.perf_counter() - t0)
         out[name] = {"path": path, "median_ms": round(1000 * statistics.median(times), 2), "bytes": size}
     return out
+
+
+WINDOW_EPOCHS = 600  # SlaqStatus.MAX_EPOCHS: the most epochs the SLAQ tab renders
+
+
+def fill_window(publish: Callable[[Any], None], jobs: int, epochs: int) -> None:
+    """Publishes ``epochs`` synthetic epochs of ``jobs`` running jobs (after the live ones), to time the
+    SLAQ page at the largest history the JVM keeps."""
+    for e in range(epochs):
+        publish(EpochStatus(10_000 + e, 10_000.0 + e, "slaq", 2.0, [
+            JobStatus(f"overhead-{i:03d}", "running", e + 1, 1.0 / (e + 1), 1.0 / (e + 1), 0.01, 2.0 / jobs, 1.9 / jobs)
+            for i in range(jobs)]))
 
 
 def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: float = 0.5, master: str = DEFAULT_MASTER,
@@ -62,7 +77,12 @@ def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: 
         cpu, epochs, wall = loop.cpu_seconds - cpu0, loop.epochs - epochs0, time.monotonic() - t0
         status_cpu = loop.status_cpu_seconds - status0
         registered = len(scheduler.running_jobs())
-        pages = time_ui_pages(spark.sparkContext.uiWebUrl) if ui else None
+        pages = None
+        if ui and scheduler.pools is not None:
+            pages = {"live": time_ui_pages(spark.sparkContext.uiWebUrl)}
+            loop.stop()  # no live epochs between the synthetic ones
+            fill_window(scheduler.pools.publish, jobs, WINDOW_EPOCHS)  # the worst case the JVM keeps: a full window
+            pages["full_window"] = {"epochs": WINDOW_EPOCHS, **time_ui_pages(spark.sparkContext.uiWebUrl)}
         stop.set()
         for t in threads:
             t.join(10)
