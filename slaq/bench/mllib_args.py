@@ -27,7 +27,7 @@ def add_mllib_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated configurations (default {','.join(CONFIGS)})")
     p.add_argument("--variants", default="fits,cv", help="plain fits and/or the CrossValidator variant (default fits,cv)")
     p.add_argument("--attribution", choices=["explicit", "zero-change"], default="zero-change",
-                   help="slaq/fair configs: leave fits unmodified, SLAQ makes each its own job (zero-change, default) or wrap each in slaq.job(name) (explicit)")
+                   help="slaq/fair configs: leave fits unmodified, SLAQ makes each a job (zero-change, default) or wrap each in slaq.job(name) (explicit)")
     p.add_argument("--epoch", type=float, default=1.0, help="SLAQ epoch in seconds (default 1)")
     p.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master (default {DEFAULT_MASTER})")
     p.add_argument("--small", action="store_true", help="CI size: 5 fits on tiny data, 6 iterations, 1 repeat (overrides those options)")
