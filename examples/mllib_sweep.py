@@ -17,6 +17,7 @@ import sys
 
 from slaq.bench.mllib import headline
 from slaq.bench.mllib_args import add_mllib_arguments, run_from_args
+from slaq.progress import console
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.json else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        result = run_from_args(args)
+        with console(every=5.0, enabled=not args.json):  # SLAQ's table on stderr while a SLAQ configuration runs
+            result = run_from_args(args)
     except ValueError as exc:
         p.error(str(exc))
     if args.json:
