@@ -85,7 +85,7 @@ class SlaqRuntime:
             self._open[job.name] = job
         if self.pools is not None and self.loop is not None:
             self.pools.register(job.name, job.weight)
-            self.loop.add(job.name, job.weight)
+            self.loop.add(job.name, job.weight, job._reports)
 
     def _close_job(self, job: Job) -> None:
         if self.loop is not None:
@@ -98,7 +98,7 @@ class SlaqRuntime:
         if self.pools is not None and self.loop is not None:
             live = self.loop.remove(job.name)
             self.pools.close(job.name)
-            if live is not None and not live.history.losses and live.silent_epochs < NO_LOSS_EPOCHS:
+            if live is not None and not live.history.losses and live.reports is None and live.silent_epochs < NO_LOSS_EPOCHS:
                 log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", job.name)
 
     def running_jobs(self) -> list[str]:
@@ -134,8 +134,10 @@ class SlaqRuntime:
         """A spark.ml leaf fit: its own job, unless the calling thread already is in one (that choice wins)."""
         if _scheduler is not self or not self.enabled or current_job() is not None:
             return fit()
-        name = sparkml.fit_job_name(type(estimator).__name__, sparkml.hyperparameters(estimator), next(self._fit_seq))
-        with Job(name):
+        kind, params = type(estimator).__name__, sparkml.hyperparameters(estimator)
+        job = Job(sparkml.fit_job_name(kind, params, next(self._fit_seq)))
+        job._reports = sparkml.reports_loss(kind, params)
+        with job:
             return fit()
 
     def stop(self) -> None:
@@ -219,6 +221,7 @@ class Job:
         self.satisfied = False  # reached its target: minimum share from then on
         self._history_lock = threading.Lock()
         self._previous: Any = None  # the thread's JVM local properties before the block
+        self._reports: bool | None = None  # whether it will report losses, when known in advance (spark.ml fits)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Job:

@@ -45,6 +45,7 @@ class LiveJob:
     consumed: float = 0.0  # core-seconds used so far (from the pool)
     satisfied: bool = False  # reached its target: the minimum share from then on
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
+    reports: bool | None = None  # whether it will report losses, when known in advance (slaq.sparkml.reports_loss)
 
 
 def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> list[Any]:
@@ -81,8 +82,10 @@ def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) ->
 
     * a job that reached its target, and a closed job's pool that still has work, get the minimum
       share (:func:`~slaq.policy.base.unit`), so work a finished block keeps submitting runs throttled;
-    * a job that reported no loss for :data:`NO_LOSS_EPOCHS` epochs (spark.ml KMeans, trees, ALS, ...)
-      gets its even, weighted share: with no curve to predict from, it is treated as fair sharing would.
+    * a job known to report no loss (spark.ml KMeans, trees, ALS, ...), and one not known either way
+      that reported none for :data:`NO_LOSS_EPOCHS` epochs, gets its even, weighted share: with no
+      curve to predict from, it is treated as fair sharing would. A job known to report (an iterative
+      spark.ml fit) stays with the policy, as a new job, until its first loss.
     """
     closed = list(closed)
     n = len(jobs) + len(closed)
@@ -94,7 +97,7 @@ def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) ->
     for j in jobs:
         if j.satisfied:
             out[j.name] = minimum
-        elif not j.history.losses and j.silent_epochs >= NO_LOSS_EPOCHS:
+        elif not j.history.losses and (j.reports is False or (j.reports is None and j.silent_epochs >= NO_LOSS_EPOCHS)):
             out[j.name] = capacity * j.weight / total_weight
     used = sum(out.values())
     if used > capacity:
@@ -135,10 +138,13 @@ class EpochLoop:
         self.status_cpu_seconds = 0.0  # part of cpu_seconds spent building and publishing it
 
     # -- job registry (called from user threads) -------------------------------------------------
-    def add(self, name: str, weight: float) -> None:
+    def add(self, name: str, weight: float, reports: bool | None = None) -> None:
+        """A new job; ``reports``: whether it will report losses, when known (spark.ml fits)."""
         with self._lock:
             self._arrivals += 1
-            self.jobs[name] = LiveJob(name, weight, float(self._arrivals))
+            self.jobs[name] = LiveJob(name, weight, float(self._arrivals), reports=reports)
+        if reports is False:
+            log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", name)
         self._wake.set()  # a new job gets tokens now, not at the next epoch boundary
 
     def remove(self, name: str) -> LiveJob | None:
@@ -204,7 +210,7 @@ class EpochLoop:
         with self._lock:
             for j in self.jobs.values():
                 j.silent_epochs = 0 if j.history.losses else j.silent_epochs + 1
-                if j.silent_epochs == NO_LOSS_EPOCHS:
+                if j.silent_epochs == NO_LOSS_EPOCHS and j.reports is None:
                     log.info("SLAQ: job %s reported no loss in %d epochs; it gets an even share of the cores until it does", j.name, NO_LOSS_EPOCHS)
             closed = list(self._closed)
         capacity = self.pools.capacity()

@@ -92,3 +92,33 @@ def test_fit_job_names_are_readable_unique_and_valid():
     long = fit_job_name("X", {"solver": "a\tb\nc" * 100}, 1)
     assert check_job_name(long) == long and len(long) <= MAX_NAME + len("X[]#1")
     assert fit_job_name("X", {"m": object()}, 1) == "X[m=object]#1"
+
+
+def test_a_fit_known_to_report_stays_with_the_policy_until_its_first_loss_one_known_not_to_gets_an_even_share_at_once():
+    """spark.ml's first iteration can come many epochs after the fit starts (summary passes over the
+    data): an iterative fit must not be put on the even share meanwhile, and a KMeans need not wait."""
+    pools = ScriptedPools()
+    loop = EpochLoop(pools, "slaq", 1.0)
+    loop.add("lr", 1.0, reports=True)
+    loop.add("kmeans", 1.0, reports=False)
+    loop.add("explicit", 1.0)
+    for _ in range(NO_LOSS_EPOCHS + 2):
+        loop.step()
+    shares = fixed_shares(list(loop.jobs.values()), [], 3.0)
+    assert shares == pytest.approx({"kmeans": 1.0, "explicit": 1.0})  # lr is still the policy's (a new job)
+    assert loop.step()["lr"] > 0
+
+
+def test_which_spark_ml_fits_report_a_loss_is_known_from_the_estimator_and_its_params():
+    from slaq.sparkml import reports_loss
+
+    assert reports_loss("LogisticRegression", {}) is True
+    assert reports_loss("LinearSVC", {"regParam": 0.1}) is True
+    assert reports_loss("MultilayerPerceptronClassifier", {}) is True
+    assert reports_loss("MultilayerPerceptronClassifier", {"solver": "gd"}) is False
+    assert reports_loss("LinearRegression", {"solver": "l-bfgs"}) is True
+    assert reports_loss("LinearRegression", {"solver": "normal"}) is False
+    assert reports_loss("LinearRegression", {"solver": "normal", "elasticNetParam": 0.5, "regParam": 0.1}) is True
+    assert reports_loss("LinearRegression", {}) is None  # "auto": the normal equation or l-bfgs, by the data
+    assert reports_loss("KMeans", {"k": 3}) is False and reports_loss("GBTClassifier", {}) is False
+    assert reports_loss("SomeThirdPartyEstimator", {}) is None
