@@ -41,9 +41,12 @@ def strict_pools(sc, scheduler):
 
 def _run_tasks(sc, pools, job, results, tasks=2, task_ms=200.0):
     pools.set_thread("slaq." + job, job)
-    t0 = time.monotonic()
-    sc.parallelize(range(tasks), tasks).map(lambda _: _burn(task_ms)).count()
-    results[job] = time.monotonic() - t0
+    try:
+        t0 = time.monotonic()
+        sc.parallelize(range(tasks), tasks).map(lambda _: _burn(task_ms)).count()
+        results[job] = time.monotonic() - t0
+    finally:
+        pools.set_thread(None, None)  # the calling thread (the main one, in some tests) leaves no pool behind
 
 
 @pytest.mark.parametrize("work_conserving", [False, True])

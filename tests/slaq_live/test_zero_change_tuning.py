@@ -158,6 +158,7 @@ def test_concurrent_fits_in_plain_threads_are_separate_jobs(scheduler, data):
 
 def test_work_from_a_reused_thread_pool_belongs_to_the_job_that_submitted_it(scheduler, spark):
     sc = spark.sparkContext
+    assert sc.getLocalProperty("spark.scheduler.pool") is None, "an earlier test left a pool on the main thread"
     pool = ThreadPool(2)
     seen: list[tuple[str, str | None, str | None]] = []
 
