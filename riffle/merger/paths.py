@@ -67,6 +67,8 @@ def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode
         pass
     try:
         fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+    except FileNotFoundError as exc:  # removed or renamed away between the mkdir and the open: a race, not an I/O fault
+        raise FileNotFoundError(errno.ENOENT, f"{what} was removed while the merger was creating it") from exc
     except OSError as exc:
         raise _refused_as(exc, what) from exc
     if made and parents_owner and os.geteuid() == 0:

@@ -22,7 +22,6 @@ from riffle.merger.engine import (
     MergeCancelled,
     MergeResult,
     MergeSpec,
-    MissingInput,
     fds_needed,
     memory_needed,
     merge_map_outputs,
@@ -308,7 +307,7 @@ def _status_for(exc: BaseException) -> tuple[grpc.StatusCode | None, str]:
         return grpc.StatusCode.CANCELLED, str(exc)
     if isinstance(exc, PathRefused):
         return grpc.StatusCode.PERMISSION_DENIED, str(exc)
-    if isinstance(exc, MissingInput):
+    if isinstance(exc, FileNotFoundError):  # a missing input, or a directory removed while the merge ran
         return grpc.StatusCode.NOT_FOUND, str(exc)
     if isinstance(exc, CorruptShuffleFile):
         return grpc.StatusCode.DATA_LOSS, f"corrupt map output: {exc}"

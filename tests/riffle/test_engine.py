@@ -197,3 +197,25 @@ def test_only_a_daemon_alone_on_its_state_dir_recovers(roots, journal):
         assert not second.alone and second.recover() == (0, 0)
     finally:
         second.close()
+
+
+def test_output_dir_removed_while_being_created_is_not_found(roots, journal, dirs, root, monkeypatch):
+    """The race an executor can win: the output sub dir exists at mkdir (EEXIST) and is gone at the open after it."""
+    import grpc
+
+    from riffle.merger import paths as paths_module
+    from riffle.merger.service import _status_for
+
+    make_outputs(dirs, 1, [0, 1], 4)
+    merged = next(m for m in range(MERGED, MERGED + 1000) if not out_paths(dirs, 1, m)[0].parent.exists())
+    before = all_files(root)
+
+    def mkdir_lost_race(*args, **kwargs):
+        raise FileExistsError(17, "File exists")  # something stood there at the mkdir, and nothing at the open
+
+    monkeypatch.setattr(paths_module.os, "mkdir", mkdir_lost_race)
+    spec = MergeSpec("app", 1, (0, 1), merged, 4, 64)
+    with pytest.raises(FileNotFoundError, match="removed while the merger was creating it") as caught:
+        merge_map_outputs(roots, journal, [roots.locate(d) for d in dirs], spec, 4096, 8192, durable=False)
+    assert _status_for(caught.value)[0] == grpc.StatusCode.NOT_FOUND
+    assert all_files(root) == before
