@@ -30,16 +30,21 @@ def add_mllib_arguments(p: argparse.ArgumentParser) -> None:
                    help="slaq/fair configs: leave fits unmodified, SLAQ makes each a job (zero-change, default) or wrap each in slaq.job(name) (explicit)")
     p.add_argument("--epoch", type=float, default=1.0, help="SLAQ epoch in seconds (default 1)")
     p.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master (default {DEFAULT_MASTER})")
+    p.add_argument("--no-warmup", dest="warmup", action="store_false",
+                   help="skip the unmeasured warm-up session (a --small-sized sweep) that runs before the repeats; --small never warms up")
     p.add_argument("--small", action="store_true", help="CI size: 5 fits on tiny data, 6 iterations, 1 repeat (overrides those options)")
 
 
 def mllib_args_workload(args: argparse.Namespace) -> tuple[Workload, int]:
     """The workload and repeat count the parsed options describe (``--small`` overrides sizes)."""
+    size = dict(SMALL) if args.small else {k: getattr(args, k) for k in SMALL}
+    return _sized(size, args.seed), size["repeats"]
+
+
+def _sized(size: dict[str, Any], seed: int) -> Workload:
     from slaq.bench.mllib import make_workload
 
-    size = dict(SMALL) if args.small else {k: getattr(args, k) for k in SMALL}
-    work = make_workload(size["fits"], size["arrival_mean"], args.seed, size["max_iter"], size["rows"], size["features"], size["partitions"])
-    return work, size["repeats"]
+    return make_workload(size["fits"], size["arrival_mean"], seed, size["max_iter"], size["rows"], size["features"], size["partitions"])
 
 
 def run_from_args(args: argparse.Namespace) -> dict:
@@ -47,7 +52,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
     from slaq.bench.mllib import bench_mllib
 
     work, repeats = mllib_args_workload(args)
-    return bench_mllib(work, _names(args.configs), _names(args.variants), repeats, args.master, args.epoch, args.attribution)
+    warmup = _sized(SMALL, args.seed) if args.warmup and not args.small else None
+    return bench_mllib(work, _names(args.configs), _names(args.variants), repeats, args.master, args.epoch, args.attribution, warmup)
 
 
 def _names(text: str) -> list[str]:
