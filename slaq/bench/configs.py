@@ -33,11 +33,22 @@ def session_conf(config: str, epoch: float) -> dict[str, str]:
     return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": config, "spark.slaq.epoch": f"{epoch}s"}
 
 
+def stock_pool_name(arrival: int) -> str:
+    """The FAIR pool of the ``arrival``-th job (0-based), named by arrival order and never after the job.
+
+    Spark's FairSchedulingAlgorithm breaks ties between pools with equal running tasks (on two cores,
+    most pools most of the time) by pool name. Pools named after the fits ("linreg-02", ..., "svc-08")
+    handed stock Spark an oracle: the shortest family sorted first and the longest last, i.e.
+    shortest-job-first by accident. By arrival, a tie goes to the earlier job, as FIFO would.
+    """
+    return f"arrival-{arrival:04d}"
+
+
 @contextmanager
-def stock_pool(sc: Any, name: str) -> Iterator[None]:
+def stock_pool(sc: Any, arrival: int) -> Iterator[None]:
     """Run the calling thread's Spark jobs in a FAIR pool of their own (stock Spark, no SLAQ)."""
     previous = sc.getLocalProperty(POOL_PROPERTY)
-    sc.setLocalProperty(POOL_PROPERTY, name)
+    sc.setLocalProperty(POOL_PROPERTY, stock_pool_name(arrival))
     try:
         yield
     finally:

@@ -88,12 +88,13 @@ class FitRecorder:
         with self._lock:
             if name in self.records:
                 raise ValueError(f"fit name {name!r} used twice in one run")
+            arrival = len(self.records)
             self.records[name] = record
         previous = tag_thread(self.sc, name)
         try:
             with ExitStack() as stack:
                 if self.config == STOCK:
-                    stack.enter_context(stock_pool(self.sc, name))
+                    stack.enter_context(stock_pool(self.sc, arrival))
                 elif self.attribution == "explicit":
                     stack.enter_context(slaq.job(name))
                 yield record
@@ -283,9 +284,9 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
     """Every configuration once per repeat (order rotated), medians per variant and configuration, ratios vs stock.
 
     ``warmup``: a workload run once, unmeasured, in a session of the first configuration before the
-    repeats. The run's first session pays for a cold driver JVM (pyspark keeps one gateway JVM across
-    sessions, so its JIT-compiled scheduler and spark.ml code carry over); measured, that session's mean
-    time to 90% was 1.7x the same configuration's later sessions, whichever configuration came first.
+    repeats. pyspark keeps one gateway JVM across sessions, so the first session alone runs the
+    driver's scheduler and spark.ml code before the JIT compiled it; the run's first session was the
+    slowest of its configuration in both 3-repeat runs without a warm-up (docs/benchmarks.md).
     """
     check_configs(configs)
     if not variants or any(v not in VARIANTS for v in variants):

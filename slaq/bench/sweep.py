@@ -121,14 +121,14 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
         errors: list[str] = []
         start = time.monotonic()
 
-        def worker(spec: SweepJob) -> None:
+        def worker(arrival: int, spec: SweepJob) -> None:
             delay = spec.arrival - (time.monotonic() - start)
             if delay > 0:
                 time.sleep(delay)
             arrived = time.monotonic() - start
             try:
                 # SLAQ off (stock): the job only keeps its losses; the pool is Spark's own FAIR pool
-                with slaq.job(spec.name) as job, stock_pool(sc, spec.name) if policy == STOCK else nullcontext():
+                with slaq.job(spec.name) as job, stock_pool(sc, arrival) if policy == STOCK else nullcontext():
                     _train(spec, sc, partitions, rows, features)
                 times = [t - start for t in job.times]
                 results[spec.name] = {"family": spec.family, "arrival_s": round(arrived, 3), "times": times, "losses": list(job.losses),
@@ -137,7 +137,7 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
                 errors.append(f"{spec.name}: {type(exc).__name__}: {exc}")
                 log.exception("sweep job %s failed", spec.name)
 
-        threads = [threading.Thread(target=worker, args=(s,), name=s.name) for s in sweep]
+        threads = [threading.Thread(target=worker, args=(i, s), name=s.name) for i, s in enumerate(sweep)]
         for t in threads:
             t.start()
         for t in threads:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slaq.bench.configs import CONFIGS, check_configs, session_conf
+from slaq.bench.configs import CONFIGS, check_configs, session_conf, stock_pool_name
 from slaq.bench.fit_timing import union_length
 from slaq.bench.mllib import REASSOCIATION_RTOL, objective_agreement
 from slaq.bench.mllib_workload import FAMILIES, GRIDS, cv_groups, make_fits
@@ -52,3 +52,9 @@ def test_objective_agreement_reports_the_worst_fit():
     assert same["within_reassociation"] and same["fit"] == "b"
     off = objective_agreement([_run({"a": 1.0}), _run({"a": 1.0 + 10 * REASSOCIATION_RTOL}, iterations=11)])
     assert not off["within_reassociation"] and off["fits_with_differing_iteration_counts"] == ["a"]
+
+
+def test_stock_pools_sort_by_arrival_not_by_job():
+    """Spark's FAIR algorithm breaks ties by pool name: the names must carry arrival order and nothing else."""
+    names = [stock_pool_name(i) for i in range(1200)]
+    assert sorted(names) == names and len(set(names)) == len(names)
