@@ -285,8 +285,9 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
 
     ``warmup``: a workload run once, unmeasured, in a session of the first configuration before the
     repeats. pyspark keeps one gateway JVM across sessions, so the first session alone runs the
-    driver's scheduler and spark.ml code before the JIT compiled it; the run's first session was the
-    slowest of its configuration in both 3-repeat runs without a warm-up (docs/benchmarks.md).
+    driver's scheduler and spark.ml code before the JIT compiled it. Without a warm-up the run's first
+    session took 1.7x its configuration's median time to 90% (docs/benchmarks.md); the rotation and
+    the median already keep one slow session out of the figure, the warm-up keeps it out of the repeats.
     """
     check_configs(configs)
     if not variants or any(v not in VARIANTS for v in variants):
