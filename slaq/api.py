@@ -135,8 +135,7 @@ class SlaqRuntime:
         if _scheduler is not self or not self.enabled or current_job() is not None:
             return fit()
         kind, params = type(estimator).__name__, sparkml.hyperparameters(estimator)
-        job = Job(sparkml.fit_job_name(kind, params, next(self._fit_seq)))
-        job._reports = sparkml.reports_loss(kind, params)
+        job = Job(sparkml.fit_job_name(kind, params, next(self._fit_seq)), reports=sparkml.reports_loss(kind, params))
         with job:
             return fit()
 
@@ -203,7 +202,10 @@ def current_job() -> Job | None:
 class Job:
     """One training job: ``with slaq.job("lr-0.1") as job: ... job.report(loss)``."""
 
-    def __init__(self, name: str, weight: float = 1.0, target_loss: float | None = None, target_reduction: float | None = None):
+    def __init__(self, name: str, weight: float = 1.0, target_loss: float | None = None, target_reduction: float | None = None,
+                 *, reports: bool | None = None):
+        """``reports``: whether the job will report per-iteration losses, when known before it starts
+        (SLAQ knows it for spark.ml fits); ``None``, the default, lets the epoch loop find out."""
         self.name = check_job_name(name)
         self.weight = _finite_number(weight, "weight")
         if self.weight <= 0:
@@ -221,7 +223,7 @@ class Job:
         self.satisfied = False  # reached its target: minimum share from then on
         self._history_lock = threading.Lock()
         self._previous: Any = None  # the thread's JVM local properties before the block
-        self._reports: bool | None = None  # whether it will report losses, when known in advance (spark.ml fits)
+        self._reports = reports
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Job:
