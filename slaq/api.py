@@ -19,7 +19,7 @@ from typing import Any
 from slaq import sparkml
 from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, check_job_name, enter_thread, restore_thread, thread_job
 from slaq.live.config import ConfigError, SlaqConfig
-from slaq.live.loop import NO_LOSS_EPOCHS, EpochLoop
+from slaq.live.loop import EpochLoop
 from slaq.predict.loss_curves import fit_loss_curve
 from slaq.stats.history import InvalidReport, _finite_number
 
@@ -96,10 +96,8 @@ class SlaqRuntime:
             del self._open[job.name]
             self.finished.append(job)
         if self.pools is not None and self.loop is not None:
-            live = self.loop.remove(job.name)
+            self.loop.remove(job.name)
             self.pools.close(job.name)
-            if live is not None and not live.history.losses and live.reports is None and live.silent_epochs < NO_LOSS_EPOCHS:
-                log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", job.name)
 
     def running_jobs(self) -> list[str]:
         with self._lock:

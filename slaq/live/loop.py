@@ -151,6 +151,9 @@ class EpochLoop:
         with self._lock:
             job = self.jobs.pop(name, None)
         self._wake.set()
+        # the one place a job's "reports no loss" line is logged at its end (step() logs it at the 3rd silent epoch)
+        if job is not None and not job.history.losses and job.reports is None and job.silent_epochs < NO_LOSS_EPOCHS:
+            log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", name)
         return job
 
     def satisfy(self, name: str) -> None:

@@ -122,3 +122,22 @@ def test_which_spark_ml_fits_report_a_loss_is_known_from_the_estimator_and_its_p
     assert reports_loss("LinearRegression", {}) is None  # "auto": the normal equation or l-bfgs, by the data
     assert reports_loss("KMeans", {"k": 3}) is False and reports_loss("GBTClassifier", {}) is False
     assert reports_loss("SomeThirdPartyEstimator", {}) is None
+
+
+def test_a_silent_job_is_logged_once_whether_it_ends_early_or_late(caplog):
+    """One line per job that reports no loss: at its NO_LOSS_EPOCHS-th silent epoch, or at its end if
+    it ends sooner; none for a job that reported, or that was known in advance to report none."""
+    pools = ScriptedPools()
+    loop = EpochLoop(pools, "fair", 1.0)
+    for name, reports in (("short", None), ("long", None), ("lr", None), ("kmeans", False)):
+        loop.add(name, 1.0, reports)
+    pools.script = [([Iteration("lr", 1.0, 0.0, 0.0, "python")], {})]
+    with caplog.at_level("INFO", logger="slaq"):
+        loop.step()
+        loop.remove("short")
+        for _ in range(NO_LOSS_EPOCHS):
+            loop.step()
+        for name in ("long", "lr", "kmeans"):
+            loop.remove(name)
+    silent = [r.getMessage() for r in caplog.records if "no loss" in r.getMessage() or "without any loss" in r.getMessage()]
+    assert [m.split()[2] for m in silent] == ["short", "long"], silent
