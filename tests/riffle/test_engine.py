@@ -2,10 +2,13 @@ import os
 import struct
 import threading
 
+import grpc
 import pytest
 
+from riffle.merger import paths as paths_module
 from riffle.merger.engine import TEMP_PREFIX, MergeCancelled, MergeSpec, MissingInput, merge_map_outputs, remove_stale_temps
 from riffle.merger.paths import PathRefused
+from riffle.merger.service import _status_for
 from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,
     CorruptShuffleFile,
@@ -201,11 +204,6 @@ def test_only_a_daemon_alone_on_its_state_dir_recovers(roots, journal):
 
 def test_output_dir_removed_while_being_created_is_not_found(roots, journal, dirs, root, monkeypatch):
     """The race an executor can win: the output sub dir exists at mkdir (EEXIST) and is gone at the open after it."""
-    import grpc
-
-    from riffle.merger import paths as paths_module
-    from riffle.merger.service import _status_for
-
     make_outputs(dirs, 1, [0, 1], 4)
     merged = next(m for m in range(MERGED, MERGED + 1000) if not out_paths(dirs, 1, m)[0].parent.exists())
     before = all_files(root)
