@@ -20,6 +20,7 @@ from slaq import sparkml
 from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, check_job_name, enter_thread, restore_thread, thread_job
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.loop import EpochLoop
+from slaq.live.storage import StorageCheck, memory_blocks_on_disk
 from slaq.predict.loss_curves import fit_loss_curve
 from slaq.stats.history import InvalidReport, _finite_number
 
@@ -54,7 +55,8 @@ class SlaqRuntime:
         if mode != "FAIR":
             raise ConfigError("spark.slaq.enabled=true needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode)")
         self.pools = PoolBridge(sc)
-        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self.pools.publish)
+        self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
+        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self._on_epoch)
         self.loop.on_loss = self._on_loss
         self._clock_offset = self.pools.clock_offset()
 
@@ -112,6 +114,13 @@ class SlaqRuntime:
         """Bring every open job's history up to date with the losses the JVM captured so far."""
         if self.loop is not None and self._spark_alive():
             self.loop.poll()
+
+    def _on_epoch(self, status: Any) -> None:
+        """After every epoch (loop thread): the storage check, then the status for the UI tab and driver log."""
+        if self.pools is None or self.loop is None:
+            return
+        self.storage.after_epoch(len(self.loop.jobs))
+        self.pools.publish(status)
 
     def _on_loss(self, it: Iteration) -> None:
         """The epoch loop accepted a loss: every loss of a job, reported from Python or captured from

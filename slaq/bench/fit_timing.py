@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 FIT_KEY = "slaq.bench.fit"  # log4j ThreadContext key naming the fit a thread runs
@@ -25,6 +26,7 @@ BREEZE_LOGGER = "breeze.optimize"
 ITERATION_LINE = "Val and Grad Norm"
 _APPENDER = "slaq-bench-iteration-clock"
 # the status store forgets old jobs after spark.ui.retainedJobs (default 1000): keep every job of a run
+_ALL_TASKS = 2**31 - 1
 RETAIN_CONF = {"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"}
 
 
@@ -108,20 +110,27 @@ def _seq(sc: Any, scala_seq: Any) -> list[Any]:
 
 
 def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
-    """Per fit (job group): its Spark jobs' intervals, summed executor run time and tasks per stage.
+    """Per fit (job group): its Spark jobs' intervals, its tasks' summed executor run, CPU and GC time,
+    tasks per stage and how many of its tasks ran at each locality level (a cached partition read from another executor
+    shows as ANY rather than PROCESS_LOCAL, and costs a remote block fetch).
 
     ``in_jobs_s`` is the union of the fit's job intervals (submission to completion), so a fit's wall
     time minus it is time its thread spent outside Spark jobs: driver-side work between iterations.
     """
     store = sc._jsc.sc().statusStore()
-    stages: dict[int, tuple[float, int]] = {}
+    stages: dict[int, StageCost] = {}
     # stageList(statuses, details, withSummaries, quantiles, taskStatuses): Scala defaults spelled out for py4j
     every_stage = store.stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
     for s in _seq(sc, every_stage):
-        ms_before, tasks_before = stages.get(s.stageId(), (0.0, 0))
-        stages[s.stageId()] = (ms_before + float(s.executorRunTime()), max(tasks_before, int(s.numTasks())))
+        cost = stages.setdefault(s.stageId(), StageCost())
+        cost.run_ms += float(s.executorRunTime())
+        cost.cpu_ms += s.executorCpuTime() / 1e6
+        cost.gc_ms += float(s.jvmGcTime())
+        cost.tasks = max(cost.tasks, int(s.numTasks()))
+        for task in _seq(sc, store.taskList(s.stageId(), s.attemptId(), _ALL_TASKS)):
+            cost.locality[task.taskLocality()] += 1
     intervals: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    run_ms: dict[str, float] = defaultdict(float)
+    per_fit: dict[str, StageCost] = defaultdict(StageCost)
     tasks: dict[str, list[int]] = defaultdict(list)
     for job in _seq(sc, store.jobsList(None)):
         group = job.jobGroup()
@@ -132,13 +141,35 @@ def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
         if submitted.isDefined() and completed.isDefined():
             intervals[name].append((submitted.get().getTime() / 1000.0, completed.get().getTime() / 1000.0))
         for stage_id in _seq(sc, job.stageIds()):
-            ms, n = stages.get(int(stage_id), (0.0, 0))
-            run_ms[name] += ms
-            if n:
-                tasks[name].append(n)
+            stage = stages.get(int(stage_id))
+            if stage is not None:
+                per_fit[name].add(stage)
+                if stage.tasks:
+                    tasks[name].append(stage.tasks)
     return {name: {"spark_jobs": len(intervals[name]), "in_jobs_s": union_length(intervals[name]),
-                   "executor_run_s": run_ms[name] / 1000.0,
-                   "tasks_per_stage": (sum(tasks[name]) / len(tasks[name])) if tasks[name] else 0.0} for name in fits}
+                   "executor_run_s": per_fit[name].run_ms / 1000.0, "executor_cpu_s": per_fit[name].cpu_ms / 1000.0,
+                   "executor_gc_s": per_fit[name].gc_ms / 1000.0,
+                   "tasks_per_stage": (sum(tasks[name]) / len(tasks[name])) if tasks[name] else 0.0,
+                   "task_locality": dict(sorted(per_fit[name].locality.items()))} for name in fits}
+
+
+@dataclass
+class StageCost:
+    """What a stage's tasks cost on the executors (summed over its attempts), or a fit's sum of them.
+
+    ``run_ms`` is the tasks' wall time and ``cpu_ms`` the CPU time their threads got: run time well
+    above CPU time, for the same work, means the tasks waited for a core (another process on it)."""
+    run_ms: float = 0.0
+    cpu_ms: float = 0.0
+    gc_ms: float = 0.0
+    tasks: int = 0
+    locality: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: StageCost) -> None:
+        self.run_ms += other.run_ms
+        self.cpu_ms += other.cpu_ms
+        self.gc_ms += other.gc_ms
+        self.locality.update(other.locality)
 
 
 def union_length(intervals: list[tuple[float, float]]) -> float:

@@ -21,6 +21,7 @@ import logging
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from pyspark.ml import Estimator
 
 import slaq
 from slaq.bench.configs import STOCK, check_configs, session_conf, stock_pool
+from slaq.bench.cpu import cpu_delta, session_cpu
 from slaq.bench.fit_timing import RETAIN_CONF, IterationClock, job_split, restore_thread, tag_thread
 from slaq.bench.mllib_workload import (
     DataSpec,
@@ -41,7 +43,8 @@ from slaq.bench.mllib_workload import (
     make_fits,
     param_map,
 )
-from slaq.bench.session import spark_session
+from slaq.bench.session import executor_memory, spark_session
+from slaq.bench.storage_watch import StorageWatch
 from slaq.bench.sweep import job_metrics
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
 
@@ -208,27 +211,32 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
         fits[name] = {"family": r.family, "start_s": round(r.start - start, 3), "wall_s": round(wall, 3),
                       **job_metrics(r.start - start, times, r.losses), "final_objective": r.losses[-1],
                       "spark_jobs": s["spark_jobs"], "tasks_per_stage": round(s["tasks_per_stage"], 1),
+                      "task_locality": s["task_locality"],
                       "per_iteration_ms": {"executor_task": round(1000 * s["executor_run_s"] / iterations, 1),
+                                           "executor_cpu": round(1000 * s["executor_cpu_s"] / iterations, 1),
+                                           "executor_gc": round(1000 * s["executor_gc_s"] / iterations, 1),
                                            "in_spark_jobs": round(1000 * s["in_jobs_s"] / iterations, 1),
                                            "driver_outside_jobs": round(1000 * max(wall - s["in_jobs_s"], 0.0) / iterations, 1)}}
     out: dict = {"fits": fits, "makespan_s": round(max(r.end for r in recorder.records.values()) - start, 2)}
     out.update(mean_times(fits.values(), 3))
     out["split"] = split_summary(fits.values())
+    out["task_locality"] = dict(sorted(sum((Counter(f["task_locality"]) for f in fits.values()), Counter()).items()))
     return out
 
 
 def split_summary(fits: Any) -> dict[str, float]:
     """Mean per-iteration milliseconds over fits: executor task time vs the driver's time outside jobs."""
     rows = list(fits)
-    keys = ("executor_task", "in_spark_jobs", "driver_outside_jobs")
+    keys = ("executor_task", "executor_cpu", "executor_gc", "in_spark_jobs", "driver_outside_jobs")
     out = {k + "_ms": round(statistics.fmean(r["per_iteration_ms"][k] for r in rows), 1) for k in keys}
     out["tasks_per_stage"] = round(statistics.fmean(r["tasks_per_stage"] for r in rows), 1)
     return out
 
 
-def run_config(config: str, work: Workload, variants: list[str], master: str, epoch: float, attribution: str) -> dict[str, dict]:
+def run_config(config: str, work: Workload, variants: list[str], master: str, epoch: float, attribution: str,
+               extra_conf: dict[str, str] | None = None) -> dict[str, dict]:
     """One fresh session of ``config``: the cached data, then each variant in turn."""
-    conf = session_conf(config, epoch) | RETAIN_CONF
+    conf = session_conf(config, epoch) | RETAIN_CONF | (extra_conf or {})
     out: dict[str, dict] = {}
     with spark_session(f"slaq-bench-mllib-{config}", master, conf) as spark:
         sc = spark.sparkContext
@@ -240,10 +248,17 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                 for variant in variants:
                     recorder = FitRecorder(sc, config, attribution)
                     log.info("%s: running the %s variant", config, variant)
-                    start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
+                    loop_cpu = scheduler.loop.cpu_seconds if scheduler.loop is not None else 0.0
+                    cpu = session_cpu(sc)
+                    with StorageWatch(sc) as storage:
+                        start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
+                    cpu = cpu_delta(cpu, session_cpu(sc))
                     out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)))
+                    out[variant]["cpu_s"] = cpu
+                    out[variant]["storage"] = storage.summary
                     if scheduler.loop is not None:
-                        out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures}
+                        out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
+                                                      "cpu_s": round(scheduler.loop.cpu_seconds - loop_cpu, 2)}
             finally:
                 clock.close()
             data.unpersist()
@@ -276,11 +291,14 @@ def _median_figures(summaries: list[dict]) -> dict:
     keys = [k for k in summaries[0] if k.startswith("mean_time_to") or k == "makespan_s"]
     out = {k: round(statistics.median(s[k] for s in summaries if s[k] is not None), 3) for k in keys}
     out["split"] = {k: round(statistics.median(s["split"][k] for s in summaries), 1) for k in summaries[0]["split"]}
+    for part in ("cpu_s", "storage"):
+        if all(s.get(part) for s in summaries):
+            out[part] = {k: round(statistics.median(s[part][k] for s in summaries), 2) for k in summaries[0][part]}
     return out
 
 
 def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats: int, master: str, epoch: float,
-                attribution: str, warmup: Workload | None = None) -> dict:
+                attribution: str, warmup: Workload | None = None, executor_memory_mb: int | None = None) -> dict:
     """Every configuration once per repeat (order rotated), medians per variant and configuration, ratios vs stock.
 
     ``warmup``: a workload run once, unmeasured, in a session of the first configuration before the
@@ -296,11 +314,14 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         raise ValueError(f"attribution must be one of {', '.join(ATTRIBUTIONS)}; got {attribution!r}")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
+    extra: dict[str, str] = {}
+    if executor_memory_mb is not None:
+        master, extra = executor_memory(master, executor_memory_mb)
     warmup_s = None
     if warmup is not None:
         log.info("warm-up: %s, %d fits on %d rows (not measured)", configs[0], len(warmup.fits), warmup.data.rows)
         began = time.monotonic()
-        run_config(configs[0], warmup, variants, master, epoch, attribution)
+        run_config(configs[0], warmup, variants, master, epoch, attribution, extra)
         warmup_s = round(time.monotonic() - began, 1)
     runs: list[dict[str, dict[str, dict]]] = []  # per repeat: config -> variant -> summary
     for r in range(repeats):
@@ -308,12 +329,12 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         by_config: dict[str, dict[str, dict]] = {}
         for config in order:
             log.info("repeat %d: %s", r + 1, config)
-            by_config[config] = run_config(config, work, variants, master, epoch, attribution)
+            by_config[config] = run_config(config, work, variants, master, epoch, attribution, extra)
         runs.append(by_config)
     out: dict = {"workload": {"fits": len(work.fits), "families": sorted({f.family for f in work.fits}),
                               "arrival_mean_s": work.arrival_mean, "max_iter": work.max_iter, "rows": work.data.rows,
                               "features": work.data.features, "partitions": work.data.partitions, "seed": work.seed,
-                              "master": master, "epoch_s": epoch, "repeats": repeats, "attribution": attribution,
+                              "master": master, "executor_memory_mb": executor_memory_mb, "epoch_s": epoch, "repeats": repeats, "attribution": attribution,
                               "cv": {"parallelism": CV_PARALLELISM, "folds": CV_FOLDS}, "warmup_s": warmup_s},
                  "variants": {}}
     for variant in variants:
@@ -338,9 +359,13 @@ def headline(result: dict) -> list[str]:
     key = mean_time_to_key(0.9)
     for variant, v in result["variants"].items():
         for c, m in v["median"].items():
-            lines.append(f"{variant:>4} {c:>6}: mean time to 90% {m[key]} s, makespan {m['makespan_s']} s, "
-                         f"per iteration: executor tasks {m['split']['executor_task_ms']} ms, driver outside jobs "
-                         f"{m['split']['driver_outside_jobs_ms']} ms")
+            line = (f"{variant:>4} {c:>6}: mean time to 90% {m[key]} s, makespan {m['makespan_s']} s, per iteration: executor "
+                    f"tasks {m['split']['executor_task_ms']} ms ({m['split']['executor_cpu_ms']} ms CPU), driver outside jobs "
+                    f"{m['split']['driver_outside_jobs_ms']} ms")
+            if "storage" in m:
+                line += (f", storage memory peak {m['storage']['storage_memory_peak_mb']:.0f} of "
+                         f"{m['storage']['storage_memory_capacity_mb']:.0f} MB, cached on disk peak {m['storage']['cached_on_disk_peak_mb']:.0f} MB")
+            lines.append(line)
         if "slaq_vs_stock" in v:
             lines.append(f"{variant:>4} SLAQ vs stock Spark FAIR, time to 90%: {v['slaq_vs_stock'].get('time_to_90pct_reduction', 0):+.1%}")
         o = v["objectives"]

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 DEFAULT_MASTER = "local-cluster[2,1,1024]"
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
+
+
+def executor_memory(master: str, mb: int) -> tuple[str, dict[str, str]]:
+    """The master and conf that give every executor ``mb`` MiB of heap: ``spark.executor.memory``, and
+    on a ``local-cluster[n,cores,worker MiB]`` master a worker memory of at least ``mb`` (Spark refuses
+    an executor larger than its worker; the worker's third field alone does not size the executor)."""
+    if mb < 512:
+        raise ValueError(f"executor memory must be at least 512 MiB (Spark reserves 300 MiB of it); got {mb}")
+    m = _LOCAL_CLUSTER.fullmatch(master.strip())
+    if m is not None and int(m.group(3)) < mb:
+        master = f"local-cluster[{m.group(1)},{m.group(2)},{mb}]"
+    return master, {"spark.executor.memory": f"{mb}m"}
 
 
 def neutral_gateway() -> None:

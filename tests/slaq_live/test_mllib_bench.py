@@ -38,6 +38,10 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
                 assert fit["spark_jobs"] >= fit["iterations"] - 1, (name, fit)
                 assert fit["per_iteration_ms"]["executor_task"] > 0, (name, fit)
             assert v["median"][config]["mean_time_to_90pct_s"] > 0
+            run = v["per_repeat"][config][0]
+            assert run["cpu_s"]["executors_s"] > 0 and run["cpu_s"]["driver_jvm_s"] > 0, run["cpu_s"]
+            assert 0 < run["storage"]["storage_memory_peak_mb"] <= run["storage"]["storage_memory_capacity_mb"], run["storage"]
+            assert sum(run["task_locality"].values()) >= sum(f["spark_jobs"] for f in per_fit.values()), run["task_locality"]
         assert v["per_repeat"]["slaq"][0]["epoch_loop"]["epochs"] > 0  # SLAQ really ran its loop
         assert "epoch_loop" not in v["per_repeat"]["stock"][0]  # and stock Spark had none
         assert "time_to_90pct_reduction" in v["slaq_vs_stock"]

@@ -58,3 +58,13 @@ def test_stock_pools_sort_by_arrival_not_by_job():
     """Spark's FAIR algorithm breaks ties by pool name: the names must carry arrival order and nothing else."""
     names = [stock_pool_name(i) for i in range(1200)]
     assert sorted(names) == names and len(set(names)) == len(names)
+
+
+def test_executor_memory_sizes_the_executor_and_a_local_cluster_worker_to_match():
+    from slaq.bench.session import executor_memory
+
+    assert executor_memory("local-cluster[2,1,1024]", 3072) == ("local-cluster[2,1,3072]", {"spark.executor.memory": "3072m"})
+    assert executor_memory("local-cluster[3, 1, 4096]", 3072)[0] == "local-cluster[3, 1, 4096]"  # already large enough
+    assert executor_memory("spark://127.0.0.1:7077", 2048) == ("spark://127.0.0.1:7077", {"spark.executor.memory": "2048m"})
+    with pytest.raises(ValueError, match="at least 512"):
+        executor_memory("local-cluster[2,1,1024]", 256)
