@@ -105,7 +105,8 @@ def restore_thread(sc: Any, previous: tuple[str | None, str | None]) -> None:
         thread_context.put(FIT_KEY, entry)
 
 
-def _seq(sc: Any, scala_seq: Any) -> list[Any]:
+def scala_list(sc: Any, scala_seq: Any) -> list[Any]:
+    """A Scala collection py4j handed back (the status store's answers), as a Python list."""
     return list(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_seq))
 
 
@@ -121,18 +122,18 @@ def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
     stages: dict[int, StageCost] = {}
     # stageList(statuses, details, withSummaries, quantiles, taskStatuses): Scala defaults spelled out for py4j
     every_stage = store.stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
-    for s in _seq(sc, every_stage):
+    for s in scala_list(sc, every_stage):
         cost = stages.setdefault(s.stageId(), StageCost())
         cost.run_ms += float(s.executorRunTime())
         cost.cpu_ms += s.executorCpuTime() / 1e6
         cost.gc_ms += float(s.jvmGcTime())
         cost.tasks = max(cost.tasks, int(s.numTasks()))
-        for task in _seq(sc, store.taskList(s.stageId(), s.attemptId(), _ALL_TASKS)):
+        for task in scala_list(sc, store.taskList(s.stageId(), s.attemptId(), _ALL_TASKS)):
             cost.locality[task.taskLocality()] += 1
     intervals: dict[str, list[tuple[float, float]]] = defaultdict(list)
     per_fit: dict[str, StageCost] = defaultdict(StageCost)
     tasks: dict[str, list[int]] = defaultdict(list)
-    for job in _seq(sc, store.jobsList(None)):
+    for job in scala_list(sc, store.jobsList(None)):
         group = job.jobGroup()
         if not group.isDefined() or group.get() not in fits:
             continue
@@ -140,7 +141,7 @@ def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
         submitted, completed = job.submissionTime(), job.completionTime()
         if submitted.isDefined() and completed.isDefined():
             intervals[name].append((submitted.get().getTime() / 1000.0, completed.get().getTime() / 1000.0))
-        for stage_id in _seq(sc, job.stageIds()):
+        for stage_id in scala_list(sc, job.stageIds()):
             stage = stages.get(int(stage_id))
             if stage is not None:
                 per_fit[name].add(stage)

@@ -210,6 +210,8 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
         wall = r.end - r.start
         fits[name] = {"family": r.family, "start_s": round(r.start - start, 3), "wall_s": round(wall, 3),
                       **job_metrics(r.start - start, times, r.losses), "final_objective": r.losses[-1],
+                      # until its first iteration ends a fit has no loss: SLAQ schedules it as a new job, without a curve
+                      "time_to_first_loss_s": round(times[1] - times[0], 3) if len(times) > 1 else None,
                       "spark_jobs": s["spark_jobs"], "tasks_per_stage": round(s["tasks_per_stage"], 1),
                       "task_locality": s["task_locality"],
                       "per_iteration_ms": {"executor_task": round(1000 * s["executor_run_s"] / iterations, 1),
@@ -219,6 +221,8 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
                                            "driver_outside_jobs": round(1000 * max(wall - s["in_jobs_s"], 0.0) / iterations, 1)}}
     out: dict = {"fits": fits, "makespan_s": round(max(r.end for r in recorder.records.values()) - start, 2)}
     out.update(mean_times(fits.values(), 3))
+    firsts = [f["time_to_first_loss_s"] for f in fits.values() if f["time_to_first_loss_s"] is not None]
+    out["mean_time_to_first_loss_s"] = round(statistics.fmean(firsts), 3) if firsts else None
     out["split"] = split_summary(fits.values())
     out["task_locality"] = dict(sorted(sum((Counter(f["task_locality"]) for f in fits.values()), Counter()).items()))
     return out

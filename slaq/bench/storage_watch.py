@@ -14,7 +14,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-MB = 1024 * 1024
+from slaq.bench.fit_timing import scala_list
+from slaq.live.storage import MB
 
 
 class StorageWatch:
@@ -22,8 +23,8 @@ class StorageWatch:
     :attr:`summary` holds the peaks once it exits."""
 
     def __init__(self, sc: Any, interval: float = 0.5):
+        self._sc = sc
         self._store = sc._jsc.sc().statusStore()
-        self._seq = sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="slaq-bench-storage-watch", daemon=True)
@@ -35,7 +36,7 @@ class StorageWatch:
     def sample(self) -> None:
         """One reading: storage memory used and cached bytes on disk, summed over the executors."""
         memory = disk = capacity = 0.0
-        for e in self._seq(self._store.executorList(True)):
+        for e in scala_list(self._sc, self._store.executorList(True)):
             if e.id() == "driver":
                 continue
             memory += e.memoryUsed()

@@ -36,6 +36,7 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
                 assert fit["iterations"] >= 2, name
                 assert fit["time_to_90pct_s"] is not None and 0 <= fit["time_to_90pct_s"] <= fit["wall_s"] + 0.5, (name, fit)
                 assert fit["spark_jobs"] >= fit["iterations"] - 1, (name, fit)
+                assert 0 < fit["time_to_first_loss_s"] <= fit["time_to_90pct_s"] + 0.002, (name, fit)
                 assert fit["per_iteration_ms"]["executor_task"] > 0, (name, fit)
             assert v["median"][config]["mean_time_to_90pct_s"] > 0
             run = v["per_repeat"][config][0]

@@ -72,6 +72,27 @@ def test_strict_pool_without_tokens_gets_no_cores_until_fail_open(sc, strict_poo
     pools.close("starved")
 
 
+def test_a_closed_pool_without_tokens_stays_throttled_in_strict_mode(sc, scheduler, strict_pools):
+    """Work a finished job's block keeps submitting (a pool closed by should_stop()) runs only on
+    tokens in strict mode: closing a pool never ranks it as one that has tokens."""
+    pools = strict_pools
+    scheduler.loop.stop()  # no deposits but the test's own (stale_after is 30 s: no fail-open either)
+    try:
+        pools.register("closed-early", 1.0)
+        pools.deposit({"closed-early": 0.0}, 1.0)
+        pools.close("closed-early")
+        done: dict[str, float] = {}
+        t = threading.Thread(target=_run_tasks, args=(sc, pools, "closed-early", done), daemon=True)
+        t.start()
+        t.join(3.0)
+        assert t.is_alive() and not pools.is_open(), "a closed strict pool with no tokens must not run"
+        pools.deposit({"closed-early": 2.0}, 1.0)  # what the loop deposits for a closed pool with work
+        t.join(30)
+        assert "closed-early" in done
+    finally:
+        scheduler.loop.start()
+
+
 def test_dead_loop_opens_pools_by_themselves(sc, scheduler, strict_pools):
     """If the epoch loop stops depositing (dead thread, hung driver), the shim opens the pools itself."""
     pools = PoolBridge(sc)
