@@ -25,8 +25,8 @@ BREEZE_LOGGER = "breeze.optimize"
 # breeze's FirstOrderMinimizer logs this once per finished iteration (also the line LossAppender.java parses)
 ITERATION_LINE = "Val and Grad Norm"
 _APPENDER = "slaq-bench-iteration-clock"
+_ALL_TASKS = 2**31 - 1  # taskList's maxTasks: every task of a stage
 # the status store forgets old jobs after spark.ui.retainedJobs (default 1000): keep every job of a run
-_ALL_TASKS = 2**31 - 1
 RETAIN_CONF = {"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"}
 
 
@@ -112,8 +112,8 @@ def scala_list(sc: Any, scala_seq: Any) -> list[Any]:
 
 def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
     """Per fit (job group): its Spark jobs' intervals, its tasks' summed executor run, CPU and GC time,
-    tasks per stage and how many of its tasks ran at each locality level (a cached partition read from another executor
-    shows as ANY rather than PROCESS_LOCAL, and costs a remote block fetch).
+    tasks per stage and how many of its tasks ran at each locality level (a cached partition read
+    from another executor shows as NODE_LOCAL or ANY rather than PROCESS_LOCAL: a remote block fetch).
 
     ``in_jobs_s`` is the union of the fit's job intervals (submission to completion), so a fit's wall
     time minus it is time its thread spent outside Spark jobs: driver-side work between iterations.
