@@ -1,12 +1,9 @@
 """How full the executors' storage memory got while a sweep ran, and how much cached data went to disk.
 
-Every iterative spark.ml fit of the sweep (LogisticRegression, LinearSVC, LinearRegression; also AFT
-and KMeans) persists its own standardized copy of the training data ("training blocks",
-``MEMORY_AND_DISK``) for as long as the fit runs, whether or not its input is cached. A scheduler that
-runs more fits at once keeps more of these copies alive; once they exceed the executors' storage
-memory, Spark moves blocks to disk and every later pass over them reads and deserializes them again.
-This watch makes that visible in the benchmark's JSON, so a difference in executor time per
-iteration between configurations can be told apart from a scheduling effect.
+Concurrent spark.ml fits each keep their own cached copy of the training data (why that matters:
+``slaq.live.storage``, whose WARN says the same to a user at run time). This watch puts the peaks in
+the benchmark's JSON, so a difference in executor time per iteration between configurations can be
+told apart from a scheduling effect.
 """
 
 from __future__ import annotations

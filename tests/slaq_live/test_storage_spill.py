@@ -26,8 +26,6 @@ conf = {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.sla
 with spark_session("slaq-storage-spill", "local-cluster[1,1,1024]", conf) as spark:
     runtime = slaq.attach(spark)
     out = {"before": memory_blocks_on_disk(spark.sparkContext)}
-    memory_only = spark.range(1000).persist(StorageLevel.MEMORY_ONLY)
-    memory_only.count()
     big = spark.range(3_000_000, numPartitions=3).selectExpr("rand(1) AS a", "rand(2) AS b").persist(StorageLevel.MEMORY_AND_DISK)
     big.count()
     out["on_disk"] = memory_blocks_on_disk(spark.sparkContext)
