@@ -17,10 +17,10 @@ import grpc
 
 from riffle.bench.daemon_proc import DaemonProcess
 from riffle.bench.inputs import executor_dirs, write_inputs
-from riffle.merger.cli import parse_size
-from riffle.merger.engine import memory_needed
+from riffle.merger.concat import memory_needed
 from riffle.protocol import pb
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
+from riffle.units import parse_size
 
 
 def bench_load(requests: int, memory: str, fan_in: int = 8, partitions: int = 200, block_kb: float = 32,

@@ -50,7 +50,7 @@ def bench_merge(inputs: int, partitions: int, block_kb: float, memory: str = "2g
         copy_times, merge_times = [], []
         with DaemonProcess([root], "--memory", memory, "--read-buffer", read_buffer, "--write-buffer", write_buffer,
                            "--log-level", "WARNING") as daemon:
-            from riffle.merger.cli import parse_size
+            from riffle.units import parse_size
 
             warm = root / "warmup.out"  # untimed: settles writeback of the generated inputs before measuring
             sequential_copy(input_paths(dirs, 0, inputs), warm, parse_size(write_buffer))

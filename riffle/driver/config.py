@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from riffle.driver.policy import MERGE_POLICIES
-from riffle.merger.cli import parse_size
+from riffle.units import parse_size
 from sparkshim.conf import ConfigError, ConfReader
 
 PREFIX = "spark.riffle."

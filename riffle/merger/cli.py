@@ -12,22 +12,8 @@ import time
 from collections.abc import Sequence
 
 from riffle.merger.addresses import is_loopback
-
-UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
-
-
-def parse_size(text: str) -> int:
-    """``4m``, ``2g``, ``512k`` or a plain byte count."""
-    raw = text.strip().lower()
-    digits = raw.rstrip("kmgb")
-    unit = raw[len(digits):]
-    try:
-        value = float(digits)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 512k, 4m, 2g)") from None
-    if unit not in UNITS or value <= 0:
-        raise argparse.ArgumentTypeError(f"not a positive size: {text!r} (use e.g. 512k, 4m, 2g)")
-    return int(value * UNITS[unit])
+from riffle.units import parse_size
+from riffle.version import package_version
 
 
 class JsonFormatter(logging.Formatter):
@@ -42,6 +28,7 @@ class JsonFormatter(logging.Formatter):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="riffle-merger", description="Riffle shuffle merger daemon (one per node).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     verbs = parser.add_subparsers(dest="verb", required=True)
     serve = verbs.add_parser("serve", help="run the daemon", description="Serve the riffle.v1.Merger gRPC API.")
     serve.add_argument("--listen", default="127.0.0.1:7338", help="HOST:PORT to bind (default loopback only: %(default)s)")
@@ -112,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     log = logging.getLogger("riffle.merger")
     try:
+        from riffle.merger.faults import Faults
         from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
         from riffle.merger.service import Config
 
@@ -122,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         daemon = MergerDaemon(ServerOptions(
             listen=args.listen, local_dirs=tuple(args.local_dir),
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
-                          fsync=args.fsync, merge_threads=args.workers),
+                          fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env()),
             token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
             metrics_listen=args.metrics_listen, prune_interval=args.prune_interval))
     except Exception as exc:  # every start-up failure is one line and exit code 2, never a traceback

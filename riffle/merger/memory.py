@@ -1,6 +1,6 @@
 """Admission: a merge runs only when its memory, descriptors and a worker slot fit; the rest wait in a bounded FIFO.
 
-A merge reserves what :func:`riffle.merger.engine.memory_needed` says before it allocates anything.
+A merge reserves what :func:`riffle.merger.concat.memory_needed` says before it allocates anything.
 Waiting happens on the event loop (an ``asyncio`` future per waiter), never in a gRPC or merge
 thread, so the queue bound is real and control calls are never starved: past ``max_queue`` waiting
 merges a new one is refused at once. All methods run on the event loop thread.

@@ -16,9 +16,10 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from riffle.merger.engine import fds_needed, remove_stale_temps
+from riffle.merger.engine import fds_needed
 from riffle.merger.journal import Journal
 from riffle.merger.paths import Roots
+from riffle.merger.publish import remove_stale_temps
 from riffle.merger.service import MAX_FAN_IN, MAX_LOCAL_DIRS, Config, MergerService
 from riffle.protocol import pb_grpc
 

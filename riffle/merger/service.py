@@ -13,38 +13,26 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib import metadata
 
 import grpc
 
-from riffle.merger.engine import (
-    DiskFull,
-    MergeCancelled,
-    MergeResult,
-    MergeSpec,
-    fds_needed,
-    memory_needed,
-    merge_map_outputs,
-)
+from riffle.merger.concat import memory_needed
+from riffle.merger.engine import MergeResult, MergeSpec, fds_needed, merge_map_outputs
+from riffle.merger.errors import DiskFull, MergeCancelled
+from riffle.merger.faults import NO_FAULTS, Faults
 from riffle.merger.journal import Journal, under_any
 from riffle.merger.memory import Aborted, Admission, Overloaded, Ticket, plan_buffers
 from riffle.merger.metrics import Metrics
 from riffle.merger.paths import Location, PathRefused, Roots
 from riffle.protocol import pb, pb_grpc
 from riffle.shuffle.layout import DEFAULT_SUB_DIRS, INT64_MAX, SYNTHETIC_MAP_ID_BASE, CorruptShuffleFile, block_location, data_file_name
+from riffle.version import package_version
 
 log = logging.getLogger("riffle.merger")
 MAX_PARTITIONS = 1 << 24
 MAX_FAN_IN = 4096
 MAX_LOCAL_DIRS = 64
 MAX_PENDING_CLEANUPS = 32  # Cleanups waiting for or running in the cleanup pool; more are refused, not queued
-
-
-def package_version() -> str:
-    try:
-        return metadata.version("slaq-riffle")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 @dataclass
@@ -57,6 +45,7 @@ class Config:
     merge_threads: int = 8
     fd_budget: int = 1024
     max_fan_in: int = MAX_FAN_IN
+    faults: Faults = NO_FAULTS  # crash injection for the crash tests; riffle-merger serve reads it from the environment
 
 
 @dataclass
@@ -214,7 +203,7 @@ class MergerService(pb_grpc.MergerServicer):
             entry.remaining_bytes -= n
 
         return merge_map_outputs(self.roots, self.journal, locs, spec, read_buf, write_buf, entry.cancel, progress,
-                                 durable=self.config.fsync)
+                                 durable=self.config.fsync, faults=self.config.faults)
 
     def _finish(self, request_id: str, entry: _InFlight) -> None:
         """Called once the merge thread (or the wait) is over: its resources and its output name are free again."""

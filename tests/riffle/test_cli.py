@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from riffle.merger.cli import parse_size
+from riffle.units import parse_size
 
 
 @pytest.mark.parametrize("argv", [["riffle.cli", "--help"], ["riffle.cli", "bench", "--help"], ["riffle.cli", "bench", "merge", "--help"],

@@ -14,7 +14,7 @@ import pytest
 
 from riffle.bench.daemon_proc import DaemonProcess
 from riffle.bench.inputs import write_inputs
-from riffle.merger.engine import TEMP_PREFIX
+from riffle.merger.publish import TEMP_PREFIX
 from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,
     block_file_path,

@@ -6,8 +6,10 @@ import grpc
 import pytest
 
 from riffle.merger import paths as paths_module
-from riffle.merger.engine import TEMP_PREFIX, MergeCancelled, MergeSpec, MissingInput, merge_map_outputs, remove_stale_temps
+from riffle.merger.engine import MergeSpec, merge_map_outputs
+from riffle.merger.errors import MergeCancelled, MissingInput
 from riffle.merger.paths import PathRefused
+from riffle.merger.publish import TEMP_PREFIX, remove_stale_temps
 from riffle.merger.service import _status_for
 from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,

@@ -15,7 +15,8 @@ import pytest
 
 from riffle.bench.daemon_proc import DaemonProcess
 from riffle.bench.inputs import write_inputs
-from riffle.merger.engine import CRASH_ENV, PUBLISH_STEPS, TEMP_PREFIX
+from riffle.merger.faults import CRASH_ENV
+from riffle.merger.publish import PUBLISH_STEPS, TEMP_PREFIX
 from riffle.protocol import pb
 from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,

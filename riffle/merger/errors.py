@@ -1,0 +1,27 @@
+"""Why a merge failed, as the service maps it to a gRPC status (``service._status_for``)."""
+
+from __future__ import annotations
+
+import errno
+
+
+class MergeCancelled(RuntimeError):
+    pass
+
+
+class DiskFull(OSError):
+    pass
+
+
+class MissingInput(FileNotFoundError):
+    pass
+
+
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def as_disk_full(exc: OSError, doing: str, path: object) -> OSError:
+    """A :class:`DiskFull` naming the file when ``exc`` means no space (or file size limit), else ``exc``."""
+    if exc.errno in DISK_FULL_ERRNOS:
+        return DiskFull(exc.errno, f"disk full {doing} {path}: {exc.strerror}")
+    return exc

@@ -1,0 +1,25 @@
+"""Byte sizes as people write them (``512k``, ``4m``, ``2g``): one parser for the daemon's flags, the driver's
+configuration and the benchmarks. Imports nothing but the standard library, so any of them may use it."""
+
+from __future__ import annotations
+
+import argparse
+
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``4m``, ``2g``, ``512k`` or a plain byte count.
+
+    Raises :class:`argparse.ArgumentTypeError`, whose message argparse shows as is for a bad flag.
+    """
+    raw = text.strip().lower()
+    digits = raw.rstrip("kmgb")
+    unit = raw[len(digits):]
+    try:
+        value = float(digits)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 512k, 4m, 2g)") from None
+    if unit not in UNITS or value <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive size: {text!r} (use e.g. 512k, 4m, 2g)")
+    return int(value * UNITS[unit])
