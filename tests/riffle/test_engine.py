@@ -1,5 +1,7 @@
 import os
 import struct
+import subprocess
+import sys
 import threading
 
 import grpc
@@ -8,6 +10,7 @@ import pytest
 from riffle.merger import paths as paths_module
 from riffle.merger.engine import MergeSpec, merge_map_outputs
 from riffle.merger.errors import MergeCancelled, MissingInput
+from riffle.merger.faults import CRASH_ENV, CRASH_EXIT_CODE, NO_FAULTS, Faults
 from riffle.merger.paths import PathRefused
 from riffle.merger.publish import TEMP_PREFIX, remove_stale_temps
 from riffle.merger.service import _status_for
@@ -219,3 +222,29 @@ def test_output_dir_removed_while_being_created_is_not_found(roots, journal, dir
         merge_map_outputs(roots, journal, [roots.locate(d) for d in dirs], spec, 4096, 8192, durable=False)
     assert _status_for(caught.value)[0] == grpc.StatusCode.NOT_FOUND
     assert all_files(root) == before
+
+
+def test_faults_are_passed_in_not_read_from_the_environment(roots, journal, dirs, root, monkeypatch):
+    """A merge crashing where its Faults say (here in a child process, between the two links) leaves what recovery undoes."""
+    monkeypatch.setenv(CRASH_ENV, "recorded")  # ignored: only the daemon's start-up reads the environment
+    assert Faults.from_env().crash_at == "recorded" and Faults.from_env({}) == NO_FAULTS
+    with pytest.raises(ValueError, match="publish steps are temps-written"):
+        Faults("no-such-step")
+    make_outputs(dirs, 1, [0, 1], 4)
+    before = all_files(root)
+    child = f"""
+from riffle.merger.engine import MergeSpec, merge_map_outputs
+from riffle.merger.faults import Faults
+from riffle.merger.journal import Journal
+from riffle.merger.paths import Roots
+roots = Roots([{str(root)!r}])
+merge_map_outputs(roots, Journal(roots, durable=False), [roots.locate(d) for d in {dirs!r}], MergeSpec("app", 1, (0, 1), {MERGED}, 4, 64),
+                  4096, 8192, durable=False, faults=Faults("data-linked"))
+"""
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert out.returncode == CRASH_EXIT_CODE, out.stderr
+    data, index = out_paths(dirs, 1)
+    assert data.exists() and not index.exists()
+    assert journal.recover() == (0, 1)
+    assert all_files(root) == before
+    assert merge(roots, journal, dirs, 1, [0, 1], 4).bytes_written > 0  # no fault passed: none happens
