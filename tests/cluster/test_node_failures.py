@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import riffle
-from tests.cluster.conftest import cluster_session, wait_executors
+from tests.cluster.support import cluster_session, wait_executors
 
 pytestmark = pytest.mark.spark
 

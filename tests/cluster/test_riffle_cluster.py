@@ -12,7 +12,7 @@ from operator import add
 import pytest
 
 import riffle
-from tests.cluster.conftest import cluster_session, merged_files_by_node, wait_executors
+from tests.cluster.support import cluster_session, merged_files_by_node, wait_executors
 
 pytestmark = pytest.mark.spark
 
