@@ -1,4 +1,4 @@
-"""Issue 9 defects, each against a real daemon process on real files: races, crashes, hostile inputs, load."""
+"""Merger defects found by attacking it, each against a real daemon process on real files: races, crashes, hostile inputs, load."""
 
 import os
 import random

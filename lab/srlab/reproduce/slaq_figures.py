@@ -193,7 +193,7 @@ def fig10c(size: Size, png: Path) -> dict:
 
 
 def head_to_head(size: Size, png: Path) -> dict:
-    """Every policy on the §6.2 workload and a lighter and a heavier arrival rate (issue 12)."""
+    """Every policy on the §6.2 workload and a lighter and a heavier arrival rate."""
     from slaq.policy import POLICIES
 
     keys = ("mean_normalized_loss", *map(mean_time_to_key, THRESHOLDS), "mean_completion_s", "makespan_s", "oasis_total_utility")

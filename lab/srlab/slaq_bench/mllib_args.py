@@ -16,7 +16,7 @@ SMALL: dict[str, Any] = {"fits": 5, "rows": 4000, "features": 8, "partitions": 2
                          "executor_memory_mb": None}
 # The default sweep's twelve fits each cache their own ~125 MB copy of the data ("training blocks") while
 # they run: ~750 MB of storage per executor when they all run at once, vs 434 MB on Spark's default 1 GiB
-# executors, where blocks spill to disk and the figure measures disk reads, not scheduling (session 6).
+# executors, where blocks spill to disk and the figure measures disk reads, not scheduling.
 DEFAULT_EXECUTOR_MEMORY_MB = 3072
 
 
