@@ -56,11 +56,11 @@ def scheduler(spark, base_config, spark_local_root):
 @pytest.fixture(autouse=True)
 def fresh_config(scheduler, base_config):
     scheduler.config = base_config
-    scheduler._down.clear()
+    scheduler.fleet.mark_all_up()
     scheduler.set_merging(True)
     yield
     scheduler.config = base_config
-    scheduler._down.clear()
+    scheduler.fleet.mark_all_up()
     scheduler.set_merging(True)
 
 

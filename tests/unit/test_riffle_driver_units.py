@@ -1,15 +1,19 @@
-"""Pure pieces of Riffle's driver side: merge policies, merger placement, configuration."""
+"""Riffle's driver side without Spark: merge policies, merger placement, configuration, the decisions
+over a shuffle's merges, and the merger fleet against a real (closed) gRPC port."""
 
 from __future__ import annotations
 
 import random
+import socket
+import time
 
 import pytest
 
 from riffle.driver.config import RiffleConfig
+from riffle.driver.fleet import MergerFleet
+from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.placement import candidates, same_host, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
-from riffle.driver.scheduler import Merge, merge_group
 from sparkshim import messages
 from sparkshim.conf import ConfigError
 
@@ -103,3 +107,64 @@ def test_executor_removed_invalidates_cached_local_dirs():
     s.step()
     assert s._local_dirs("7") == ["/local/7/v2"]  # a new executor under that id has new dirs
     assert s.state_sizes()["local_dirs"] == 1
+
+
+def test_settle_reason_waits_for_the_map_stage_then_all_best_effort_or_timeout():
+    assert settle_reason(None, [], 0.0, 0.95, 30.0) is None  # map stage still running
+    assert settle_reason(10.0, [], 10.0, 0.95, 30.0) == "all merges finished"  # nothing was merged: release at once
+    assert settle_reason(10.0, ["done", "failed", "cancelled"], 10.0, 0.95, 30.0) == "all merges finished"
+    assert settle_reason(10.0, ["done", "running"], 11.0, 0.95, 30.0) is None
+    assert settle_reason(10.0, ["done", "done", "running"], 11.0, 0.5, 30.0) == "best effort: 2/3 merges finished"
+    assert settle_reason(10.0, ["failed", "running"], 40.0, 0.5, 30.0) == "timeout after 30 s: 0/2 merges finished"
+
+
+def test_shuffle_stats_count_files_and_blocks_after_the_commit():
+    s = ShuffleState(5, 7, 8, 10, True, None, outputs={i: out(i) for i in range(8)}, map_done_at=100.0, map_bytes=800)
+    s.merges = [Merge("a", 5, [out(0), out(1), out(2)], 1, "m:1", ["/d"], state="done"),
+                Merge("b", 5, [out(3), out(4), out(5)], 2, "m:1", ["/d"], state="done"),
+                Merge("c", 5, [out(6), out(7)], 3, "m:1", ["/d"], state="cancelled")]
+    s.committed = 2
+    assert map_files_after(s) == 8 - 6 + 2
+    stats = shuffle_stats(s, "why", now=101.5)
+    assert (stats["blocks_before"], stats["blocks_after"], stats["merges_requested"], stats["merges_committed"],
+            stats["merges_cancelled"], stats["merges_failed"], stats["hold_seconds"], stats["bytes"]) == (80, 40, 3, 2, 1, 0, 1.5, 800)
+    s.committed = 1  # the shim skipped one group: members are averaged
+    assert map_files_after(s) == 8 - 3 + 1
+
+
+def closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_fleet_marks_an_unreachable_merger_down_and_stops_choosing_it():
+    address = closed_port()
+    fleet = MergerFleet(RiffleConfig(enabled=True, mergers=(address, "10.9.9.9:7000"), rpc_timeout=5.0), "app-1")
+    try:
+        assert fleet.choose("localhost") == address  # the only merger on that host; no status RPC needed
+        m = Merge("r1", 3, [out(0), out(1)], 1 << 62, address, ["/d"])
+        fleet.send(m, 4)
+        assert fleet.merged_where == {3: {(address, ("/d",))}}
+        deadline = time.monotonic() + 10
+        while m.state == "running" and time.monotonic() < deadline:
+            time.sleep(0.01)
+            fleet.poll(m)
+        assert m.state == "failed" and m.error.startswith("UNAVAILABLE"), m.error
+        assert fleet.choose("localhost") is None  # down for a while
+        fleet.mark_all_up()
+        assert fleet.reachable("localhost") == [address]
+        fleet.cleanup(3)  # fails on the closed port: a warning, not an error
+        assert fleet.merged_where == {}
+    finally:
+        fleet.close()
+
+
+def test_replacing_the_scheduler_config_reaches_the_fleet():
+    from riffle.driver.scheduler import MergeScheduler
+
+    s = MergeScheduler(None, TrackerStandIn(), RiffleConfig(enabled=True))
+    assert s.fleet.reachable("h1") == ["h1:7338"]  # no mergers listed: one per executor host
+    s.config = RiffleConfig(enabled=True, merger_port=9000)
+    assert s.fleet.config is s.config and s.fleet.reachable("h1") == ["h1:9000"]
+    s.fleet.close()
