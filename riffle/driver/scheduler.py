@@ -22,7 +22,7 @@ from typing import Any
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet, WarnOnce
 from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
-from riffle.driver.policy import MapOutput, make_merge_policy
+from riffle.driver.policy import MapOutput, has_data, make_merge_policy
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from sparkshim import messages
 
@@ -164,7 +164,7 @@ class MergeScheduler:
         if out.map_index in s.outputs:  # a speculative or repeated attempt: merge neither copy
             return
         s.outputs[out.map_index] = out
-        if s.policy is not None:
+        if s.policy is not None and has_data(out):
             for group in s.policy.add(out):
                 self._submit(s, group)
 

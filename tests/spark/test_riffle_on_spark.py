@@ -110,6 +110,17 @@ def test_more_than_2000_reduce_partitions(sc_rdd_data, scheduler):
 
 
 @pytest.mark.parametrize("aqe", ["true", "false"])
+def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, base_config):
+    """8 of 12 map tasks write no rows (no ``.data`` file): groups are formed from the 4 that have bytes, and
+    none fails; before, a group holding an empty output was refused whole with NOT_FOUND."""
+    scheduler.config = dataclasses.replace(base_config, nway=2)
+    rows = spark.sparkContext.parallelize(range(12), 12).flatMap(lambda i: [(k, i) for k in range(40)] if i % 3 == 0 else [])
+    result, stats = compare(scheduler, lambda: sorted(rows.reduceByKey(add, 4).collect()))
+    assert dict(result) == {k: 0 + 3 + 6 + 9 for k in range(40)}
+    assert sum(s["merges_failed"] for s in stats) == 0, stats
+    assert sum(s["merges_committed"] for s in stats) >= 1, stats  # 4 outputs with data on 2 executors, 2 per group
+
+
 def test_sql_group_by_and_join(spark, scheduler, aqe):
     spark.conf.set("spark.sql.adaptive.enabled", aqe)
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")

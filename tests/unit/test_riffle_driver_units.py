@@ -168,3 +168,10 @@ def test_replacing_the_scheduler_config_reaches_the_fleet():
     s.config = RiffleConfig(enabled=True, merger_port=9000)
     assert s.fleet.config is s.config and s.fleet.reachable("h1") == ["h1:9000"]
     s.fleet.close()
+
+
+def test_outputs_without_data_are_never_grouped():
+    from riffle.driver.policy import MapOutput, has_data
+
+    empty, unknown, full = (MapOutput(0, i, i, "e1", "h", b) for i, b in enumerate((0, -1, 10)))
+    assert [has_data(o) for o in (empty, unknown, full)] == [False, True, True]
