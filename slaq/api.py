@@ -15,6 +15,7 @@ from typing import Any
 
 from slaq import sparkml
 from slaq.enforce.pools import check_job_name
+from slaq.estimators import reports_loss
 from slaq.live.config import SlaqConfig
 from slaq.live.target import Target
 from slaq.runtime import SlaqRuntime, Tracked
@@ -38,7 +39,7 @@ def _fit_as_job(runtime: SlaqRuntime, estimator: Any, fit: Callable[[], Any]) ->
     if _runtimes.current() is not runtime or current_job() is not None:
         return fit()
     kind, params = type(estimator).__name__, sparkml.hyperparameters(estimator)
-    with Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=sparkml.reports_loss(kind, params)):
+    with Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params)):
         return fit()
 
 

@@ -45,7 +45,7 @@ class LiveJob:
     consumed: float = 0.0  # core-seconds used so far (from the pool)
     satisfied: bool = False  # reached its target: the minimum share from then on
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
-    reports: bool | None = None  # whether it will report losses, when known in advance (slaq.sparkml.reports_loss)
+    reports: bool | None = None  # whether it will report losses, when known in advance (slaq.estimators.reports_loss)
 
 
 def ingest(jobs: dict[str, LiveJob], iterations: list[Any], clock_offset: float = 0.0) -> list[Any]:
