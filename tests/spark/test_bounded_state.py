@@ -21,7 +21,7 @@ ROUNDS, JVM_SHUFFLES, PYTHON_SHUFFLES = 3, 400, 8
 @pytest.fixture(scope="module")
 def scheduler(spark, spark_local_root):
     daemon = DaemonProcess([spark_local_root])
-    s = riffle.attach(spark, RiffleConfig(enabled=True, mergers=(daemon.address,), nway=2, best_effort=1.0, hold_timeout=30.0))
+    s = riffle.attach(spark, RiffleConfig(enabled=True, mergers=(daemon.address,), nway=2, best_effort=1.0, hold_timeout=30.0)).scheduler
     yield s
     riffle.detach(spark)
     daemon.stop()

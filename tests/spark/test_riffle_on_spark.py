@@ -46,7 +46,7 @@ def base_config(merger):
 
 @pytest.fixture(scope="module")
 def scheduler(spark, base_config, spark_local_root):
-    s = riffle.attach(spark, base_config)
+    s = riffle.attach(spark, base_config).scheduler
     assert s is not None
     yield s
     riffle.detach(spark)

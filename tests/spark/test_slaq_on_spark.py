@@ -10,7 +10,7 @@ import pytest
 from pyspark import InheritableThread
 
 import slaq
-from slaq.enforce.pools import PoolBridge
+from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread, restore_thread
 from srlab.slaq_bench.enforce import _burn, measure
 
 pytestmark = pytest.mark.spark
@@ -40,13 +40,13 @@ def strict_pools(sc, scheduler):
 
 
 def _run_tasks(sc, pools, job, results, tasks=2, task_ms=200.0):
-    pools.set_thread("slaq." + job, job)
+    previous = enter_thread(sc, job, POOL_PREFIX + job)
     try:
         t0 = time.monotonic()
         sc.parallelize(range(tasks), tasks).map(lambda _: _burn(task_ms)).count()
         results[job] = time.monotonic() - t0
     finally:
-        pools.set_thread(None, None)  # the calling thread (the main one, in some tests) leaves no pool behind
+        restore_thread(sc, previous)  # the calling thread (the main one, in some tests) leaves no pool behind
 
 
 @pytest.mark.parametrize("work_conserving", [False, True])

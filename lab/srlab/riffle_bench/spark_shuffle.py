@@ -80,7 +80,7 @@ def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_
         configs.append((f"nway-{max(nways)}-besteffort-{frac}", dataclasses.replace(base, nway=max(nways), best_effort=frac)))
     runs: dict[str, list[dict]] = {name: [] for name, _ in configs}
     with spark_session("riffle-bench-spark", master, conf, executors) as spark:
-        scheduler = riffle.attach(spark, base)
+        scheduler = riffle.attach(spark, base).scheduler
         assert scheduler is not None
         tracker = scheduler.tracker
         scheduler.set_merging(False)

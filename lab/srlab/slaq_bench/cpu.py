@@ -9,6 +9,7 @@ executors' tasks; these figures say how much, per configuration. Linux only (``/
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,15 @@ def process_cpu_s(pid: int) -> float:
     fields = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
     # after the ")" that ends comm: field 3 (state) is fields[0], so utime (14) and stime (15) are [11], [12]
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_s(name: str) -> float:
+    """CPU seconds so far of this process's live thread called ``name`` (e.g. SLAQ's epoch loop,
+    ``slaq.live.loop.LOOP_THREAD``), from the thread's own CPU clock; 0.0 when no such thread runs."""
+    for thread in threading.enumerate():
+        if thread.name == name and thread.ident is not None:
+            return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+    return 0.0
 
 
 def child_pids(pid: int) -> list[int]:

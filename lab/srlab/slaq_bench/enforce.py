@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from slaq.enforce.pools import PoolBridge
+from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread
 from srlab.session import DEFAULT_MASTER, spark_session
 
 
@@ -21,7 +21,7 @@ def _burn(ms: float) -> int:
 
 def _saturate(sc: Any, pools: PoolBridge, job: str, stop: threading.Event, tasks: int, task_ms: float, window: list[float],
               done: dict[str, int], lock: threading.Lock) -> None:
-    pools.set_thread("slaq." + job, job)
+    enter_thread(sc, job, POOL_PREFIX + job)  # this thread only ever works for ``job``
     while not stop.is_set():
         sc.parallelize(range(tasks), tasks).map(lambda _: _burn(task_ms)).count()
         if window[0] <= time.monotonic() <= window[1]:

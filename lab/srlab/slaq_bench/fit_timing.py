@@ -88,14 +88,17 @@ class IterationClock:
 
 def tag_thread(sc: Any, fit: str | None) -> tuple[str | None, str | None]:
     """Name the calling thread's fit for both sources (ThreadContext entry and Spark job group);
-    ``None`` clears them. Returns the previous job group and entry, for :func:`restore_thread`."""
+    ``None`` clears them. Returns the previous job group and entry, for :func:`restore_tag`."""
     log4j = sc._jvm.org.apache.logging.log4j
     previous = (sc.getLocalProperty("spark.jobGroup.id"), log4j.ThreadContext.get(FIT_KEY))
-    restore_thread(sc, (fit, fit))
+    restore_tag(sc, (fit, fit))
     return previous
 
 
-def restore_thread(sc: Any, previous: tuple[str | None, str | None]) -> None:
+def restore_tag(sc: Any, previous: tuple[str | None, str | None]) -> None:
+    """Set the calling thread's fit tag (job group, ThreadContext entry) back to what :func:`tag_thread`
+    returned. Not ``slaq.enforce.pools.restore_thread``: that one puts back a thread's whole JVM
+    local-properties object after a SLAQ job block; this one sets two values a benchmark owns."""
     group, entry = previous
     sc.setLocalProperty("spark.jobGroup.id", group)
     thread_context = sc._jvm.org.apache.logging.log4j.ThreadContext

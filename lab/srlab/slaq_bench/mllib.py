@@ -30,11 +30,12 @@ from typing import Any
 from pyspark.ml import Estimator
 
 import slaq
+from slaq.live.loop import LOOP_THREAD
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
 from srlab.session import executor_memory, spark_session
 from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
-from srlab.slaq_bench.cpu import cpu_delta, session_cpu
-from srlab.slaq_bench.fit_timing import RETAIN_CONF, IterationClock, job_split, restore_thread, tag_thread
+from srlab.slaq_bench.cpu import cpu_delta, session_cpu, thread_cpu_s
+from srlab.slaq_bench.fit_timing import RETAIN_CONF, IterationClock, job_split, restore_tag, tag_thread
 from srlab.slaq_bench.mllib_workload import (
     DataSpec,
     FitSpec,
@@ -103,7 +104,7 @@ class FitRecorder:
                 yield record
         finally:
             record.end = time.time()
-            restore_thread(self.sc, previous)
+            restore_tag(self.sc, previous)
 
     def fit(self, name: str, family: str, estimator: Any, dataset: Any, params: dict[Any, Any]) -> Any:
         with self.scope(name, family) as record:
@@ -252,7 +253,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                 for variant in variants:
                     recorder = FitRecorder(sc, config, attribution)
                     log.info("%s: running the %s variant", config, variant)
-                    loop_cpu = scheduler.loop.cpu_seconds if scheduler.loop is not None else 0.0
+                    loop_cpu = thread_cpu_s(LOOP_THREAD)
                     cpu = session_cpu(sc)
                     with StorageWatch(sc) as storage:
                         start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
@@ -262,7 +263,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     out[variant]["storage"] = storage.summary
                     if scheduler.loop is not None:
                         out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
-                                                      "cpu_s": round(scheduler.loop.cpu_seconds - loop_cpu, 2)}
+                                                      "cpu_s": round(thread_cpu_s(LOOP_THREAD) - loop_cpu, 2)}
             finally:
                 clock.close()
             data.unpersist()

@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 
 import slaq
+from slaq.live.loop import LOOP_THREAD
 from sparkshim.messages import EpochStatus, JobStatus
 from srlab.session import DEFAULT_MASTER, spark_session
+from srlab.slaq_bench.cpu import thread_cpu_s
 
 
 def time_ui_pages(ui_url: str, repeat: int = 5) -> dict:
@@ -72,9 +74,9 @@ def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: 
         for t in threads:
             t.start()
         time.sleep(2 * epoch)  # every job registered and fitted at least once
-        cpu0, status0, epochs0, t0 = loop.cpu_seconds, loop.status_cpu_seconds, loop.epochs, time.monotonic()
+        cpu0, status0, epochs0, t0 = thread_cpu_s(LOOP_THREAD), loop.status_cpu_seconds, loop.epochs, time.monotonic()
         time.sleep(seconds)
-        cpu, epochs, wall = loop.cpu_seconds - cpu0, loop.epochs - epochs0, time.monotonic() - t0
+        cpu, epochs, wall = thread_cpu_s(LOOP_THREAD) - cpu0, loop.epochs - epochs0, time.monotonic() - t0
         status_cpu = loop.status_cpu_seconds - status0
         registered = len(scheduler.running_jobs())
         pages = None

@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 
 import slaq
+from slaq.live.loop import LOOP_THREAD
 from slaq.metrics import THRESHOLDS, mean_times, time_to_key, time_to_threshold
 from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
 from srlab.session import spark_session
 from srlab.slaq_bench.configs import STOCK, session_conf, stock_pool
+from srlab.slaq_bench.cpu import thread_cpu_s
 
 log = logging.getLogger("slaq.sweep")
 FAMILIES = ("logreg", "svm", "kmeans", "boosting")
@@ -145,7 +147,7 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
         makespan = time.monotonic() - start
         if errors:
             raise RuntimeError("sweep jobs failed: " + "; ".join(errors))
-        loop = scheduler.loop
+        loop, loop_cpu = scheduler.loop, thread_cpu_s(LOOP_THREAD)
         jobs = {}
         for spec in sweep:
             r = results[spec.name]
@@ -158,7 +160,7 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
         summary["mean_normalized_loss"] = round(float(np.mean([v for v in series if v is not None])), 4) if series else None
         summary["loss_over_time"] = {"bucket_s": bucket, "mean_normalized_loss": series}
         if loop is not None:
-            summary["epoch_loop"] = {"epochs": loop.epochs, "failures": loop.failures, "cpu_s": round(loop.cpu_seconds, 3)}
+            summary["epoch_loop"] = {"epochs": loop.epochs, "failures": loop.failures, "cpu_s": round(loop_cpu, 3)}
         return summary
     finally:
         scheduler.stop()
