@@ -7,21 +7,24 @@ Imports are lazy so ``python -m riffle.proto_build`` and the daemon never load t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from riffle.runtime import RiffleRuntime
 
 
-def attach(spark: Any = None, config: Any = None) -> Any:
-    """See :func:`riffle.activate.attach`."""
-    from riffle.activate import attach as _attach
+def attach(spark: Any = None, config: Any = None) -> RiffleRuntime:
+    """See :func:`riffle.runtime.attach`."""
+    from riffle.runtime import attach as _attach
 
     return _attach(spark, config)
 
 
-def detach(spark: Any = None, cleanup: bool = True) -> None:
-    """See :func:`riffle.activate.detach`."""
-    from riffle.activate import detach as _detach
+def detach(spark: Any = None) -> None:
+    """See :func:`riffle.runtime.detach`."""
+    from riffle.runtime import detach as _detach
 
-    _detach(spark, cleanup)
+    _detach(spark)
 
 
 __all__ = ["attach", "detach"]

@@ -9,6 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 verb=${1:-}
-if [ -z "$verb" ]; then exec .venv/bin/python -m sparkcluster --help; fi
+if [ -z "$verb" ]; then exec .venv/bin/python -m srlab.cluster --help; fi
 shift
-exec .venv/bin/python -m sparkcluster "$verb" "$@"
+exec .venv/bin/python -m srlab.cluster "$verb" "$@"

@@ -3,7 +3,7 @@
 # pyspark, numpy, scipy, grpcio and the project installed editable, and the gRPC stubs generated.
 # Idempotent: a second run only checks. Used by the README, CI (.ci/run) and docker/.
 #   --merger-only (or RIFFLE_MERGER_ONLY=1): a node that only runs riffle-merger; no JDK needed, the Java
-#   shim and the Spark start-up hook are skipped. (Ops can also just `pip install` the built wheel.)
+#   shim, the Spark start-up hook and the lab are skipped, and so are pyspark, numpy and scipy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MERGER_ONLY=${RIFFLE_MERGER_ONLY:-0}
@@ -30,11 +30,19 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)
+stamp=.venv/.installed-$MERGER_ONLY-$(cat pyproject.toml lab/pyproject.toml | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing dependencies (first run takes a few minutes: pyspark is ~400 MB)"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  if [ "$MERGER_ONLY" = 1 ]; then
+    echo "setup: installing the merger daemon's dependencies only (no pyspark, numpy or scipy)"
+    # the package itself without its driver-side dependencies, then the `merger` extra's list alone
+    # (and grpcio-tools, which generates the gRPC stubs in a checkout)
+    .venv/bin/python -m pip install --quiet --no-deps -e .
+    .venv/bin/python -m pip install --quiet grpcio-tools $(.venv/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["merger"]))')
+  else
+    echo "setup: installing dependencies (first run takes a few minutes: pyspark is ~400 MB)"
+    .venv/bin/python -m pip install --quiet -e ".[dev]" -e "./lab[plot]"
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
@@ -49,10 +57,10 @@ fi
 # that attaches SLAQ/Riffle when spark.slaq.enabled / spark.riffle.enabled is set.
 .venv/bin/python -m sparkshim.build
 .venv/bin/python -m sparkshim.autoload install >/dev/null
-# Headless Chromium for the Spark UI tab test (tests/slaq_live/test_ui_tab.py); not needed to run SLAQ.
+# Headless Chromium for the Spark UI tab test (tests/spark/test_ui_tab.py); not needed to run SLAQ.
 if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   echo "setup: installing Debian's chromium (headless browser for the SLAQ UI test)"
   apt-get install -y --no-install-recommends chromium >/dev/null || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
 fi
-[ -x /usr/bin/chromium ] || echo "setup: no /usr/bin/chromium: tests/slaq_live/test_ui_tab.py will fail (apt-get install chromium)" >&2
+[ -x /usr/bin/chromium ] || echo "setup: no /usr/bin/chromium: tests/spark/test_ui_tab.py will fail (apt-get install chromium)" >&2
 echo "setup: ready (.venv/bin/slaq, .venv/bin/riffle, .venv/bin/riffle-merger)"

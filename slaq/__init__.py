@@ -4,6 +4,7 @@
 ``slaq.report_loss(loss)``, ``job.should_stop()``. Switched on by ``spark.slaq.enabled=true``.
 """
 
-from slaq.api import InvalidReport, JobClosed, NoActiveJob, SlaqRuntime, attach, current_job, job, report_loss
+from slaq.api import InvalidReport, JobClosed, NoActiveJob, attach, current_job, detach, job, report_loss
+from slaq.runtime import SlaqRuntime
 
-__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "job", "report_loss"]
+__all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "detach", "job", "report_loss"]

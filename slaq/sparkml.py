@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from slaq.estimators import reports_loss
+
 MAX_NAME = 160  # characters of a generated job name, before its "#N" suffix
 
 # (estimator, the original fit bound to it) -> the fitted model
@@ -52,38 +54,6 @@ def hyperparameters(estimator: Any) -> dict[str, object]:
     return {p.name: v for p, v in estimator._paramMap.items() if not p.name.endswith(("Col", "Cols"))}
 
 
-# Estimators whose fits log breeze's per-iteration line, which SLAQ captures (docs/mllib-capture.md)
-# and those that never report a loss. Anything else (a third-party estimator, LinearRegression's
-# "auto" solver, which picks l-bfgs or the normal equation by the data) is not known in advance.
-_ALWAYS_REPORTS = frozenset({"LogisticRegression", "LinearSVC", "AFTSurvivalRegression"})
-_NEVER_REPORTS = frozenset({
-    "KMeans", "BisectingKMeans", "GaussianMixture", "LDA", "ALS", "PowerIterationClustering", "FPGrowth", "PrefixSpan",
-    "DecisionTreeClassifier", "DecisionTreeRegressor", "RandomForestClassifier", "RandomForestRegressor",
-    "GBTClassifier", "GBTRegressor", "NaiveBayes", "IsotonicRegression", "GeneralizedLinearRegression",
-    "FMClassifier", "FMRegressor", "Word2Vec",
-})
-
-
-def reports_loss(estimator: str, params: Mapping[str, object]) -> bool | None:
-    """Whether a fit of ``estimator`` with these explicitly set ``params`` will report per-iteration
-    losses: True, False, or None when that cannot be known before the fit. A fit known to report is
-    scheduled as a new job until its first loss arrives (spark.ml spends a few passes over the data
-    before its first iteration); one known not to gets an even share at once."""
-    if estimator in _ALWAYS_REPORTS:
-        return True
-    if estimator in _NEVER_REPORTS:
-        return False
-    if estimator == "MultilayerPerceptronClassifier":
-        return params.get("solver", "l-bfgs") == "l-bfgs"
-    if estimator == "LinearRegression":
-        solver = params.get("solver", "auto")
-        elastic = float(params.get("elasticNetParam", 0.0)) > 0 and float(params.get("regParam", 0.0)) > 0  # type: ignore[arg-type]
-        if solver == "l-bfgs" or params.get("loss") == "huber" or (solver == "normal" and elastic):
-            return True
-        return False if solver == "normal" else None
-    return None
-
-
 def install(runner: FitRunner) -> None:
     """Route every ``JavaEstimator._fit`` through ``runner``; replaces a previous runner."""
     global _installed
@@ -115,3 +85,6 @@ def uninstall(runner: FitRunner | None = None) -> None:
 
 def installed() -> bool:
     return _installed is not None
+
+
+__all__ = ["MAX_NAME", "FitRunner", "fit_job_name", "hyperparameters", "install", "installed", "reports_loss", "uninstall"]

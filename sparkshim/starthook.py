@@ -23,7 +23,9 @@ PTH_LINE = 'import sys; exec("try:\\n import sparkshim.starthook as h; h.registe
 
 
 def attach_enabled(sc: Any) -> None:
-    """Attach whatever ``sc``'s conf switches on (parsed exactly as the packages parse it).
+    """Attach whatever ``sc``'s conf switches on (parsed exactly as the packages parse it), through
+    ``slaq.attach``/``riffle.attach``: the runtimes the application later gets from them are these
+    (:mod:`sparkshim.attach` keeps one per context and stops it with the context).
 
     A bad ``spark.slaq.*``/``spark.riffle.*`` value is the user's to fix, so it stops the application
     here, at start, with one line naming the key (the context is stopped and ``ConfigError`` raised;

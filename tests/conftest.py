@@ -1,4 +1,9 @@
-"""Shared fixtures: one real Spark session (local-cluster, two executor JVMs) per test session."""
+"""Shared fixtures (one real Spark session, local-cluster with two executor JVMs, per test run) and markers.
+
+Tests are foldered by kind: ``unit`` (pure code), ``daemon`` (real merger daemons, no Spark), ``spark``
+(a real Spark session) and ``cluster`` (the multi-node loopback cluster). Everything under ``spark`` and
+``cluster`` is marked ``slow`` (and ``cluster``) here, so ``pytest -m "not slow"`` is the fast loop.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ def spark(spark_local_root):
     """A real SparkSession on ``local-cluster[2,1,1024]`` whose shuffle files live under ``spark_local_root``."""
     from pyspark.sql import SparkSession
 
-    from slaq.bench.session import neutral_gateway
+    from srlab.session import neutral_gateway
 
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     neutral_gateway()  # this session's confs must not become defaults of later sessions in this process
@@ -40,7 +45,22 @@ def spark(spark_local_root):
     session.stop()
 
 
+SLOW_FOLDERS = ("spark", "cluster")
+
+
+def _folder(item: pytest.Item) -> str:
+    parts = Path(str(item.path)).parts
+    return parts[parts.index("tests") + 1] if "tests" in parts[:-1] else ""
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Multi-node cluster tests first: each starts its own SparkContext, and one Python process holds one
-    at a time, so they must run before the shared local-cluster session above is created."""
-    items.sort(key=lambda item: 0 if "/tests/cluster/" in str(item.path) else 1)
+    """Marks by folder; and multi-node cluster tests first: each starts its own SparkContext, and one
+    Python process holds one at a time, so they must run before the shared local-cluster session above
+    is created."""
+    for item in items:
+        folder = _folder(item)
+        if folder in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
+        if folder == "cluster":
+            item.add_marker(pytest.mark.cluster)
+    items.sort(key=lambda item: 0 if _folder(item) == "cluster" else 1)

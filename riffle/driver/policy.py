@@ -22,6 +22,13 @@ class MapOutput:
     bytes: int
 
 
+def has_data(output: MapOutput) -> bool:
+    """Whether an output has bytes to merge. A map task that wrote no rows leaves no ``.data`` file
+    (only an index of zeros): it is never put in a group, so it can never fail one. Unknown sizes
+    (-1) are merged; the merger treats a missing ``.data`` behind an all-zero index as empty."""
+    return output.bytes != 0
+
+
 class MergePolicy(Protocol):
     """Groups one shuffle's finished map outputs into merges; one instance per shuffle."""
 

@@ -48,7 +48,6 @@ class PoolBridge:
     (beyond loading the shim); :meth:`configure` sets the mode."""
 
     def __init__(self, sc: Any):
-        self._sc = sc
         self._j = shim_for(sc).slaq()
 
     def configure(self, work_conserving: bool, stale_after: float) -> None:
@@ -95,14 +94,6 @@ class PoolBridge:
         before = time.monotonic()
         jvm = float(self._j.now())
         return (before + time.monotonic()) / 2 - jvm
-
-    def enter(self, job: str) -> Any:
-        """Route the calling thread's Spark work to ``job``'s pool; returns what :func:`restore_thread` needs."""
-        return enter_thread(self._sc, job, POOL_PREFIX + job)
-
-    def set_thread(self, pool: str | None, job: str | None) -> None:
-        self._sc.setLocalProperty("spark.scheduler.pool", pool)
-        self._sc.setLocalProperty(JOB_PROPERTY, job)
 
 
 def enter_thread(sc: Any, job: str, pool: str | None) -> Any:

@@ -45,14 +45,15 @@ class LiveJob:
     consumed: float = 0.0  # core-seconds used so far (from the pool)
     satisfied: bool = False  # reached its target: the minimum share from then on
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
-    reports: bool | None = None  # whether it will report losses, when known in advance (slaq.sparkml.reports_loss)
+    reports: bool | None = None  # whether it will report losses, when known in advance (slaq.estimators.reports_loss)
 
 
-def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> list[Any]:
+def ingest(jobs: dict[str, LiveJob], iterations: list[Any], clock_offset: float = 0.0) -> list[Any]:
     """Append reported iterations to their jobs' histories; returns the accepted ones, in order.
 
     The cost of an iteration is the core-seconds the job's pool used between two reports and its
-    wall time the time between them, so the runtime model learns both online.
+    wall time the time between them, so the runtime model learns both online. Each loss is stamped
+    with the JVM's time of the report plus ``clock_offset`` (to the Python process's clock).
     """
     accepted = []
     for it in iterations:
@@ -60,12 +61,13 @@ def ingest(jobs: dict[str, LiveJob], iterations: list[Any]) -> list[Any]:
         if job is None:
             continue
         try:
+            at = it.t + clock_offset
             if job.last is None:
-                job.history.report(it.loss)
+                job.history.report(it.loss, at=at)
             else:
                 wall = max(it.t - job.last[0], 1e-6)
                 used = max(it.core_seconds - job.last[1], 0.0)
-                job.history.report(it.loss, used, wall, used / wall if used > 0 else None)
+                job.history.report(it.loss, used, wall, used / wall if used > 0 else None, at=at)
         except InvalidReport as exc:
             log.warning("SLAQ: dropped a report of job %s: %s", it.job, exc)
             continue
@@ -105,11 +107,17 @@ def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) ->
     return out
 
 
+LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
+
+
 class EpochLoop:
     def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
-                 on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic):
+                 on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic,
+                 on_loss: Callable[[Any], None] | None = None, clock_offset: float = 0.0):
         """``on_epoch`` receives each epoch's ``epoch_status`` message (slaq.live.status); the runtime
-        pushes it to the driver JVM for the Spark UI tab and the driver log."""
+        pushes it to the driver JVM for the Spark UI tab and the driver log. ``on_loss`` receives every
+        accepted iteration message, in order, outside the loop's lock (the runtime checks targets
+        there); ``clock_offset`` turns the JVM's report times into the Python process's clock."""
         self.pools = pools
         self.policy_name = policy
         self.policy = make_policy(policy)
@@ -118,7 +126,6 @@ class EpochLoop:
         self.jobs: dict[str, LiveJob] = {}
         self.epochs = 0
         self.failures = 0
-        self.cpu_seconds = 0.0  # CPU time the loop thread spent in steps
         self.last_error: str | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -127,25 +134,31 @@ class EpochLoop:
         self._arrivals = 0
         self._ingest_lock = threading.Lock()  # one drain + ingest at a time, so losses stay in order
         self._closed: list[str] = []  # closed pools the latest drain reported
-        # called with every accepted iteration message, in order, outside the loop's lock
-        self.on_loss: Callable[[Any], None] | None = None
+        self._on_loss = on_loss
+        self._clock_offset = clock_offset
         self._on_epoch = on_epoch
         self._clock = clock
         self._started = clock()
         self._consumed_at: tuple[float, dict[str, float]] = (self._started, {})
         self._decided: tuple[ForecastTable | None, list[float], list[int]] = (None, [], [])
         self.status: Any = None  # the latest epoch_status message (the console table reads it)
-        self.status_cpu_seconds = 0.0  # part of cpu_seconds spent building and publishing it
+        self.status_cpu_seconds = 0.0  # CPU time the loop thread spent building and publishing the statuses
 
     # -- job registry (called from user threads) -------------------------------------------------
-    def add(self, name: str, weight: float, reports: bool | None = None) -> None:
-        """A new job; ``reports``: whether it will report losses, when known (spark.ml fits)."""
+    def add(self, name: str, weight: float, reports: bool | None = None, history: JobHistory | None = None,
+            curves: CurveCache | None = None) -> LiveJob:
+        """A new job; ``reports``: whether it will report losses, when known (spark.ml fits).
+        ``history``/``curves``: the job's own, when its owner keeps them (a ``slaq.job``: one history
+        per job, read by the user and scheduled on by the loop)."""
         with self._lock:
             self._arrivals += 1
-            self.jobs[name] = LiveJob(name, weight, float(self._arrivals), reports=reports)
+            job = self.jobs[name] = LiveJob(name, weight, float(self._arrivals), reports=reports,
+                                            history=JobHistory() if history is None else history,
+                                            curves=CurveCache() if curves is None else curves)
         if reports is False:
             log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", name)
         self._wake.set()  # a new job gets tokens now, not at the next epoch boundary
+        return job
 
     def remove(self, name: str) -> LiveJob | None:
         with self._lock:
@@ -199,14 +212,14 @@ class EpochLoop:
         with self._ingest_lock:
             iterations, pools = self.pools.drain()
             with self._lock:
-                accepted = ingest(self.jobs, iterations)
+                accepted = ingest(self.jobs, iterations, self._clock_offset)
                 for name, state in pools.items():
                     if name in self.jobs:
                         self.jobs[name].consumed = state.consumed
                 self._closed = [name for name, state in pools.items() if state.closed]
-            if self.on_loss is not None:
+            if self._on_loss is not None:
                 for it in accepted:
-                    self.on_loss(it)
+                    self._on_loss(it)
 
     def step(self) -> dict[str, float]:
         self.poll()
@@ -244,7 +257,7 @@ class EpochLoop:
     def start(self) -> None:
         if self._thread is None:
             self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="slaq-epoch-loop", daemon=True)
+            self._thread = threading.Thread(target=self._run, name=LOOP_THREAD, daemon=True)
             self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -263,7 +276,6 @@ class EpochLoop:
         failing = False
         while not self._stop.is_set():
             started = time.monotonic()
-            cpu = time.thread_time()
             try:
                 self.step()
                 if failing:
@@ -280,7 +292,6 @@ class EpochLoop:
                     self.pools.open_all(f"epoch loop failed: {self.last_error}")
                 except Exception:
                     log.exception("SLAQ: could not open the pools; the shim opens them once deposits stop")
-            self.cpu_seconds += time.thread_time() - cpu
             self._wake.wait(max(self.epoch - (time.monotonic() - started), 0.0))
             self._wake.clear()
         log.info("SLAQ: epoch loop stopped after %d epochs", self.epochs)

@@ -30,7 +30,7 @@ def used_cores(consumed: Mapping[str, float], before: Mapping[str, float], secon
 def forecast_view(table: ForecastTable, cores: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """Each job's current normalized loss (§4.1: 1 at its first loss, 0 at its predicted floor) and
     the drop of normalized loss the forecast predicts over the next epoch with ``cores``."""
-    now = (table.loss_now - table.floor) / table.span
+    now = table.normalized_now()
     alloc = np.asarray(cores, dtype=float)
     gain = table.normalized_loss_at(np.zeros_like(alloc)) - table.normalized_loss_at(alloc)
     return now, np.maximum(gain, 0.0)

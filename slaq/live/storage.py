@@ -1,10 +1,10 @@
 """One warning when cached data stops fitting the executors' storage memory while SLAQ runs several jobs.
 
-Every iterative spark.ml fit (LogisticRegression, LinearSVC, LinearRegression, AFT, KMeans) persists
+Every iterative spark.ml fit of the estimators :func:`slaq.estimators.training_caches` lists persists
 its own copy of its training data (``MEMORY_AND_DISK``) for as long as it runs. SLAQ runs many fits at
 once, so many copies are alive together; once they exceed storage memory Spark moves blocks to disk
 and every later iteration reads them back, which can cost more than SLAQ's allocation wins
-(docs/benchmarks.md, session 6: a third to a half more executor CPU per iteration at the default
+(docs/benchmarks.md: a third to a half more executor CPU per iteration at the default
 size of ``slaq bench mllib`` on 1 GiB executors). Nothing in Spark says so, hence this line.
 """
 

@@ -13,16 +13,12 @@ import numpy as np
 
 from slaq.predict.forecast import ForecastTable
 from slaq.predict.loss_curves import evaluate
+from slaq.stats.history import normalized_loss
 
 TARGET_REDUCTION = 0.95  # "converged": 95% of the predicted reduction, the paper's stricter time-to-X%
 HORIZON = 10_000  # iterations looked ahead; a curve predicted never to get there counts as this far
 UNFITTED_REMAINING = 50.0  # prior for jobs with < 2 losses when no other job has a fitted curve
 _STEPS = np.unique(np.round(np.geomspace(1, HORIZON, 128)))
-
-
-def normalized_now(table: ForecastTable) -> np.ndarray:
-    """Each job's current loss on its own predicted scale: 1 at its first loss, 0 at its fitted floor."""
-    return (table.loss_now - table.floor) / table.span
 
 
 def remaining_iterations(table: ForecastTable, target: float = TARGET_REDUCTION) -> np.ndarray:
@@ -37,10 +33,10 @@ def remaining_iterations(table: ForecastTable, target: float = TARGET_REDUCTION)
         return np.zeros(0)
     k = table.k_now[:, None] + _STEPS[None, :]
     loss = np.minimum(evaluate(table.family[:, None], table.params[:, None, :], k), table.loss_now[:, None])
-    norm = (loss - table.floor[:, None]) / table.span[:, None]
+    norm = normalized_loss(loss, table.loss_first[:, None], table.floor[:, None])
     hit = norm <= 1 - target
     out = np.where(hit.any(axis=1), _STEPS[hit.argmax(axis=1)], float(HORIZON))
-    out[normalized_now(table) <= 1 - target] = 0.0
+    out[table.normalized_now() <= 1 - target] = 0.0
     fitted = table.k_now >= 1
     prior = float(np.median(out[fitted])) if fitted.any() else UNFITTED_REMAINING
     out[~fitted] = max(prior, 1.0)

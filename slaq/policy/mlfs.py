@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from slaq.policy.base import Policy, fill_in_order
-from slaq.policy.convergence import TARGET_REDUCTION, normalized_now, remaining_iterations, remaining_seconds
+from slaq.policy.convergence import TARGET_REDUCTION, remaining_iterations, remaining_seconds
 from slaq.predict.forecast import ForecastTable
 from slaq.predict.loss_curves import evaluate
 
@@ -81,7 +81,7 @@ class Mlfs(Policy):
             return np.zeros(0)
         prio = self.priority(table)
         overloaded = float(table.cap.sum()) > capacity + 1e-9
-        stopped = (normalized_now(table) <= 1 - TARGET_REDUCTION) & (table.k_now >= 1) if overloaded else np.zeros(n, bool)
+        stopped = (table.normalized_now() <= 1 - TARGET_REDUCTION) & (table.k_now >= 1) if overloaded else np.zeros(n, bool)
         order = np.lexsort((table.order, -prio, stopped))  # running jobs by priority, then stopped ones
         alloc = fill_in_order(order, table.cap, capacity)
         self.waited = {j.job_id: (self.waited.get(j.job_id, 0.0) + table.epoch if a <= 0 else 0.0) for j, a in zip(table.jobs, alloc)}

@@ -15,7 +15,7 @@ import numpy as np
 
 from slaq.predict.loss_curves import LINEAR, Curve, evaluate, fit_loss_curve, strawman
 from slaq.predict.runtime import estimate_runtime, iterations_in
-from slaq.stats.history import JobHistory
+from slaq.stats.history import JobHistory, loss_span, normalized_loss
 
 DEFAULT_COST = 1.0  # core-seconds per iteration assumed before anything is known about any job
 
@@ -50,7 +50,7 @@ def forecast(
     one normalized unit per iteration (the most any iteration can), so new jobs are explored first,
     as in the paper's Fig. 7-8 where arrivals get the most cores.
     """
-    losses = history.losses
+    losses = list(history.losses)  # a snapshot: the job's thread may append meanwhile
     cost, overhead = estimate_runtime(history.core_seconds, history.wall_seconds, history.cores)
     if len(losses) < 2:
         now = losses[-1] if losses else 1.0
@@ -60,29 +60,44 @@ def forecast(
     if curve is None:
         curve = fit_loss_curve(losses)
     scale = history.scale()
-    floor = curve.floor
-    if not math.isfinite(floor):
-        floor = min(losses) - scale
-    floor = min(floor, min(losses))
+    floor = predicted_floor(curve, losses, scale)
     return JobForecast(job_id, curve, float(len(losses) - 1), losses[-1], losses[0], scale, floor,
                        cost, overhead, weight, cap, order)
 
 
+def predicted_floor(curve: Curve, losses: list[float], scale: float) -> float:
+    """Where a job's normalized loss reaches 0: its fitted curve's asymptote, but never above a loss
+    already observed (data contradicts such a floor), and one largest reduction (``scale``) below the
+    lowest loss for a curve that never levels off."""
+    floor = curve.floor
+    if not math.isfinite(floor):
+        floor = min(losses) - scale
+    return min(floor, min(losses))
+
+
 @dataclass
 class CurveCache:
-    """A job's latest fitted curve, refitted only when the job reported new losses since the last fit."""
+    """A job's latest fitted curve, refitted only when the job reported new losses since the last fit.
 
-    curve: Curve | None = None
-    fitted_at: int = -1
+    Shared by the epoch loop's forecasts and the job's target check (two threads): the fit and the
+    history length it belongs to are swapped in as one tuple, and callers pass a snapshot of the losses.
+    """
+
+    fitted: tuple[int, Curve | None] = (-1, None)  # (number of losses fitted, the curve)
+
+    @property
+    def curve(self) -> Curve | None:
+        return self.fitted[1]
 
     def current(self, losses: list[float]) -> Curve | None:
         """The fitted curve for ``losses`` (None before two losses: :func:`forecast` explores then)."""
         n = len(losses)
         if n < 2:
             return None
-        if self.fitted_at != n:
-            self.curve, self.fitted_at = fit_loss_curve(losses), n
-        return self.curve
+        fitted = self.fitted
+        if fitted[0] != n:
+            fitted = self.fitted = (n, fit_loss_curve(losses))
+        return fitted[1]
 
 
 def job_forecast(
@@ -97,12 +112,13 @@ def job_forecast(
     """The one way the simulator and the live loop turn a tracked job into what the policies read:
     the job's cached fitted curve (``predictive``) or the strawman that repeats the last reduction,
     and exploration before it has two losses."""
-    if history.iterations < 2:
+    losses = list(history.losses)  # a snapshot: the job's thread may append meanwhile
+    if len(losses) < 2:
         curve = None
     elif predictive:
-        curve = curves.current(history.losses)
+        curve = curves.current(losses)
     else:
-        curve = strawman(history.losses)
+        curve = strawman(losses)
     return forecast(job_id, history, weight, cap, order, curve)
 
 
@@ -119,7 +135,8 @@ class ForecastTable:
         self.loss_now = np.fromiter((j.loss_now for j in self.jobs), float, n)
         self.scale = np.fromiter((j.scale for j in self.jobs), float, n)
         self.floor = np.fromiter((j.floor for j in self.jobs), float, n)
-        self.span = np.maximum(np.fromiter((j.loss_first for j in self.jobs), float, n) - self.floor, 1e-300)
+        self.loss_first = np.fromiter((j.loss_first for j in self.jobs), float, n)
+        self.span = loss_span(self.loss_first, self.floor)
         known = [j.cost for j in self.jobs if j.cost is not None]
         prior = float(np.median(known)) if known else DEFAULT_COST
         self.cost = np.fromiter((prior if j.cost is None else j.cost for j in self.jobs), float, n)
@@ -143,11 +160,15 @@ class ForecastTable:
         predicted = evaluate(pick(self.family), pick(self.params), pick(self.k_now) + n_iter)
         return np.minimum(predicted, pick(self.loss_now))
 
+    def normalized_now(self) -> np.ndarray:
+        """Each job's current :func:`~slaq.stats.history.normalized_loss`."""
+        return normalized_loss(self.loss_now, self.loss_first, self.floor)
+
     def normalized_loss_at(self, cores: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """Predicted loss rescaled to 1 at the job's first loss and 0 at its predicted floor."""
+        """Predicted :func:`~slaq.stats.history.normalized_loss` at the end of the epoch given ``cores``."""
         cores = np.asarray(cores, dtype=float)
         pick = _column_picker(rows, cores.ndim)
-        return (self.loss_at(cores, rows) - pick(self.floor)) / pick(self.span)
+        return normalized_loss(self.loss_at(cores, rows), pick(self.loss_first), pick(self.floor))
 
 
 def _column_picker(rows: np.ndarray | slice, ndim: int):

@@ -17,7 +17,7 @@ class InvalidReport(ValueError):
     """A loss or cost report that would corrupt a job's history; the history is left unchanged."""
 
 
-def _finite_number(value: object, what: str) -> float:
+def finite_number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidReport(f"{what} must be a real number, got {type(value).__name__}: {value!r}")
     number = float(value)
@@ -43,15 +43,19 @@ def normalized_reductions(losses: np.ndarray | list[float]) -> np.ndarray:
     return out
 
 
-def normalized_loss(losses: np.ndarray | list[float], floor: float) -> np.ndarray:
-    """Loss rescaled so the first value is 1 and ``floor`` (the converged loss) is 0."""
-    values = np.asarray(losses, dtype=float)
-    if values.size == 0:
-        return values
-    span = values[0] - floor
-    if span <= 0:
-        return np.zeros_like(values)
-    return (values - floor) / span
+MIN_SPAN = 1e-300  # a job whose first loss is already at its floor: no division by zero
+
+
+def loss_span(first: np.ndarray | float, floor: np.ndarray | float) -> np.ndarray:
+    """The distance from a job's first loss to its floor: the unit of its normalized loss."""
+    return np.maximum(np.asarray(first, dtype=float) - floor, MIN_SPAN)
+
+
+def normalized_loss(loss: np.ndarray | list[float] | float, first: np.ndarray | float, floor: np.ndarray | float) -> np.ndarray:
+    """Loss on its job's own scale (§4.1): 1 at the job's ``first`` loss, 0 at its ``floor`` (the loss
+    it converges to). The one definition the forecasts, the policies, the UI status and the targets use;
+    arguments broadcast, so a policy normalizes many jobs and allocations at once."""
+    return (np.asarray(loss, dtype=float) - floor) / loss_span(first, floor)
 
 
 @dataclass
@@ -60,10 +64,12 @@ class JobHistory:
 
     ``losses[k]`` is the loss after iteration ``k`` (``losses[0]`` may be the loss of the initial
     model). ``core_seconds[i]``/``wall_seconds[i]``/``cores[i]`` describe the iteration that produced
-    ``losses[i+1]`` when known.
+    ``losses[i+1]`` when known. ``times[i]`` is when ``losses[i]`` was reported, for reporters that
+    pass ``at`` with every loss (the live SLAQ jobs do; the simulator has no clock).
     """
 
     losses: list[float] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # when each loss was reported (``time.monotonic()``), when the reporter says
     core_seconds: list[float] = field(default_factory=list)
     wall_seconds: list[float] = field(default_factory=list)
     cores: list[float] = field(default_factory=list)
@@ -75,12 +81,14 @@ class JobHistory:
         core_seconds: object | None = None,
         wall_seconds: object | None = None,
         cores: object | None = None,
+        at: float | None = None,
     ) -> None:
-        """Append one iteration; raises :class:`InvalidReport` and changes nothing on bad input."""
-        value = _finite_number(loss, "loss")
-        cost = None if core_seconds is None else _finite_number(core_seconds, "core_seconds")
-        wall = None if wall_seconds is None else _finite_number(wall_seconds, "wall_seconds")
-        ncores = None if cores is None else _finite_number(cores, "cores")
+        """Append one iteration (``at``: when it was reported); raises :class:`InvalidReport` and
+        changes nothing on bad input."""
+        value = finite_number(loss, "loss")
+        cost = None if core_seconds is None else finite_number(core_seconds, "core_seconds")
+        wall = None if wall_seconds is None else finite_number(wall_seconds, "wall_seconds")
+        ncores = None if cores is None else finite_number(cores, "cores")
         if cost is not None and cost < 0:
             raise InvalidReport(f"core_seconds must be >= 0, got {cost}")
         if wall is not None and wall < 0:
@@ -90,6 +98,8 @@ class JobHistory:
         if self.losses:
             self.max_reduction = max(self.max_reduction, self.losses[-1] - value)
         self.losses.append(value)
+        if at is not None:
+            self.times.append(float(at))
         if cost is not None:
             self.core_seconds.append(cost)
             if wall is not None:

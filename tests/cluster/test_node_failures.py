@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import riffle
-from tests.cluster.conftest import cluster_session, wait_executors
+from tests.cluster.support import cluster_session, wait_executors
 
 pytestmark = pytest.mark.spark
 
@@ -29,7 +29,7 @@ def session(cluster):
             "spark.network.timeout": "30s", "spark.network.timeoutInterval": "10s", "spark.executor.heartbeatInterval": "3s"}
     with cluster_session(cluster, "riffle-cluster-failures", conf) as spark:
         wait_executors(spark.sparkContext, 3)
-        scheduler = riffle.attach(spark)
+        scheduler = riffle.attach(spark).scheduler
         assert scheduler is not None
         yield spark, scheduler
 

@@ -12,7 +12,7 @@ from operator import add
 import pytest
 
 import riffle
-from tests.cluster.conftest import cluster_session, merged_files_by_node, wait_executors
+from tests.cluster.support import cluster_session, merged_files_by_node, wait_executors
 
 pytestmark = pytest.mark.spark
 
@@ -70,7 +70,7 @@ class TestTokenAndTls:
     def session(cls, cluster):
         with cluster_session(cluster, "riffle-cluster") as spark:
             wait_executors(spark.sparkContext, 3)
-            scheduler = riffle.attach(spark)
+            scheduler = riffle.attach(spark).scheduler
             assert scheduler is not None, "spark.riffle.enabled=true did not attach Riffle"
             yield spark, scheduler
 
@@ -103,7 +103,7 @@ class TestShuffleServiceOneMergerDown:
             with cluster_session(cluster, "riffle-cluster-ess") as spark:
                 assert spark.sparkContext.getConf().get("spark.shuffle.service.enabled") == "true"
                 wait_executors(spark.sparkContext, 3)
-                scheduler = riffle.attach(spark)
+                scheduler = riffle.attach(spark).scheduler
                 assert scheduler is not None
                 yield spark, scheduler
         finally:
@@ -128,7 +128,7 @@ class TestShuffleServiceDynamicAllocation:
                 "spark.dynamicAllocation.initialExecutors": "3", "spark.dynamicAllocation.executorIdleTimeout": "2s",
                 "spark.dynamicAllocation.shuffleTracking.enabled": "false"}
         with cluster_session(cluster, "riffle-cluster-dynamic", conf) as spark:
-            scheduler = riffle.attach(spark)
+            scheduler = riffle.attach(spark).scheduler
             assert scheduler is not None
             yield spark, scheduler
 

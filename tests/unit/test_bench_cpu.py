@@ -1,4 +1,4 @@
-"""slaq.bench.cpu reads real processes' CPU time from /proc (Linux)."""
+"""srlab.slaq_bench.cpu reads real processes' CPU time from /proc (Linux)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from slaq.bench.cpu import child_pids, cpu_delta, process_cpu_s
+from srlab.slaq_bench.cpu import child_pids, cpu_delta, process_cpu_s
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs Linux /proc")
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sparkcluster.layout import ClusterLayout, is_loopback, node_address, plan
+from srlab.cluster.layout import ClusterLayout, is_loopback, node_address, plan
 
 
 def test_nodes_get_their_own_loopback_address_and_dirs(tmp_path):
@@ -46,7 +46,7 @@ def test_bad_sizes_are_refused(tmp_path):
 
 
 def test_cli_without_a_cluster_says_so_in_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "sparkcluster", "--dir", str(tmp_path), "status"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "srlab.cluster", "--dir", str(tmp_path), "status"], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "no cluster" in proc.stderr
-    helped = subprocess.run([sys.executable, "-m", "sparkcluster", "up", "--help"], capture_output=True, text=True)
+    helped = subprocess.run([sys.executable, "-m", "srlab.cluster", "up", "--help"], capture_output=True, text=True)
     assert helped.returncode == 0 and "--nodes" in helped.stdout

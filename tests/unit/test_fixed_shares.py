@@ -75,10 +75,9 @@ def test_a_job_without_losses_is_explored_then_gets_an_even_share_then_is_steere
 
 def test_on_loss_sees_every_accepted_loss_in_order_with_its_source():
     pools = ScriptedPools()
-    loop = EpochLoop(pools, "fair", 1.0)
-    loop.add("a", 1.0)
     seen = []
-    loop.on_loss = lambda it: seen.append((it.job, it.loss, it.source))
+    loop = EpochLoop(pools, "fair", 1.0, on_loss=lambda it: seen.append((it.job, it.loss, it.source)))
+    loop.add("a", 1.0)
     pools.script = [([Iteration("a", 1.0, 1.0, 1.0, "mllib"), Iteration("ghost", 1.0, 1.0, 1.0, "mllib"),
                       Iteration("a", 0.5, 2.0, 2.0, "python")], {})]
     loop.poll()

@@ -29,9 +29,10 @@ def test_noisy_sgd_increase_gives_negative_value():
 
 
 def test_normalized_loss_runs_from_one_to_zero():
-    out = normalized_loss([8.0, 5.0, 2.0], floor=2.0)
+    out = normalized_loss([8.0, 5.0, 2.0], first=8.0, floor=2.0)
     assert np.allclose(out, [1.0, 0.5, 0.0])
-    assert np.allclose(normalized_loss([1.0, 1.0], floor=1.0), [0.0, 0.0])
+    assert np.allclose(normalized_loss([1.0, 1.0], first=1.0, floor=1.0), [0.0, 0.0])  # no span: no division by zero
+    assert np.allclose(normalized_loss([[4.0], [3.0]], first=[[4.0], [5.0]], floor=[[2.0], [1.0]]), [[1.0], [0.5]])  # many jobs at once
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), "0.5", None, True, [1.0]])

@@ -168,3 +168,48 @@ def test_enabled_values_other_than_true_false_are_refused_everywhere_alike(value
             starthook.attach_enabled(sc)
         assert sc.stopped
     assert enabled({"k": " TRUE "}.get, "k") and not enabled({"k": "false"}.get, "k") and not enabled({}.get, "k")
+
+
+class _StandInContext(_ConfOnly):
+    """A live-looking SparkContext stand-in (``_jsc`` set) with only a conf: SLAQ and Riffle stay disabled on it."""
+
+    _jsc = object()
+
+
+def test_slaq_and_riffle_attach_alike_one_runtime_per_context_detached_when_it_stops():
+    import riffle
+    import riffle.runtime
+    from slaq.api import _runtimes
+
+    sc = _StandInContext({})
+    s, r = slaq.attach(sc), riffle.attach(sc)
+    assert (type(s).__name__, s.enabled, type(r).__name__, r.enabled) == ("SlaqRuntime", False, "RiffleRuntime", False)
+    assert slaq.attach(sc) is s and riffle.attach(sc) is r and _runtimes.current(sc) is s and riffle.runtime.current(sc) is r
+    sc.stop()  # wrapped once for both packages
+    assert sc.stopped and _runtimes.current(sc) is None and riffle.runtime.current(sc) is None
+    other = _StandInContext({})
+    assert slaq.attach(other) is not s
+    slaq.detach(other)
+    assert _runtimes.current(other) is None
+
+
+def test_the_loop_schedules_on_the_history_its_owner_keeps():
+    from slaq.stats.history import JobHistory
+
+    history = JobHistory()
+    loop = EpochLoop(FakePools(), "fair", 1.0)
+    loop.add("mine", 1.0, history=history)
+    ingest(loop.jobs, [Iteration("mine", 2.0, 1.0, 0.0, "mllib"), Iteration("mine", 1.0, 3.0, 2.0, "python")], clock_offset=10.0)
+    assert loop.history("mine") is history and history.losses == [2.0, 1.0] and history.times == [11.0, 13.0]
+
+
+def test_a_target_check_per_loss_fits_the_curve_once_per_history_length():
+    from slaq.live.target import Target
+    from slaq.runtime import Tracked
+
+    job = Tracked("t", target=Target.checked(reduction=0.99))
+    for k in range(8):
+        job.record(1.0 / (1 + k))
+    n, curve = job.curves.fitted
+    assert n == 8 and curve is not None
+    assert not job.check_target() and job.curves.fitted[1] is curve  # no new loss: the cached fit, not a refit

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from slaq.bench.configs import CONFIGS, check_configs, session_conf, stock_pool_name
-from slaq.bench.fit_timing import union_length
-from slaq.bench.mllib import REASSOCIATION_RTOL, objective_agreement
-from slaq.bench.mllib_workload import FAMILIES, GRIDS, cv_groups, make_fits
+from srlab.slaq_bench.configs import CONFIGS, check_configs, session_conf, stock_pool_name
+from srlab.slaq_bench.fit_timing import union_length
+from srlab.slaq_bench.mllib import REASSOCIATION_RTOL, objective_agreement
+from srlab.slaq_bench.mllib_workload import FAMILIES, GRIDS, cv_groups, make_fits
 
 
 def test_fits_cycle_families_with_poisson_arrivals():
@@ -61,7 +61,7 @@ def test_stock_pools_sort_by_arrival_not_by_job():
 
 
 def test_executor_memory_sizes_the_executor_and_a_local_cluster_worker_to_match():
-    from slaq.bench.session import executor_memory
+    from srlab.session import executor_memory
 
     assert executor_memory("local-cluster[2,1,1024]", 3072) == ("local-cluster[2,1,3072]", {"spark.executor.memory": "3072m"})
     assert executor_memory("local-cluster[3, 1, 4096]", 3072)[0] == "local-cluster[3, 1, 4096]"  # already large enough

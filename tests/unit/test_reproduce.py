@@ -6,6 +6,8 @@ import pytest
 
 from slaq.cli import main
 
+pytestmark = pytest.mark.slow  # paper-figure experiments at reduced size, with plots: about half a minute
+
 
 @pytest.mark.parametrize("figure", ["fig5", "fig6", "fig7", "fig8", "fig9", "fig10c"])
 def test_reproduce_figure_small(figure, tmp_path, capsys):

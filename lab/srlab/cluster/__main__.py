@@ -1,0 +1,5 @@
+import sys
+
+from srlab.cluster.cli import main
+
+sys.exit(main())

@@ -1,0 +1,126 @@
+"""``riffle bench spark``: one shuffle of ``maps`` x ``reducers`` small blocks on local-cluster Spark
+with real loopback mergers, run vanilla and with each N-way policy side by side in one session.
+
+Blocks fetched come from Spark's own shuffle read metrics of the reduce stage; stage times from
+Spark's stage submission/completion. The run order is rotated across repeats so JIT warm-up and
+page cache favour no configuration; medians are reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from riffle.driver.config import RiffleConfig
+from srlab.riffle_bench.daemon_proc import DaemonProcess
+
+
+def _shuffle_job(spark: Any, maps: int, reducers: int, rows_per_map: int, payload: int) -> tuple[int, int]:
+    """Run one DataFrame shuffle; returns (map stage id, reduce stage id) of that job."""
+    sc = spark.sparkContext
+    before = set(sc.statusTracker().getJobIdsForGroup(None))
+    df = (spark.range(0, maps * rows_per_map, 1, maps)
+          .selectExpr(f"cast(id % {reducers * 7} as int) as k", f"repeat('x', {payload}) as v")
+          .repartition(reducers, "k"))
+    rows = df.selectExpr("k", "length(v) as n").groupBy().sum("n").collect()[0][0]
+    assert rows == maps * rows_per_map * payload, rows
+    jobs = sorted(set(sc.statusTracker().getJobIdsForGroup(None)) - before)
+    stages = sorted(s for j in jobs for s in sc.statusTracker().getJobInfo(j).stageIds)
+    return stages[0], stages[1]
+
+
+def _metrics(tracker: Any, stage: int) -> dict:
+    line = str(tracker.stageMetrics(stage))
+    _, blocks, nbytes, tasks, secs = line.split("\t")
+    return {"blocks_fetched": int(blocks), "bytes_read": int(nbytes), "tasks": int(tasks), "seconds": float(secs)}
+
+
+def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, rows_per_map: int = 2000, payload: int = 20,
+                master: str = "local-cluster[2,1,1024]", best_effort: list[float] | None = None, fsync: bool = False,
+                nodes: int | None = None) -> dict:
+    """With ``nodes``, an N-node standalone cluster (a merger per node, token auth) is started for the run;
+    otherwise ``master`` (local-cluster) with one loopback merger."""
+    with ExitStack() as stack:
+        # vanilla Spark never fsyncs its shuffle files; by default the mergers do not either, like for like
+        fsync_flag = "--fsync" if fsync else "--no-fsync"
+        conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(reducers),
+                "spark.driver.memory": "1g", "spark.shuffle.sort.bypassMergeThreshold": "1"}
+        if nodes:
+            from srlab.cluster import spark_target
+
+            target = stack.enter_context(spark_target(master, nodes, merger_args=(fsync_flag,)))
+            assert target.cluster is not None
+            layout = target.cluster.layout
+            master, conf = target.master, conf | target.conf
+            base = RiffleConfig(enabled=True, mergers=tuple(layout.merger_address(n) for n in layout.nodes), best_effort=1.0,
+                                hold_timeout=120.0, token=Path(layout.token_file).read_text().strip())
+        else:
+            root = Path(tempfile.mkdtemp(prefix="riffle-bench-"))
+            daemon = stack.enter_context(DaemonProcess([root], fsync_flag))
+            # one host emulates a cluster: blocks of the other executor travel over the network as on separate nodes
+            conf |= {"spark.local.dir": str(root), "spark.shuffle.readHostLocalDisk": "false"}
+            base = RiffleConfig(enabled=True, mergers=(daemon.address,), best_effort=1.0, hold_timeout=120.0)
+        runs = _run_configs(maps, reducers, nways, repeats, rows_per_map, payload, master, conf, base, best_effort, nodes or 0)
+    return _summary(runs, maps, reducers, rows_per_map, payload, master, nodes, fsync, repeats)
+
+
+def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_per_map: int, payload: int, master: str,
+                 conf: dict[str, str], base: RiffleConfig, best_effort: list[float] | None, executors: int) -> dict[str, list[dict]]:
+    import riffle
+    from srlab.session import spark_session
+
+    configs: list[tuple[str, RiffleConfig | None]] = [("vanilla", None)]
+    configs += [(f"nway-{n}", dataclasses.replace(base, nway=n)) for n in nways]
+    for frac in best_effort or []:
+        configs.append((f"nway-{max(nways)}-besteffort-{frac}", dataclasses.replace(base, nway=max(nways), best_effort=frac)))
+    runs: dict[str, list[dict]] = {name: [] for name, _ in configs}
+    with spark_session("riffle-bench-spark", master, conf, executors) as spark:
+        scheduler = riffle.attach(spark, base).scheduler
+        assert scheduler is not None
+        tracker = scheduler.tracker
+        scheduler.set_merging(False)
+        _shuffle_job(spark, maps, reducers, rows_per_map, payload)  # warm-up: JIT, executors, page cache
+        for r in range(repeats):
+            order = configs[r % len(configs):] + configs[: r % len(configs)]
+            for name, cfg in order:
+                scheduler.config = cfg or base
+                scheduler.set_merging(cfg is not None)
+                t0 = time.monotonic()
+                map_stage, reduce_stage = _shuffle_job(spark, maps, reducers, rows_per_map, payload)
+                job = time.monotonic() - t0
+                scheduler.wait_idle()
+                last = next((s for s in scheduler.stats.values() if s["stage_id"] == map_stage), None) if cfg is not None else None
+                runs[name].append({"job_seconds": round(job, 3), "map_stage": _metrics(tracker, map_stage),
+                                   "reduce_stage": _metrics(tracker, reduce_stage),
+                                   "merge": {k: last[k] for k in ("merges_requested", "merges_committed", "merges_failed",
+                                                                "merges_cancelled", "hold_seconds")} if last else None})
+        riffle.detach(spark)
+    return runs
+
+
+def _summary(runs: dict[str, list[dict]], maps: int, reducers: int, rows_per_map: int, payload: int, master: str, nodes: int | None,
+             fsync: bool, repeats: int) -> dict:
+    out: dict = {"maps": maps, "reducers": reducers, "rows_per_map": rows_per_map, "payload_bytes": payload, "master": master,
+                 "nodes": nodes, "merger_fsync": fsync, "host_local_disk_reads": False,
+                 "repeats": repeats, "configs": {}}
+    for name, rs in runs.items():
+        out["configs"][name] = {
+            "blocks_fetched": int(statistics.median(r["reduce_stage"]["blocks_fetched"] for r in rs)),
+            "reduce_stage_seconds": round(statistics.median(r["reduce_stage"]["seconds"] for r in rs), 3),
+            "map_stage_seconds": round(statistics.median(r["map_stage"]["seconds"] for r in rs), 3),
+            "job_seconds": round(statistics.median(r["job_seconds"] for r in rs), 3),
+            "hold_seconds": (round(statistics.median(r["merge"]["hold_seconds"] or 0.0 for r in rs), 4) if rs[0]["merge"] else None),
+            "runs": rs,
+        }
+    v = out["configs"]["vanilla"]
+    for name, c in out["configs"].items():
+        if name != "vanilla":
+            c["blocks_fetched_reduction_x"] = round(v["blocks_fetched"] / max(c["blocks_fetched"], 1), 2)
+            c["reduce_stage_speedup_x"] = round(v["reduce_stage_seconds"] / c["reduce_stage_seconds"], 3)
+            c["job_time_ratio"] = round(c["job_seconds"] / v["job_seconds"], 3)
+    return out

@@ -1,0 +1,99 @@
+"""The lab's verbs of the ``riffle`` command: ``riffle bench merge|load|spark`` and ``riffle reproduce``
+(registered through the ``slaq_riffle.cli`` entry point)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sparkshim.commands import emit_json, positive
+
+
+def cmd_bench_merge(args: argparse.Namespace) -> int:
+    from srlab.riffle_bench.merge import bench_merge
+
+    emit_json(bench_merge(args.inputs, args.partitions, args.block_kb, args.memory, args.read_buffer, args.write_buffer,
+                          args.repeat, args.dir))
+    return 0
+
+
+def cmd_bench_spark(args: argparse.Namespace) -> int:
+    from srlab.riffle_bench.spark_shuffle import bench_spark
+
+    nways = [int(x) for x in args.nway.split(",") if x.strip()]
+    if not nways or min(nways) < 2:
+        print("riffle: error: --nway needs values >= 2", file=sys.stderr)
+        return 2
+    fracs = [float(x) for x in args.best_effort.split(",") if x.strip()]
+    emit_json(bench_spark(args.maps, args.reducers, nways, args.repeat, args.rows_per_map, args.payload, args.master, fracs,
+                          args.merger_fsync, args.nodes))
+    return 0
+
+
+def cmd_bench_load(args: argparse.Namespace) -> int:
+    from srlab.riffle_bench.load import bench_load
+
+    emit_json(bench_load(args.requests, args.memory, args.fan_in, args.partitions, args.block_kb, workdir=args.dir,
+                         max_queue=args.max_queue))
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from srlab.reproduce.riffle_figures import FIGURES, PAPER, SMALL, reproduce
+
+    started = time.perf_counter()
+    figures = reproduce([args.figure] if args.figure else list(FIGURES), Path(args.out), SMALL if args.small else PAPER, args.master)
+    emit_json({"figures": figures, "seconds": round(time.perf_counter() - started, 2)})
+    return 0
+
+
+def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
+    """Adds the lab's verbs to ``riffle``'s sub-command ``verbs`` (called by the product's CLI)."""
+    bench = verbs.add_parser("bench", help="benchmarks that print JSON").add_subparsers(dest="bench", required=True)
+    merge = bench.add_parser("merge", help="merge throughput vs sequential copy",
+                             description="Generates Spark-format inputs, then alternates a sequential copy and a daemon merge.")
+    merge.add_argument("--inputs", type=positive(int), default=40)
+    merge.add_argument("--partitions", type=positive(int), default=2000)
+    merge.add_argument("--block-kb", type=float, default=150)
+    merge.add_argument("--memory", default="2g")
+    merge.add_argument("--read-buffer", default="4m")
+    merge.add_argument("--write-buffer", default="16m")
+    merge.add_argument("--repeat", type=positive(int), default=3)
+    merge.add_argument("--dir", help="where to put the generated files (default: system temp dir)")
+    merge.set_defaults(func=cmd_bench_merge)
+    load = bench.add_parser("load", help="concurrent merges under a memory budget",
+                            description="Fires concurrent merges at a daemon with a small budget; reports peak RSS and queueing.")
+    load.add_argument("--requests", type=positive(int), default=64)
+    load.add_argument("--memory", default="256m")
+    load.add_argument("--fan-in", type=positive(int), default=8)
+    load.add_argument("--partitions", type=positive(int), default=200)
+    load.add_argument("--block-kb", type=float, default=32)
+    load.add_argument("--max-queue", type=int, help="the daemon's --max-queue (default: the daemon's, 1024)")
+    load.add_argument("--dir", help="where to put the generated files (default: system temp dir)")
+    load.set_defaults(func=cmd_bench_load)
+    spark = bench.add_parser("spark", help="vanilla vs N-way merged shuffle on local-cluster Spark",
+                             description="One maps x reducers DataFrame shuffle per configuration, vanilla and each N-way policy, "
+                                         "with real loopback mergers; blocks fetched from Spark's read metrics.")
+    spark.add_argument("--maps", type=positive(int), default=400)
+    spark.add_argument("--reducers", type=positive(int), default=400)
+    spark.add_argument("--nway", default="5,10,20", help="comma-separated N for N-way merge (default 5,10,20)")
+    spark.add_argument("--best-effort", default="0.95", help="also run the largest N with these best-effort fractions (default 0.95)")
+    spark.add_argument("--repeat", type=positive(int), default=3)
+    spark.add_argument("--rows-per-map", type=positive(int), default=2000)
+    spark.add_argument("--payload", type=positive(int), default=20, help="bytes per row's string column")
+    spark.add_argument("--master", default="local-cluster[2,1,1024]")
+    spark.add_argument("--nodes", type=positive(int), help="start an N-node standalone cluster on loopback (a merger per node) for the run")
+    spark.add_argument("--merger-fsync", action="store_true", help="let the mergers fsync merged files (vanilla Spark does not)")
+    spark.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
+    spark.set_defaults(func=cmd_bench_spark)
+    rep = verbs.add_parser("reproduce", help="regenerate the thesis's Fig. 4.9/4.10 on local-cluster Spark (PNG + JSON)",
+                           description="Runs `bench spark` once and writes out/<figure>.png and .json (starts Spark).")
+    rep.add_argument("figure", nargs="?", choices=["fig4.9", "fig4.10"], help="figure to regenerate (default: both)")
+    rep.add_argument("--small", action="store_true", help="reduced size (for CI)")
+    rep.add_argument("--out", default="out", help="output directory (default out/)")
+    rep.add_argument("--master", default="local-cluster[2,1,1024]")
+    rep.set_defaults(func=cmd_reproduce)

@@ -1,0 +1,186 @@
+"""Passive timing of spark.ml fits, the same in every configuration (SLAQ on or off).
+
+Two sources, neither of which touches scheduling:
+
+* **When each iteration ended**: breeze logs one INFO line per L-BFGS/OWLQN iteration on the thread
+  that called ``fit()``. :class:`IterationClock` adds a log4j2 file appender on ``breeze.optimize``
+  whose layout writes only the event's wall-clock millis, the fit's name (a log4j ThreadContext entry
+  the fit's thread sets, see :func:`tag_thread`) and the message. The objective values themselves
+  are taken from the fitted model's ``objectiveHistory``, not from these lines.
+* **Where a fit's time went**: every Spark job a fit submits carries the fit's name as its job group;
+  after the run, :func:`job_split` reads Spark's own status store (kept whether or not the UI runs)
+  for those jobs' intervals, their stages' summed executor run time and task counts.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+FIT_KEY = "srlab.slaq_bench.fit"  # log4j ThreadContext key naming the fit a thread runs
+BREEZE_LOGGER = "breeze.optimize"
+# breeze's FirstOrderMinimizer logs this once per finished iteration (also the line LossAppender.java parses)
+ITERATION_LINE = "Val and Grad Norm"
+_APPENDER = "slaq-bench-iteration-clock"
+_ALL_TASKS = 2**31 - 1  # taskList's maxTasks: every task of a stage
+# the status store forgets old jobs after spark.ui.retainedJobs (default 1000): keep every job of a run
+RETAIN_CONF = {"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"}
+
+
+class IterationClock:
+    """A log4j2 appender on ``breeze.optimize`` that writes ``millis<TAB>fit<TAB>message`` lines to a file.
+
+    If a ``breeze.optimize`` logger config exists (SLAQ's loss capture adds one), the appender joins
+    it; otherwise it gets its own non-additive INFO config, so nothing reaches the console.
+    """
+
+    def __init__(self, sc: Any):
+        self._sc = sc
+        log4j = sc._jvm.org.apache.logging.log4j
+        self._log4j = log4j
+        fd, self.path = tempfile.mkstemp(prefix="slaq-bench-iterations-", suffix=".log")
+        os.close(fd)
+        ctx = log4j.LogManager.getContext(False)
+        config = ctx.getConfiguration()
+        layout = log4j.core.layout.PatternLayout.newBuilder().withPattern(f"%d{{UNIX_MILLIS}}\t%X{{{FIT_KEY}}}\t%m%n").build()
+        self._appender = (log4j.core.appender.FileAppender.newBuilder().withFileName(self.path).setName(_APPENDER)
+                          .setLayout(layout).setImmediateFlush(True).build())
+        self._appender.start()
+        config.addAppender(self._appender)
+        existing = config.getLoggerConfig(BREEZE_LOGGER)
+        if existing.getName() == BREEZE_LOGGER:
+            existing.addAppender(self._appender, log4j.Level.INFO, None)
+            if not existing.getLevel().isLessSpecificThan(log4j.Level.INFO):
+                existing.setLevel(log4j.Level.INFO)
+            self._own_config = False
+        else:
+            mine = log4j.core.config.LoggerConfig(BREEZE_LOGGER, log4j.Level.INFO, False)
+            mine.addAppender(self._appender, log4j.Level.INFO, None)
+            config.addLogger(BREEZE_LOGGER, mine)
+            self._own_config = True
+        ctx.updateLoggers()
+        self._ctx = ctx
+
+    def iteration_times(self) -> dict[str, list[float]]:
+        """Seconds since the epoch at which each tagged fit's iterations ended, per fit name."""
+        out: dict[str, list[float]] = defaultdict(list)
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t", 2)
+                if len(parts) == 3 and parts[1] and parts[2].startswith(ITERATION_LINE):
+                    out[parts[1]].append(int(parts[0]) / 1000.0)
+        return dict(out)
+
+    def close(self) -> None:
+        """Detach the appender (and its logger config, if it added one) and delete the file."""
+        config = self._ctx.getConfiguration()
+        if self._own_config:
+            config.removeLogger(BREEZE_LOGGER)
+        else:
+            config.getLoggerConfig(BREEZE_LOGGER).removeAppender(_APPENDER)
+        self._ctx.updateLoggers()
+        self._appender.stop()
+        os.unlink(self.path)
+
+
+def tag_thread(sc: Any, fit: str | None) -> tuple[str | None, str | None]:
+    """Name the calling thread's fit for both sources (ThreadContext entry and Spark job group);
+    ``None`` clears them. Returns the previous job group and entry, for :func:`restore_tag`."""
+    log4j = sc._jvm.org.apache.logging.log4j
+    previous = (sc.getLocalProperty("spark.jobGroup.id"), log4j.ThreadContext.get(FIT_KEY))
+    restore_tag(sc, (fit, fit))
+    return previous
+
+
+def restore_tag(sc: Any, previous: tuple[str | None, str | None]) -> None:
+    """Set the calling thread's fit tag (job group, ThreadContext entry) back to what :func:`tag_thread`
+    returned. Not ``slaq.enforce.pools.restore_thread``: that one puts back a thread's whole JVM
+    local-properties object after a SLAQ job block; this one sets two values a benchmark owns."""
+    group, entry = previous
+    sc.setLocalProperty("spark.jobGroup.id", group)
+    thread_context = sc._jvm.org.apache.logging.log4j.ThreadContext
+    if entry is None:
+        thread_context.remove(FIT_KEY)
+    else:
+        thread_context.put(FIT_KEY, entry)
+
+
+def scala_list(sc: Any, scala_seq: Any) -> list[Any]:
+    """A Scala collection py4j handed back (the status store's answers), as a Python list."""
+    return list(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_seq))
+
+
+def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
+    """Per fit (job group): its Spark jobs' intervals, its tasks' summed executor run, CPU and GC time,
+    tasks per stage and how many of its tasks ran at each locality level (a cached partition read
+    from another executor shows as NODE_LOCAL or ANY rather than PROCESS_LOCAL: a remote block fetch).
+
+    ``in_jobs_s`` is the union of the fit's job intervals (submission to completion), so a fit's wall
+    time minus it is time its thread spent outside Spark jobs: driver-side work between iterations.
+    """
+    store = sc._jsc.sc().statusStore()
+    stages: dict[int, StageCost] = {}
+    # stageList(statuses, details, withSummaries, quantiles, taskStatuses): Scala defaults spelled out for py4j
+    every_stage = store.stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
+    for s in scala_list(sc, every_stage):
+        cost = stages.setdefault(s.stageId(), StageCost())
+        cost.run_ms += float(s.executorRunTime())
+        cost.cpu_ms += s.executorCpuTime() / 1e6
+        cost.gc_ms += float(s.jvmGcTime())
+        cost.tasks = max(cost.tasks, int(s.numTasks()))
+        for task in scala_list(sc, store.taskList(s.stageId(), s.attemptId(), _ALL_TASKS)):
+            cost.locality[task.taskLocality()] += 1
+    intervals: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    per_fit: dict[str, StageCost] = defaultdict(StageCost)
+    tasks: dict[str, list[int]] = defaultdict(list)
+    for job in scala_list(sc, store.jobsList(None)):
+        group = job.jobGroup()
+        if not group.isDefined() or group.get() not in fits:
+            continue
+        name = group.get()
+        submitted, completed = job.submissionTime(), job.completionTime()
+        if submitted.isDefined() and completed.isDefined():
+            intervals[name].append((submitted.get().getTime() / 1000.0, completed.get().getTime() / 1000.0))
+        for stage_id in scala_list(sc, job.stageIds()):
+            stage = stages.get(int(stage_id))
+            if stage is not None:
+                per_fit[name].add(stage)
+                if stage.tasks:
+                    tasks[name].append(stage.tasks)
+    return {name: {"spark_jobs": len(intervals[name]), "in_jobs_s": union_length(intervals[name]),
+                   "executor_run_s": per_fit[name].run_ms / 1000.0, "executor_cpu_s": per_fit[name].cpu_ms / 1000.0,
+                   "executor_gc_s": per_fit[name].gc_ms / 1000.0,
+                   "tasks_per_stage": (sum(tasks[name]) / len(tasks[name])) if tasks[name] else 0.0,
+                   "task_locality": dict(sorted(per_fit[name].locality.items()))} for name in fits}
+
+
+@dataclass
+class StageCost:
+    """What a stage's tasks cost on the executors (summed over its attempts), or a fit's sum of them.
+
+    ``run_ms`` is the tasks' wall time and ``cpu_ms`` the CPU time their threads got: run time well
+    above CPU time, for the same work, means the tasks waited for a core (another process on it)."""
+    run_ms: float = 0.0
+    cpu_ms: float = 0.0
+    gc_ms: float = 0.0
+    tasks: int = 0
+    locality: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: StageCost) -> None:
+        self.run_ms += other.run_ms
+        self.cpu_ms += other.cpu_ms
+        self.gc_ms += other.gc_ms
+        self.locality.update(other.locality)
+
+
+def union_length(intervals: list[tuple[float, float]]) -> float:
+    """Total length covered by possibly overlapping ``(start, end)`` intervals."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total

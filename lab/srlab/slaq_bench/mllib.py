@@ -1,0 +1,384 @@
+"""``slaq bench mllib``: unmodified spark.ml fits with Poisson arrivals, run as plain fits and through
+``CrossValidator(parallelism=4)``, under three configurations (``srlab.slaq_bench.configs``), each in a
+fresh local-cluster session, repeated with the configuration order rotated; medians reported.
+
+Per fit the figure needs when each iteration ended and its objective: both are taken passively
+(``srlab.slaq_bench.fit_timing``): breeze's per-iteration log line gives the time, the fitted model's
+``objectiveHistory`` the values. SLAQ's scheduling never sees either.
+
+How each configuration scopes one fit (``FitRecorder.scope``):
+
+* stock: the fit's thread runs its Spark jobs in a FAIR pool named after the fit. For the
+  CrossValidator variant the estimator handed to CrossValidator is a :class:`ScopedEstimator`, which
+  only wraps each candidate fit CrossValidator makes in that scope.
+* slaq / fair: with ``attribution="zero-change"`` nothing is added (SLAQ makes each fit its own job);
+  with ``attribution="explicit"`` each fit runs inside ``with slaq.job(fit_name)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.ml import Estimator
+
+import slaq
+from slaq.live.loop import LOOP_THREAD
+from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
+from srlab.session import executor_memory, spark_session
+from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
+from srlab.slaq_bench.cpu import cpu_delta, session_cpu, thread_cpu_s
+from srlab.slaq_bench.fit_timing import RETAIN_CONF, IterationClock, job_split, restore_tag, tag_thread
+from srlab.slaq_bench.mllib_workload import (
+    DataSpec,
+    FitSpec,
+    cv_groups,
+    evaluator,
+    make_data,
+    make_estimator,
+    make_fits,
+    param_map,
+)
+from srlab.slaq_bench.storage_watch import StorageWatch
+from srlab.slaq_bench.sweep import job_metrics
+
+log = logging.getLogger("srlab.slaq_bench.mllib")
+VARIANTS = ("fits", "cv")
+ATTRIBUTIONS = ("explicit", "zero-change")
+CV_PARALLELISM = 4
+CV_FOLDS = 2
+# L-BFGS sums partial gradients in the order tasks finish, so objectives may differ in the last bits
+# between runs; a relative difference above this would mean the scheduler changed a result.
+REASSOCIATION_RTOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Workload:
+    fits: list[FitSpec]
+    data: DataSpec
+    max_iter: int
+    arrival_mean: float
+    seed: int
+
+
+@dataclass
+class FitRecord:
+    family: str
+    start: float
+    end: float = 0.0
+    losses: list[float] = field(default_factory=list)
+
+
+class FitRecorder:
+    """Scopes each fit for one configuration and records its start, end and objective history."""
+
+    def __init__(self, sc: Any, config: str, attribution: str):
+        self.sc = sc
+        self.config = config
+        self.attribution = attribution
+        self.records: dict[str, FitRecord] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def scope(self, name: str, family: str) -> Iterator[FitRecord]:
+        record = FitRecord(family, time.time())
+        with self._lock:
+            if name in self.records:
+                raise ValueError(f"fit name {name!r} used twice in one run")
+            arrival = len(self.records)
+            self.records[name] = record
+        previous = tag_thread(self.sc, name)
+        try:
+            with ExitStack() as stack:
+                if self.config == STOCK:
+                    stack.enter_context(stock_pool(self.sc, arrival))
+                elif self.attribution == "explicit":
+                    stack.enter_context(slaq.job(name))
+                yield record
+        finally:
+            record.end = time.time()
+            restore_tag(self.sc, previous)
+
+    def fit(self, name: str, family: str, estimator: Any, dataset: Any, params: dict[Any, Any]) -> Any:
+        with self.scope(name, family) as record:
+            model = estimator.fit(dataset, params)
+        record.losses = objective_history(model)
+        return model
+
+
+def objective_history(model: Any) -> list[float]:
+    """The fitted model's own objective per iteration (initial point first)."""
+    summary = model.summary
+    summary = summary() if callable(summary) else summary
+    return [float(v) for v in summary.objectiveHistory]
+
+
+class ScopedEstimator(Estimator):
+    """What CrossValidator gets as its estimator: every fit it makes is delegated unchanged to
+    ``inner`` inside the recorder's scope, named ``<cv>-p<grid entry>-<k-th fit of that entry>``
+    (k = fold, and the last is CrossValidator's refit of the best entry on all the data)."""
+
+    def __init__(self, inner: Any, cv: str, family: str, grid: list[tuple[int, dict[Any, Any]]], recorder: FitRecorder):
+        super().__init__()
+        self.inner, self.cv, self.family, self.grid, self.recorder = inner, cv, family, grid, recorder
+        self._counts: dict[int, int] = {}
+        self._count_lock = threading.Lock()
+
+    def fit(self, dataset: Any, params: Any = None) -> Any:
+        entry = next((index for index, m in self.grid if m == params), None)
+        if entry is None:
+            raise ValueError(f"{self.cv}: a fit with parameters outside its grid: {params}")
+        with self._count_lock:
+            k = self._counts.get(entry, 0)
+            self._counts[entry] = k + 1
+        return self.recorder.fit(f"{self.cv}-p{entry}-{k}", self.family, self.inner, dataset, params)
+
+    def _fit(self, dataset: Any) -> Any:
+        raise NotImplementedError("ScopedEstimator only delegates fit() with a grid entry")
+
+
+def _run_threads(targets: list[tuple[str, float, Any]]) -> float:
+    """Start each ``(name, arrival, fn)`` at its arrival (seconds from now); returns the start time."""
+    start = time.time()
+    errors: list[str] = []
+
+    def run(name: str, arrival: float, fn: Any) -> None:
+        delay = arrival - (time.time() - start)
+        if delay > 0:
+            time.sleep(delay)
+        try:
+            fn()
+        except Exception as exc:
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            log.exception("fit %s failed", name)
+
+    threads = [threading.Thread(target=run, args=t, name=t[0]) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError("fits failed: " + "; ".join(errors))
+    return start
+
+
+def run_fits(recorder: FitRecorder, work: Workload, data: Any) -> float:
+    """Every fit of the sweep, plain ``estimator.fit(data, params)`` in a thread of its own at its arrival."""
+    f = work.data.features
+
+    def fit_one(spec: FitSpec) -> None:
+        est = make_estimator(spec.family, f, work.max_iter, work.seed)
+        recorder.fit(spec.name, spec.family, est, data, param_map(est, spec.family, spec.grid_index, f))
+
+    return _run_threads([(s.name, s.arrival, lambda s=s: fit_one(s)) for s in work.fits])
+
+
+def run_cv(recorder: FitRecorder, work: Workload, data: Any) -> float:
+    """The same sweep as one ``CrossValidator(parallelism=4, numFolds=2)`` per family, arriving Poisson."""
+    from pyspark.ml.tuning import CrossValidator
+
+    f = work.data.features
+    targets = []
+    for cv_name, family, grid, arrival in cv_groups(work.fits, work.arrival_mean, work.seed):
+        est = make_estimator(family, f, work.max_iter, work.seed)
+        maps = [param_map(est, family, i, f) for i in grid]
+        wrapped = ScopedEstimator(est, cv_name, family, list(zip(grid, maps)), recorder)
+        cv = CrossValidator(estimator=wrapped, estimatorParamMaps=maps, evaluator=evaluator(family), numFolds=CV_FOLDS,
+                            parallelism=CV_PARALLELISM, seed=work.seed)
+        targets.append((cv_name, arrival, cv.fit))
+    return _run_threads([(name, arrival, lambda fn=fn: fn(data)) for name, arrival, fn in targets])
+
+
+def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split: dict[str, dict[str, Any]]) -> dict:
+    """Per-fit time to 90%/95% (from the fit's own start) and the driver/executor split per iteration."""
+    ends = clock.iteration_times()
+    fits: dict[str, dict] = {}
+    for name, r in sorted(recorder.records.items()):
+        iteration_ends = ends.get(name, [])
+        if len(iteration_ends) != len(r.losses) - 1:
+            raise RuntimeError(f"{name}: {len(iteration_ends)} iteration log lines for {len(r.losses)} objective values "
+                               "(expected one line per iteration after the initial point)")
+        times = [r.start - start] + [t - start for t in iteration_ends]
+        s = split[name]
+        iterations = max(len(r.losses) - 1, 1)
+        wall = r.end - r.start
+        fits[name] = {"family": r.family, "start_s": round(r.start - start, 3), "wall_s": round(wall, 3),
+                      **job_metrics(r.start - start, times, r.losses), "final_objective": r.losses[-1],
+                      # until its first iteration ends a fit has no loss: SLAQ schedules it as a new job, without a curve
+                      "time_to_first_loss_s": round(times[1] - times[0], 3) if len(times) > 1 else None,
+                      "spark_jobs": s["spark_jobs"], "tasks_per_stage": round(s["tasks_per_stage"], 1),
+                      "task_locality": s["task_locality"],
+                      "per_iteration_ms": {"executor_task": round(1000 * s["executor_run_s"] / iterations, 1),
+                                           "executor_cpu": round(1000 * s["executor_cpu_s"] / iterations, 1),
+                                           "executor_gc": round(1000 * s["executor_gc_s"] / iterations, 1),
+                                           "in_spark_jobs": round(1000 * s["in_jobs_s"] / iterations, 1),
+                                           "driver_outside_jobs": round(1000 * max(wall - s["in_jobs_s"], 0.0) / iterations, 1)}}
+    out: dict = {"fits": fits, "makespan_s": round(max(r.end for r in recorder.records.values()) - start, 2)}
+    out.update(mean_times(fits.values(), 3))
+    firsts = [f["time_to_first_loss_s"] for f in fits.values() if f["time_to_first_loss_s"] is not None]
+    out["mean_time_to_first_loss_s"] = round(statistics.fmean(firsts), 3) if firsts else None
+    out["split"] = split_summary(fits.values())
+    out["task_locality"] = dict(sorted(sum((Counter(f["task_locality"]) for f in fits.values()), Counter()).items()))
+    return out
+
+
+def split_summary(fits: Any) -> dict[str, float]:
+    """Mean per-iteration milliseconds over fits: executor task time vs the driver's time outside jobs."""
+    rows = list(fits)
+    keys = ("executor_task", "executor_cpu", "executor_gc", "in_spark_jobs", "driver_outside_jobs")
+    out = {k + "_ms": round(statistics.fmean(r["per_iteration_ms"][k] for r in rows), 1) for k in keys}
+    out["tasks_per_stage"] = round(statistics.fmean(r["tasks_per_stage"] for r in rows), 1)
+    return out
+
+
+def run_config(config: str, work: Workload, variants: list[str], master: str, epoch: float, attribution: str,
+               extra_conf: dict[str, str] | None = None) -> dict[str, dict]:
+    """One fresh session of ``config``: the cached data, then each variant in turn."""
+    conf = session_conf(config, epoch) | RETAIN_CONF | (extra_conf or {})
+    out: dict[str, dict] = {}
+    with spark_session(f"slaq-bench-mllib-{config}", master, conf) as spark:
+        sc = spark.sparkContext
+        scheduler = slaq.attach(spark)
+        try:
+            data = make_data(spark, work.data)
+            clock = IterationClock(sc)
+            try:
+                for variant in variants:
+                    recorder = FitRecorder(sc, config, attribution)
+                    log.info("%s: running the %s variant", config, variant)
+                    loop_cpu = thread_cpu_s(LOOP_THREAD)
+                    cpu = session_cpu(sc)
+                    with StorageWatch(sc) as storage:
+                        start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
+                    cpu = cpu_delta(cpu, session_cpu(sc))
+                    out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)))
+                    out[variant]["cpu_s"] = cpu
+                    out[variant]["storage"] = storage.summary
+                    if scheduler.loop is not None:
+                        out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
+                                                      "cpu_s": round(thread_cpu_s(LOOP_THREAD) - loop_cpu, 2)}
+            finally:
+                clock.close()
+            data.unpersist()
+        finally:
+            scheduler.stop()
+    return out
+
+
+def objective_agreement(runs: list[dict[str, dict[str, dict]]]) -> dict:
+    """Largest relative difference of any fit's final objective (and iteration count) across every
+    configuration and repeat of one variant."""
+    finals: dict[str, list[float]] = {}
+    iterations: dict[str, set[int]] = {}
+    for by_config in runs:
+        for summary in by_config.values():
+            for name, fit in summary["fits"].items():
+                finals.setdefault(name, []).append(fit["final_objective"])
+                iterations.setdefault(name, set()).add(fit["iterations"])
+    worst, worst_fit = 0.0, None
+    for name, values in finals.items():
+        scale = max(abs(v) for v in values) or 1.0
+        diff = (max(values) - min(values)) / scale
+        if diff > worst:
+            worst, worst_fit = diff, name
+    return {"max_relative_difference": worst, "fit": worst_fit, "within_reassociation": worst <= REASSOCIATION_RTOL,
+            "fits_with_differing_iteration_counts": sorted(n for n, s in iterations.items() if len(s) > 1)}
+
+
+def _median_figures(summaries: list[dict]) -> dict:
+    keys = [k for k in summaries[0] if k.startswith("mean_time_to") or k == "makespan_s"]
+    out = {k: round(statistics.median(s[k] for s in summaries if s[k] is not None), 3) for k in keys}
+    out["split"] = {k: round(statistics.median(s["split"][k] for s in summaries), 1) for k in summaries[0]["split"]}
+    for part in ("cpu_s", "storage"):
+        if all(s.get(part) for s in summaries):
+            out[part] = {k: round(statistics.median(s[part][k] for s in summaries), 2) for k in summaries[0][part]}
+    return out
+
+
+def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats: int, master: str, epoch: float,
+                attribution: str, warmup: Workload | None = None, executor_memory_mb: int | None = None) -> dict:
+    """Every configuration once per repeat (order rotated), medians per variant and configuration, ratios vs stock.
+
+    ``warmup``: a workload run once, unmeasured, in a session of the first configuration before the
+    repeats. pyspark keeps one gateway JVM across sessions, so the first session alone runs the
+    driver's scheduler and spark.ml code before the JIT compiled it. Without a warm-up the run's first
+    session took 1.7x its configuration's median time to 90% (docs/benchmarks.md); the rotation and
+    the median already keep one slow session out of the figure, the warm-up keeps it out of the repeats.
+    """
+    check_configs(configs)
+    if not variants or any(v not in VARIANTS for v in variants):
+        raise ValueError(f"variants must be from {', '.join(VARIANTS)}; got {','.join(variants) or 'none'}")
+    if attribution not in ATTRIBUTIONS:
+        raise ValueError(f"attribution must be one of {', '.join(ATTRIBUTIONS)}; got {attribution!r}")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    extra: dict[str, str] = {}
+    if executor_memory_mb is not None:
+        master, extra = executor_memory(master, executor_memory_mb)
+    warmup_s = None
+    if warmup is not None:
+        log.info("warm-up: %s, %d fits on %d rows (not measured)", configs[0], len(warmup.fits), warmup.data.rows)
+        began = time.monotonic()
+        run_config(configs[0], warmup, variants, master, epoch, attribution, extra)
+        warmup_s = round(time.monotonic() - began, 1)
+    runs: list[dict[str, dict[str, dict]]] = []  # per repeat: config -> variant -> summary
+    for r in range(repeats):
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        by_config: dict[str, dict[str, dict]] = {}
+        for config in order:
+            log.info("repeat %d: %s", r + 1, config)
+            by_config[config] = run_config(config, work, variants, master, epoch, attribution, extra)
+        runs.append(by_config)
+    out: dict = {"workload": {"fits": len(work.fits), "families": sorted({f.family for f in work.fits}),
+                              "arrival_mean_s": work.arrival_mean, "max_iter": work.max_iter, "rows": work.data.rows,
+                              "features": work.data.features, "partitions": work.data.partitions, "seed": work.seed,
+                              "master": master, "executor_memory_mb": executor_memory_mb, "epoch_s": epoch, "repeats": repeats, "attribution": attribution,
+                              "cv": {"parallelism": CV_PARALLELISM, "folds": CV_FOLDS}, "warmup_s": warmup_s},
+                 "variants": {}}
+    for variant in variants:
+        per_config = {c: [run[c][variant] for run in runs] for c in configs}
+        medians = {c: _median_figures(s) for c, s in per_config.items()}
+        v: dict = {"median": medians,
+                   "per_repeat": {c: [{k: s[k] for k in s if k != "fits"} for s in per_config[c]] for c in configs},
+                   "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs])}
+        for c in configs:
+            if c != STOCK and STOCK in medians:
+                v[f"{c}_vs_stock"] = reduction_vs(medians[c], medians[STOCK])
+        if "slaq" in medians and "fair" in medians:
+            v["slaq_vs_fair"] = reduction_vs(medians["slaq"], medians["fair"])
+        v["last_repeat_fits"] = {c: runs[-1][c][variant]["fits"] for c in configs}
+        out["variants"][variant] = v
+    return out
+
+
+def headline(result: dict) -> list[str]:
+    """Human-readable lines: mean time to 90% per configuration and SLAQ's reduction vs stock."""
+    lines = []
+    key = mean_time_to_key(0.9)
+    for variant, v in result["variants"].items():
+        for c, m in v["median"].items():
+            line = (f"{variant:>4} {c:>6}: mean time to 90% {m[key]} s, makespan {m['makespan_s']} s, per iteration: executor "
+                    f"tasks {m['split']['executor_task_ms']} ms ({m['split']['executor_cpu_ms']} ms CPU), driver outside jobs "
+                    f"{m['split']['driver_outside_jobs_ms']} ms")
+            if "storage" in m:
+                line += (f", storage memory peak {m['storage']['storage_memory_peak_mb']:.0f} of "
+                         f"{m['storage']['storage_memory_capacity_mb']:.0f} MB, cached on disk peak {m['storage']['cached_on_disk_peak_mb']:.0f} MB")
+            lines.append(line)
+        if "slaq_vs_stock" in v:
+            lines.append(f"{variant:>4} SLAQ vs stock Spark FAIR, time to 90%: {v['slaq_vs_stock'].get('time_to_90pct_reduction', 0):+.1%}")
+        o = v["objectives"]
+        lines.append(f"{variant:>4} final objectives: max relative difference {o['max_relative_difference']:.3g} ({o['fit']})")
+    return lines
+
+
+def make_workload(fits: int, arrival_mean: float, seed: int, max_iter: int, rows: int, features: int, partitions: int) -> Workload:
+    if max_iter < 2 or rows < 1 or features < 1 or partitions < 1:
+        raise ValueError("max-iter must be >= 2 and rows, features, partitions >= 1")
+    return Workload(make_fits(fits, arrival_mean, seed), DataSpec(rows, features, partitions, seed), max_iter, arrival_mean, seed)

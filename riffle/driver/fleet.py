@@ -1,0 +1,169 @@
+"""The merger daemons as the driver sees them: one client per address, which ones are up, which one
+gets a merge (same host, power of two choices), and where merged files were written so they can be
+deleted. Every failure here leaves outputs unmerged; none stops the scheduler."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from riffle.driver.config import RiffleConfig
+from riffle.driver.merges import Merge
+from riffle.driver.placement import candidates, two_choices
+from riffle.merger.client import MergerClient
+
+log = logging.getLogger("riffle.driver")
+# merge errors that will repeat for every merge on that merger (wrong token, TLS, version or roots)
+SYSTEMIC = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED,
+                      grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION})
+DOWN_SECONDS = 30.0  # how long an unreachable merger is left out
+LOAD_TTL_SECONDS = 0.2  # a merger's reported load is reused this long (one status RPC per merger, not per merge)
+MAX_RPC_THREADS = 64  # merges in flight at once; each waits on one blocking MergerClient call
+
+
+class WarnOnce:
+    """A warning per cause, not per merge: a broken merger or executor would otherwise flood the log."""
+
+    def __init__(self, logger: logging.Logger):
+        self.logger = logger
+        self.keys: set[str] = set()
+
+    def __call__(self, key: str, message: str, *args: object) -> None:
+        if key not in self.keys:
+            self.keys.add(key)
+            self.logger.warning(message, *args)
+
+    def forget(self, key: str) -> None:
+        self.keys.discard(key)
+
+
+class MergerFleet:
+    """``config`` may be replaced at any time (tests and benchmarks switch mergers); clients already
+    open for an address are kept."""
+
+    def __init__(self, config: RiffleConfig, app_id: str):
+        self.config = config
+        self.app_id = app_id
+        self.merged_where: dict[int, set[tuple[str, tuple[str, ...]]]] = {}  # shuffle -> {(merger, dirs)} with merged files on disk
+        self.warn_once = WarnOnce(log)
+        self._clients: dict[str, MergerClient] = {}
+        self._down: dict[str, float] = {}
+        self._loads: dict[str, tuple[float, float]] = {}
+        self._rng = random.Random(0)
+        self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
+
+    # ---------------------------------------------------------------- health and placement
+    def reachable(self, host: str) -> list[str]:
+        """The mergers that can read files on ``host`` and are not marked down."""
+        if self.config.mergers:
+            options = candidates(self.config.mergers, host)
+        else:
+            options = [f"{host}:{self.config.merger_port}"]
+        now = time.monotonic()
+        return [m for m in options if self._down.get(m, 0.0) <= now]
+
+    def choose(self, host: str) -> str | None:
+        """The merger for a group of outputs on ``host``, or None (warned once per host) when none is reachable."""
+        options = self.reachable(host)
+        if not options:
+            self.warn_once(f"host-{host}", "Riffle: no reachable merger on host %s; its outputs stay unmerged", host)
+            return None
+        return two_choices(options, self._load, self._rng)
+
+    def mark_down(self, address: str, why: str) -> None:
+        if self._down.get(address, 0.0) <= time.monotonic():
+            log.warning("Riffle: merger %s unavailable (%s); leaving its outputs unmerged for %.0f s", address, why, DOWN_SECONDS)
+        self._down[address] = time.monotonic() + DOWN_SECONDS
+
+    def mark_all_up(self) -> None:
+        """Forget every down-marking (when the mergers were just switched)."""
+        self._down.clear()
+
+    def _client(self, address: str) -> MergerClient:
+        c = self._clients.get(address)
+        if c is None:
+            c = self._clients[address] = MergerClient(address, self.config.token, self.config.tls_ca, self.config.rpc_timeout)
+        return c
+
+    def _load(self, address: str) -> float:
+        cached = self._loads.get(address)
+        now = time.monotonic()
+        if cached and now - cached[1] < LOAD_TTL_SECONDS:
+            return cached[0]
+        try:
+            load = float(self._client(address).status().load)
+        except grpc.RpcError:
+            self.mark_down(address, "status failed")
+            load = float("inf")
+        self._loads[address] = (load, now)
+        return load
+
+    # ---------------------------------------------------------------- merges
+    def send(self, m: Merge, num_partitions: int) -> None:
+        """Starts ``m`` on its merger in the background; if it cannot be sent, ``m`` is failed at once."""
+        client = self._client(m.merger)
+        executor = m.members[0].executor
+        try:
+            m.future = self._rpc.submit(client.merge, m.request_id, m.shuffle_id, [o.map_id for o in m.members], m.local_dirs,
+                                        num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
+                                        timeout=self.config.rpc_timeout)
+        except Exception as exc:
+            m.state, m.error = "failed", str(exc)
+            self.warn_once(f"submit-{m.merger}-{type(exc).__name__}", "Riffle: cannot send merges to %s (%s); their outputs stay unmerged",
+                           m.merger, m.error)
+            return
+        self.merged_where.setdefault(m.shuffle_id, set()).add((m.merger, tuple(m.local_dirs)))
+
+    def poll(self, m: Merge) -> None:
+        """Moves a running ``m`` whose RPC returned to done or failed; a failure may mark its merger down."""
+        if m.state != "running" or m.future is None or not m.future.done():
+            return
+        try:
+            resp = m.future.result()
+            m.lengths = list(resp.partition_lengths)
+            m.state = "done"
+        except grpc.RpcError as exc:
+            m.state, m.error = "failed", f"{exc.code().name}: {exc.details()}"
+            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                self.mark_down(m.merger, m.error)
+            elif exc.code() in SYSTEMIC:  # every merge on that merger will fail the same way: say so once, loudly
+                self.warn_once(f"rpc-{m.merger}-{exc.code().name}", "Riffle: merges on %s are refused (%s); their outputs stay "
+                               "unmerged until this is fixed", m.merger, m.error)
+            log.info("Riffle: merge %s of shuffle %d failed (%s); its %d outputs stay unmerged", m.request_id, m.shuffle_id, m.error, len(m.members))
+        except Exception as exc:  # a cancelled future, or the client refusing to send (e.g. a token without TLS)
+            m.state, m.error = "failed", repr(exc)
+            if not m.future.cancelled():
+                self.warn_once(f"error-{m.merger}-{type(exc).__name__}", "Riffle: merges on %s fail (%s); their outputs stay unmerged",
+                               m.merger, m.error)
+
+    def cancel(self, m: Merge) -> None:
+        """Stops waiting for ``m`` and asks its merger to drop it; fire and forget: a hung merger must not stall the scheduler."""
+        if m.future is not None:
+            m.future.cancel()
+        try:
+            self._rpc.submit(self._client(m.merger).cancel, m.request_id)
+        except Exception:
+            log.debug("riffle: cancel of %s not sent", m.request_id, exc_info=True)
+
+    # ---------------------------------------------------------------- cleanup
+    def cleanup(self, sid: int) -> None:
+        """Deletes shuffle ``sid``'s merged files on every merger that wrote some."""
+        for address, dirs in self.merged_where.pop(sid, set()):
+            try:
+                self._client(address).cleanup(list(dirs), app_id=self.app_id, shuffle_id=sid)
+            except grpc.RpcError as exc:
+                log.warning("Riffle: could not delete merged files of shuffle %d on %s: %s", sid, address, exc.details())
+
+    def cleanup_all(self) -> None:
+        for sid in list(self.merged_where):
+            self.cleanup(sid)
+
+    def close(self) -> None:
+        """Drops merges not yet sent and closes every client."""
+        self._rpc.shutdown(wait=False, cancel_futures=True)
+        for c in self._clients.values():
+            c.close()

@@ -1,0 +1,90 @@
+"""What the driver knows about one shuffle's merges, and the pure decisions over it: when the held
+reducers may go, what a finished merge tells the shim, and the numbers recorded per shuffle."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from riffle.driver.policy import MapOutput, MergePolicy
+from sparkshim import messages
+
+
+@dataclass
+class Merge:
+    """One merge request: a group of one executor's map outputs sent to one merger."""
+
+    request_id: str
+    shuffle_id: int
+    members: list[MapOutput]
+    merged_map_id: int
+    merger: str
+    local_dirs: list[str]
+    future: Future | None = None
+    state: str = "running"  # running, done, failed, cancelled
+    lengths: list[int] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass
+class ShuffleState:
+    shuffle_id: int
+    stage_id: int
+    num_maps: int
+    num_partitions: int
+    held: bool
+    policy: MergePolicy | None
+    outputs: dict[int, MapOutput] = field(default_factory=dict)
+    merges: list[Merge] = field(default_factory=list)
+    map_done_at: float | None = None
+    finalized: bool = False  # no more merges or commits for this shuffle
+    settled: bool = False  # finalized, reducers released and stats recorded
+    committed: int = 0
+    map_bytes: int = 0
+
+
+def settle_reason(map_done_at: float | None, states: Sequence[str], now: float, best_effort: float,
+                  hold_timeout: float) -> str | None:
+    """Why the held reducers may go now (committing the merges that finished), or None to keep
+    holding them: nothing is decided before the map stage is done."""
+    if map_done_at is None:
+        return None
+    total = len(states)
+    done = sum(1 for st in states if st == "done")
+    running = sum(1 for st in states if st == "running")
+    if running == 0:
+        return "all merges finished"
+    if total and done / total >= best_effort:
+        return f"best effort: {done}/{total} merges finished"
+    if now - map_done_at >= hold_timeout:
+        return f"timeout after {hold_timeout:.3g} s: {done}/{total} merges finished"
+    return None
+
+
+def merge_group(m: Merge) -> Any:
+    """A finished merge as the shim's ``merge_group`` message: the owner is the group's lowest map index."""
+    return messages.MergeGroup(owner=min(o.map_index for o in m.members), merged_map_id=m.merged_map_id, executor=m.members[0].executor,
+                               map_indexes=[o.map_index for o in m.members], map_ids=[o.map_id for o in m.members], lengths=list(m.lengths))
+
+
+def map_files_after(s: ShuffleState) -> int:
+    """Map files the reducers read once ``s.committed`` merges replaced their members. The shim reports
+    how many groups it committed, not which: members per group are averaged when it skipped some."""
+    members = [len(m.members) for m in s.merges if m.state == "done"]
+    merged_outputs = round(s.committed * (sum(members) / len(members))) if members else 0
+    return len(s.outputs) - merged_outputs + s.committed
+
+
+def shuffle_stats(s: ShuffleState, reason: str, now: float) -> dict:
+    """The record kept per settled shuffle (read by tests and benchmarks, and logged)."""
+    states = Counter(m.state for m in s.merges)
+    return {
+        "shuffle_id": s.shuffle_id, "stage_id": s.stage_id, "map_outputs": len(s.outputs), "partitions": s.num_partitions,
+        "merges_requested": len(s.merges), "merges_committed": s.committed, "merges_cancelled": states["cancelled"],
+        "merges_failed": states["failed"], "blocks_before": len(s.outputs) * s.num_partitions,
+        "blocks_after": map_files_after(s) * s.num_partitions, "bytes": s.map_bytes,
+        "hold_seconds": round(now - s.map_done_at, 4) if s.map_done_at else None, "reason": reason,
+    }

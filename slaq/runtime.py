@@ -1,0 +1,217 @@
+"""SLAQ attached to one SparkContext: the shim's pools, the epoch loop and the spark.ml hook.
+
+The user API (:mod:`slaq.api`) talks to a runtime through a few public calls: it :meth:`~SlaqRuntime.open`\\ s
+and :meth:`~SlaqRuntime.close`\\ s a job's :class:`Tracked` record, :meth:`~SlaqRuntime.report`\\ s losses,
+:meth:`~SlaqRuntime.sync`\\ s the histories and routes its thread with :meth:`~SlaqRuntime.enter_thread`.
+The runtime never calls into the API's objects: what it knows of a job is its record, which holds the
+job's one loss history (the epoch loop schedules on it, the user reads it) and its target.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from slaq import sparkml
+from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, enter_thread, restore_thread, thread_job
+from slaq.live.config import ConfigError, SlaqConfig
+from slaq.live.loop import EpochLoop
+from slaq.live.storage import StorageCheck, memory_blocks_on_disk
+from slaq.live.target import Target
+from slaq.predict.forecast import CurveCache
+from slaq.stats.history import JobHistory
+
+log = logging.getLogger("slaq")
+FINISHED_KEPT = 256  # closed jobs a runtime remembers (with their histories) for inspection
+
+# (the runtime, a spark.ml estimator, its original fit bound to it) -> the fitted model
+FitAsJob = Callable[["SlaqRuntime", Any, Callable[[], Any]], Any]
+
+
+@dataclass(eq=False)
+class Tracked:
+    """One job as SLAQ tracks it: its one loss history, the curve fits cached for it (shared by the
+    epoch loop's forecasts and the target check), its target and whether it reached it."""
+
+    name: str
+    weight: float = 1.0
+    target: Target = field(default_factory=Target)
+    reports: bool | None = None  # whether it will report losses, when known in advance (spark.ml fits)
+    owner: Any = None  # the user's object for this job (a ``slaq.api.Job``), handed back by ``job_named``
+    history: JobHistory = field(default_factory=JobHistory)
+    curves: CurveCache = field(default_factory=CurveCache)
+    satisfied: bool = False  # reached its target: minimum share from then on
+
+    def record(self, loss: float) -> bool:
+        """A loss that does not pass through the JVM (SLAQ disabled) joins the history here; True
+        when it made the job reach its target."""
+        self.history.report(loss, at=time.monotonic())
+        return self.check_target()
+
+    def check_target(self) -> bool:
+        """Marks the job satisfied once its history reached its target; True only that first time."""
+        if self.satisfied or not self.target.reached(self.history, self.curves):
+            return False
+        self.satisfied = True
+        return True
+
+
+class SlaqRuntime:
+    """SLAQ attached to one SparkContext: the shim's pools plus the epoch loop (when enabled)."""
+
+    def __init__(self, sc: Any, config: SlaqConfig, fit_as_job: FitAsJob | None = None):
+        """``fit_as_job`` runs a spark.ml leaf fit as a job (the user API decides how); installed as
+        ``JavaEstimator._fit``'s wrapper while the runtime is started and enabled."""
+        self.sc = sc
+        self.config = config
+        self.pools: PoolBridge | None = None
+        self.loop: EpochLoop | None = None
+        self._fit_as_job = fit_as_job
+        self._open: dict[str, Tracked] = {}
+        self._lock = threading.Lock()
+        self._fit_seq = itertools.count(1)
+        self.attached = False  # between start() and stop()
+        self.finished: deque[Any] = deque(maxlen=FINISHED_KEPT)  # owners of the latest closed jobs, oldest first
+        if not config.enabled or sc is None:
+            return
+        mode = (sc.getConf().get("spark.scheduler.mode") or "FIFO").upper()
+        if mode != "FAIR":
+            raise ConfigError("spark.slaq.enabled=true needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode)")
+        self.pools = PoolBridge(sc)
+        self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
+        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self._on_epoch,
+                              on_loss=self._on_loss, clock_offset=self.pools.clock_offset())
+
+    @property
+    def enabled(self) -> bool:
+        return self.pools is not None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> SlaqRuntime:
+        """Configure the shim's pools, start the epoch loop and route spark.ml fits into jobs (only
+        the first call after construction or :meth:`stop` does anything; nothing while disabled)."""
+        if self.attached:
+            return self
+        if self.pools is not None and self.loop is not None:
+            c = self.config
+            self.pools.configure(c.work_conserving, c.fail_open_epochs * c.epoch)
+            self.pools.resume()
+            self.loop.start()
+            if self._fit_as_job is not None:
+                sparkml.install(self._run_fit)
+            log.info("SLAQ: attached (policy %s, epoch %.3g s, work-conserving %s)", c.policy, c.epoch, c.work_conserving)
+        self.attached = True
+        return self
+
+    def stop(self) -> None:
+        """Stops the epoch loop and the spark.ml hook; the shim then opens the pools (fair sharing)."""
+        self.attached = False
+        sparkml.uninstall(self._run_fit)
+        if self.loop is not None:
+            self.loop.stop()
+        if self.pools is not None:
+            self.pools.open_all("SLAQ detached")
+
+    def spark_alive(self) -> bool:
+        return self.sc is not None and getattr(self.sc, "_jsc", None) is not None
+
+    # -- jobs ------------------------------------------------------------------------------------
+    def open(self, job: Tracked) -> None:
+        """Start tracking ``job``: its pool and, when enabled, the epoch loop on its history.
+        Raises ``ValueError`` if a running job has the same name."""
+        with self._lock:
+            if job.name in self._open:
+                raise ValueError(f"a SLAQ job named {job.name!r} is already running; job names must be unique while they run")
+            self._open[job.name] = job
+        if self.pools is not None and self.loop is not None:
+            self.pools.register(job.name, job.weight)
+            self.loop.add(job.name, job.weight, job.reports, history=job.history, curves=job.curves)
+
+    def close(self, job: Tracked) -> None:
+        """Stop tracking ``job`` (its history stays with it); its pool is throttled until idle."""
+        if self.loop is not None:
+            self.sync()  # losses the JVM captured up to now still belong to this job
+        with self._lock:
+            if self._open.get(job.name) is not job:
+                return
+            del self._open[job.name]
+            self.finished.append(job.owner)
+        if self.pools is not None and self.loop is not None:
+            self.loop.remove(job.name)
+            self.pools.close(job.name)
+
+    def report(self, job: Tracked, loss: float) -> None:
+        """One validated loss of ``job``. While enabled it goes through the JVM, so it joins the
+        history in order with the losses captured there (:meth:`sync` brings it in)."""
+        if self.pools is not None and self.pools.report(job.name, loss):
+            return
+        if job.record(loss):
+            self._satisfied(job)
+
+    def sync(self) -> None:
+        """Bring every open job's history up to date with the losses the JVM captured so far."""
+        if self.loop is not None and self.spark_alive():
+            self.loop.poll()
+
+    def running_jobs(self) -> list[str]:
+        with self._lock:
+            return list(self._open)
+
+    def job_named(self, name: str) -> Any:
+        """The owner of the running job called ``name``, if any."""
+        with self._lock:
+            job = self._open.get(name)
+        return None if job is None else job.owner
+
+    def next_fit_number(self) -> int:
+        """The sequence number that keeps generated spark.ml job names unique."""
+        return next(self._fit_seq)
+
+    # -- the calling thread ----------------------------------------------------------------------
+    def enter_thread(self, job: str) -> Any:
+        """Route the calling thread's Spark work to ``job`` (its pool, when enabled); returns what
+        :meth:`restore_thread` needs, or None without a live Spark context."""
+        if not self.spark_alive():
+            return None
+        return enter_thread(self.sc, job, POOL_PREFIX + job if self.pools is not None else None)
+
+    def restore_thread(self, previous: Any) -> None:
+        if previous is not None and self.spark_alive():
+            restore_thread(self.sc, previous)
+
+    def thread_job(self) -> str | None:
+        """The job the calling thread's JVM local properties name (inherited by ``InheritableThread``)."""
+        return thread_job(self.sc) if self.spark_alive() else None
+
+    # -- callbacks -------------------------------------------------------------------------------
+    def _on_epoch(self, status: Any) -> None:
+        """After every epoch (loop thread): the storage check, then the status for the UI tab and driver log."""
+        if self.pools is None or self.loop is None:
+            return
+        self.storage.after_epoch(len(self.loop.jobs))
+        self.pools.publish(status)
+
+    def _on_loss(self, it: Iteration) -> None:
+        """The epoch loop took a loss into a history (reported from Python or captured from spark.ml
+        in the JVM); a job that reached its target gets the minimum share."""
+        with self._lock:
+            job = self._open.get(it.job)
+        if job is not None and job.check_target():
+            self._satisfied(job)
+
+    def _satisfied(self, job: Tracked) -> None:
+        if self.loop is not None:
+            self.loop.satisfy(job.name)
+            log.info("SLAQ: job %s reached its target after %d losses; it keeps running on the minimum share",
+                     job.name, job.history.iterations)
+
+    def _run_fit(self, estimator: Any, fit: Callable[[], Any]) -> Any:
+        if self._fit_as_job is None or not (self.attached and self.enabled):
+            return fit()
+        return self._fit_as_job(self, estimator, fit)

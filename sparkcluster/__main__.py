@@ -1,5 +1,0 @@
-import sys
-
-from sparkcluster.cli import main
-
-sys.exit(main())

@@ -1,0 +1,250 @@
+import os
+import struct
+import subprocess
+import sys
+import threading
+
+import grpc
+import pytest
+
+from riffle.merger import paths as paths_module
+from riffle.merger.engine import MergeSpec, merge_map_outputs
+from riffle.merger.errors import MergeCancelled, MissingInput
+from riffle.merger.faults import CRASH_ENV, CRASH_EXIT_CODE, NO_FAULTS, Faults
+from riffle.merger.paths import PathRefused
+from riffle.merger.publish import TEMP_PREFIX, remove_stale_temps
+from riffle.merger.service import _status_for
+from riffle.shuffle.layout import (
+    SYNTHETIC_MAP_ID_BASE,
+    CorruptShuffleFile,
+    block_file_path,
+    data_file_name,
+    decode_index,
+    encode_index,
+    index_file_name,
+    java_string_hash,
+    non_negative_hash,
+    read_partition,
+)
+from tests.fixtures import all_files, make_outputs
+
+MERGED = SYNTHETIC_MAP_ID_BASE + 5
+
+
+def paths(dirs, sid, maps):
+    return [(block_file_path(dirs, data_file_name(sid, m)), block_file_path(dirs, index_file_name(sid, m))) for m in maps]
+
+
+def out_paths(dirs, sid, merged=MERGED):
+    return block_file_path(dirs, data_file_name(sid, merged)), block_file_path(dirs, index_file_name(sid, merged))
+
+
+def merge(roots, journal, dirs, sid, maps, partitions, read_buffer=4096, write_buffer=8192, app="app", **kw):
+    spec = MergeSpec(app, sid, tuple(maps), MERGED, partitions, 64)
+    return merge_map_outputs(roots, journal, [roots.locate(d) for d in dirs], spec, read_buffer, write_buffer, durable=False, **kw)
+
+
+def test_java_hash_matches_spark():
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(1 << 31)
+    assert non_negative_hash("polygenelubricants") == 0
+    assert non_negative_hash("shuffle_0_0_0.data") == 581811660
+
+
+def test_block_file_path_follows_disk_block_manager():
+    dirs = ["/a", "/b", "/c"]
+    h = non_negative_hash("shuffle_1_2_0.data")
+    assert str(block_file_path(dirs, "shuffle_1_2_0.data")) == f"{dirs[h % 3]}/{(h // 3) % 64:02x}/shuffle_1_2_0.data"
+
+
+@pytest.mark.parametrize("read_buffer,write_buffer", [(4096, 8192), (7, 13), (1 << 20, 1 << 20)])
+def test_merged_blocks_are_concatenations(roots, journal, dirs, read_buffer, write_buffer):
+    blocks = make_outputs(dirs, 2, [10, 11, 12, 13], 37)
+    result = merge(roots, journal, dirs, 2, [10, 11, 12, 13], 37, read_buffer, write_buffer)
+    data, index = out_paths(dirs, 2)
+    assert (result.data_path, result.index_path) == (str(data), str(index))
+    for p in range(37):
+        expected = b"".join(blocks[m][p] for m in (10, 11, 12, 13))
+        assert read_partition(data, index, 37, p) == expected
+        assert result.partition_lengths[p] == len(expected)
+    assert not [f for f in all_files(data.parents[2]) if TEMP_PREFIX in f]
+
+
+def corrupt_cases():
+    def wrong_length(idx, data):
+        idx.write_bytes(idx.read_bytes()[:-8])
+
+    def not_starting_at_zero(idx, data):
+        raw = bytearray(idx.read_bytes())
+        raw[0:8] = struct.pack(">q", 1)
+        idx.write_bytes(bytes(raw))
+
+    def decreasing(idx, data):
+        offs = list(struct.unpack(">6q", idx.read_bytes()))
+        offs[2], offs[3] = offs[3], offs[2] - 1 if offs[2] else 0
+        offs[3] = offs[1] - 1
+        idx.write_bytes(struct.pack(">6q", *offs))
+
+    def data_truncated(idx, data):
+        data.write_bytes(data.read_bytes()[:-1])
+
+    def data_longer(idx, data):
+        data.write_bytes(data.read_bytes() + b"x")
+
+    return {"index length": (wrong_length, "bytes, expected"), "first offset": (not_starting_at_zero, "offset of partition 0 is 1, expected 0"),
+            "decreasing": (decreasing, "offsets decrease"), "truncated data": (data_truncated, "does not match data file length"),
+            "longer data": (data_longer, "does not match data file length")}
+
+
+@pytest.mark.parametrize("case", sorted(corrupt_cases()))
+def test_corrupt_inputs_rejected_without_output(roots, journal, dirs, root, case):
+    corrupt, message = corrupt_cases()[case]
+    make_outputs(dirs, 1, [0, 1], 5)
+    data, idx = paths(dirs, 1, [1])[0]
+    before = all_files(root)
+    corrupt(idx, data)
+    with pytest.raises(CorruptShuffleFile, match=message):
+        merge(roots, journal, dirs, 1, [0, 1], 5)
+    assert all_files(root) == before
+
+
+def test_missing_input_named(roots, journal, dirs, root):
+    make_outputs(dirs, 1, [0], 4)
+    before = all_files(root)
+    with pytest.raises(MissingInput, match="shuffle_1_7_0.data"):
+        merge(roots, journal, dirs, 1, [0, 7], 4)
+    assert all_files(root) == before
+
+
+def test_existing_output_never_rewritten(roots, journal, dirs):
+    make_outputs(dirs, 1, [0, 1], 4)
+    merge(roots, journal, dirs, 1, [0, 1], 4)
+    data, _ = out_paths(dirs, 1)
+    stamp = data.read_bytes()
+    with pytest.raises(FileExistsError):
+        merge(roots, journal, dirs, 1, [0, 1], 4)
+    assert data.read_bytes() == stamp
+
+
+def test_cancel_leaves_nothing(roots, journal, dirs, root):
+    make_outputs(dirs, 1, [0, 1], 50)
+    before = all_files(root)
+    cancel = threading.Event()
+    calls = []
+
+    def progress(n):
+        calls.append(n)
+        if len(calls) == 3:
+            cancel.set()
+
+    with pytest.raises(MergeCancelled):
+        merge(roots, journal, dirs, 1, [0, 1], 50, cancel=cancel, progress=progress)
+    assert all_files(root) == before
+
+
+def test_symlinked_input_refused(roots, journal, dirs, root, tmp_path):
+    make_outputs(dirs, 1, [0], 3)
+    outside = tmp_path / "outside.data"
+    outside.write_bytes(b"secret")
+    data = block_file_path(dirs, data_file_name(1, 9))
+    data.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, data)
+    block_file_path(dirs, index_file_name(1, 9)).parent.mkdir(parents=True, exist_ok=True)
+    block_file_path(dirs, index_file_name(1, 9)).write_bytes(encode_index([2, 2, 2]))
+    with pytest.raises(PathRefused, match="symlink"):
+        merge(roots, journal, dirs, 1, [0, 9], 3)
+
+
+def test_paths_outside_roots_refused(roots, root, tmp_path):
+    for bad in ["relative/dir", str(tmp_path), "/etc", str(root) + "/../..", str(root) + "/a/./b", "", str(root) + "/.riffle-merger"]:
+        with pytest.raises(PathRefused):
+            roots.locate(bad)
+
+
+def test_symlinked_dir_refused_at_any_level(roots, root, tmp_path):
+    (tmp_path / "elsewhere" / "deeper").mkdir(parents=True)
+    os.symlink(tmp_path / "elsewhere", root / "blockmgr-evil")
+    for path in (root / "blockmgr-evil", root / "blockmgr-evil" / "deeper"):
+        with pytest.raises(PathRefused, match="symlink"):
+            roots.open_dir(roots.locate(str(path)))
+
+
+def test_stale_temps_removed(roots, dirs):
+    sub = block_file_path(dirs, "x").parent
+    sub.mkdir(parents=True, exist_ok=True)
+    stale = sub / f"{TEMP_PREFIX}abc-shuffle_1_2_0.data"
+    stale.write_bytes(b"partial")
+    keep = sub / "shuffle_1_2_0.data"
+    keep.write_bytes(b"real")
+    assert remove_stale_temps(roots) == [str(stale)]
+    assert keep.exists() and not stale.exists()
+
+
+def test_decode_index_roundtrip():
+    raw = encode_index([3, 0, 5])
+    assert decode_index(raw, 3, 8) == [0, 3, 3, 8]
+
+
+def test_journal_forgets_pairs_whose_files_are_gone(roots, journal, dirs):
+    make_outputs(dirs, 1, [0, 1], 4)
+    result = merge(roots, journal, dirs, 1, [0, 1], 4)
+    assert journal.prune() == 0
+    os.unlink(result.data_path)
+    assert journal.prune() == 0  # the index is still there
+    os.unlink(result.index_path)
+    assert journal.prune() == 1
+    assert journal.delete("app", lambda rec: False) == (0, 0)
+
+
+def test_only_a_daemon_alone_on_its_state_dir_recovers(roots, journal):
+    from riffle.merger.journal import Journal
+
+    assert journal.alone
+    second = Journal(roots, durable=False)
+    try:
+        assert not second.alone and second.recover() == (0, 0)
+    finally:
+        second.close()
+
+
+def test_output_dir_removed_while_being_created_is_not_found(roots, journal, dirs, root, monkeypatch):
+    """The race an executor can win: the output sub dir exists at mkdir (EEXIST) and is gone at the open after it."""
+    make_outputs(dirs, 1, [0, 1], 4)
+    merged = next(m for m in range(MERGED, MERGED + 1000) if not out_paths(dirs, 1, m)[0].parent.exists())
+    before = all_files(root)
+
+    def mkdir_lost_race(*args, **kwargs):
+        raise FileExistsError(17, "File exists")  # something stood there at the mkdir, and nothing at the open
+
+    monkeypatch.setattr(paths_module.os, "mkdir", mkdir_lost_race)
+    spec = MergeSpec("app", 1, (0, 1), merged, 4, 64)
+    with pytest.raises(FileNotFoundError, match="removed while the merger was creating it") as caught:
+        merge_map_outputs(roots, journal, [roots.locate(d) for d in dirs], spec, 4096, 8192, durable=False)
+    assert _status_for(caught.value)[0] == grpc.StatusCode.NOT_FOUND
+    assert all_files(root) == before
+
+
+def test_faults_are_passed_in_not_read_from_the_environment(roots, journal, dirs, root, monkeypatch):
+    """A merge crashing where its Faults say (here in a child process, between the two links) leaves what recovery undoes."""
+    monkeypatch.setenv(CRASH_ENV, "recorded")  # ignored: only the daemon's start-up reads the environment
+    assert Faults.from_env().crash_at == "recorded" and Faults.from_env({}) == NO_FAULTS
+    with pytest.raises(ValueError, match="publish steps are temps-written"):
+        Faults("no-such-step")
+    make_outputs(dirs, 1, [0, 1], 4)
+    before = all_files(root)
+    child = f"""
+from riffle.merger.engine import MergeSpec, merge_map_outputs
+from riffle.merger.faults import Faults
+from riffle.merger.journal import Journal
+from riffle.merger.paths import Roots
+roots = Roots([{str(root)!r}])
+merge_map_outputs(roots, Journal(roots, durable=False), [roots.locate(d) for d in {dirs!r}], MergeSpec("app", 1, (0, 1), {MERGED}, 4, 64),
+                  4096, 8192, durable=False, faults=Faults("data-linked"))
+"""
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert out.returncode == CRASH_EXIT_CODE, out.stderr
+    data, index = out_paths(dirs, 1)
+    assert data.exists() and not index.exists()
+    assert journal.recover() == (0, 1)
+    assert all_files(root) == before
+    assert merge(roots, journal, dirs, 1, [0, 1], 4).bytes_written > 0  # no fault passed: none happens

@@ -1,0 +1,106 @@
+"""What ops see: start-up refusals (one line, exit 2), Prometheus metrics, ``riffle status``, the client's cleartext guard."""
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from riffle.merger.client import CleartextToken, MergerClient
+from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
+from srlab.riffle_bench.daemon_proc import DaemonProcess, free_port
+from tests.fixtures import make_outputs
+
+
+def serve(*args, env=None, timeout=60):
+    return subprocess.run([sys.executable, "-m", "riffle.merger.cli", "serve", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+@pytest.fixture
+def token_file(tmp_path):
+    path = tmp_path / "token"
+    path.write_text("s3cret\n")
+    path.chmod(0o600)
+    return path
+
+
+def refusals(root, tmp_path, token_file):
+    """Case name -> (serve arguments, text the one error line must contain); the token files come from ``token_files``."""
+    loose, empty = tmp_path / "loose-token", tmp_path / "empty-token"
+    r = ["--local-dir", str(root)]
+    # non-loopback addresses are refused before anything binds
+    return {
+        "no token off loopback": (["--listen", "0.0.0.0:7338", *r], "without a token"),
+        "token in cleartext off loopback": (["--listen", "0.0.0.0:7338", "--token-file", str(token_file), *r], "cleartext"),
+        "token file readable by others": (["--token-file", str(loose), *r], f"chmod 600 {loose}"),
+        "missing token file": (["--token-file", str(tmp_path / "nope"), *r], "cannot read token file"),
+        "empty token file": (["--token-file", str(empty), *r], "is empty"),
+        "missing local dir": (["--local-dir", str(tmp_path / "missing")], "does not exist"),
+        "tls cert without key": (["--tls-cert", str(token_file), *r], "go together"),
+        "missing tls files": (["--tls-cert", str(tmp_path / "c.pem"), "--tls-key", str(tmp_path / "k.pem"), *r], "No such file"),
+        "bad metrics address": (["--metrics-listen", "nowhere", *r], "HOST:PORT"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(refusals("/r", Path("/t"), "/f")))
+def test_each_start_up_refusal_is_one_line_and_exit_code_2(root, tmp_path, token_file, case):
+    for name, text, mode in (("loose-token", "s3cret", 0o644), ("empty-token", "", 0o600)):
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(mode)
+    args, text = refusals(root, tmp_path, token_file)[case]
+    out = serve(*args)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("riffle-merger: error: ") and text in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_client_refuses_to_send_a_token_in_cleartext_off_loopback():
+    with pytest.raises(CleartextToken, match="cleartext"):
+        MergerClient("10.1.2.3:7338", token="t", insecure=False)
+    MergerClient("10.1.2.3:7338", token="t", insecure=True).close()  # explicit opt-out; nothing is sent yet
+    MergerClient("127.0.0.1:7338", token="t", insecure=False).close()
+    MergerClient("10.1.2.3:7338", insecure=False).close()  # no token, nothing to leak
+
+
+def test_metrics_endpoint_and_riffle_status(root, dirs):
+    make_outputs(dirs, 1, [0, 1, 2], 10)
+    port = free_port()
+    with DaemonProcess([root], "--metrics-listen", f"127.0.0.1:{port}", token="tok") as d:
+        d.client.merge("m", 1, [0, 1, 2], dirs, 10, SYNTHETIC_MAP_ID_BASE + 1, app_id="app")
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        for line in ('riffle_merges_total{outcome="completed"} 1.0', 'riffle_merges_total{outcome="failed"} 0.0',
+                     "riffle_queue_depth 0.0", "riffle_memory_reserved_bytes 0.0", "riffle_merge_duration_seconds_count 1.0",
+                     "riffle_merge_inputs_sum 3.0"):
+            assert line in body, line
+        written = d.client.status().bytes_merged
+        assert f"riffle_merge_output_bytes_total {float(written)}" in body
+        dead = f"127.0.0.1:{free_port()}"
+        cli = [sys.executable, "-m", "riffle.cli", "status", d.address, dead, "--timeout", "1"]
+        env = {**os.environ, "RIFFLE_MERGER_TOKEN": "tok"}
+        out = subprocess.run([*cli, "--json"], capture_output=True, text=True, timeout=60, env=env)
+        assert out.returncode == 1  # one merger is down
+        rows = json.loads(out.stdout)
+        assert rows[0]["health"] == "SERVING" and rows[0]["completed"] == 1 and rows[0]["version"]
+        assert rows[1]["health"] == "DOWN" and "UNAVAILABLE" in rows[1]["error"]
+        text = subprocess.run(cli[:5] + ["--timeout", "1"], capture_output=True, text=True, timeout=60, env=env)
+        assert text.returncode == 0 and text.stdout.splitlines()[0].split()[:3] == ["address", "health", "version"]
+        assert d.address in text.stdout and "SERVING" in text.stdout
+
+
+def test_port_in_use_is_one_error_line_and_exit_code_2(root):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        out = serve("--listen", address, "--local-dir", str(root))
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    # grpc's C core logs its own line first; ours is the last
+    assert out.stderr.strip().splitlines()[-1] == f"riffle-merger: error: cannot listen on {address}: the address is in use or not on this host"

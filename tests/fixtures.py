@@ -1,0 +1,25 @@
+"""Shared fakes and helpers of the tests (imported by test modules; fixtures stay in conftest files)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from riffle.shuffle.layout import write_map_output
+
+
+def make_outputs(dirs, shuffle_id, maps, partitions, seed=0, sizes=(0, 1, 17, 300, 4096, 70000)):
+    """Random map outputs (block sizes drawn from ``sizes``); returns {map_id: [block bytes]}."""
+    import random
+
+    rng = random.Random(seed)
+    blocks = {}
+    for m in maps:
+        blocks[m] = [os.urandom(rng.choice(sizes)) for _ in range(partitions)]
+        write_map_output(dirs, shuffle_id, m, blocks[m])
+    return blocks
+
+
+def all_files(root: Path) -> set[str]:
+    """Files under ``root`` except the daemon's own state and logs."""
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.relative_to(root).parts[0].startswith((".riffle", ".merger-"))}

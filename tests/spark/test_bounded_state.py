@@ -1,0 +1,64 @@
+"""A long-running application: thousands of shuffles must leave the driver's Riffle state (Java
+tracker and Python merge scheduler) bounded, not growing with the number of shuffles."""
+
+from __future__ import annotations
+
+import json
+import time
+from operator import add
+
+import pytest
+
+import riffle
+from riffle.driver.config import RiffleConfig
+from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES
+from srlab.riffle_bench.daemon_proc import DaemonProcess
+
+pytestmark = pytest.mark.spark
+ROUNDS, JVM_SHUFFLES, PYTHON_SHUFFLES = 3, 400, 8
+
+
+@pytest.fixture(scope="module")
+def scheduler(spark, spark_local_root):
+    daemon = DaemonProcess([spark_local_root])
+    s = riffle.attach(spark, RiffleConfig(enabled=True, mergers=(daemon.address,), nway=2, best_effort=1.0, hold_timeout=30.0)).scheduler
+    yield s
+    riffle.detach(spark)
+    daemon.stop()
+
+
+def one_round(spark) -> None:
+    """JVM_SHUFFLES shuffles in one job (JVM objects: reported unsafe, never held) plus PYTHON_SHUFFLES merged ones."""
+    sc = spark.sparkContext
+    gw = sc._gateway
+    rdds = gw.new_array(gw.jvm.org.apache.spark.api.java.JavaRDD, JVM_SHUFFLES)
+    for i in range(JVM_SHUFFLES):
+        items = gw.jvm.java.util.ArrayList()
+        items.add(i)
+        rdds[i] = sc._jsc.parallelize(items, 1).repartition(1)
+    assert sc._jsc.union(rdds).count() == JVM_SHUFFLES
+    for _ in range(PYTHON_SHUFFLES):
+        assert sorted(sc.parallelize(range(8), 4).map(lambda x: (x % 3, x)).reduceByKey(add, 2).collect()) == [(0, 9), (1, 12), (2, 7)]
+
+
+def test_thousands_of_shuffles_leave_bounded_driver_state(spark, scheduler):
+    sizes = []
+    for _ in range(ROUNDS):
+        one_round(spark)
+        assert scheduler.wait_idle(60)
+        time.sleep(0.5)  # the last events reach the scheduler
+        sizes.append((json.loads(str(scheduler.tracker.stateSizes())), scheduler.state_sizes()))
+    assert len(scheduler.unsafe) > 0 and any(s["merges_committed"] > 0 for s in scheduler.stats.values())
+    for java, python in sizes:
+        # nothing held or mid-job survives a finished job; per-shuffle history is capped
+        assert java["stage_graph"] == 0 and java["held_shuffles"] == 0 and java["held_partitions"] == 0, sizes
+        assert java["stage_metrics"] <= 256 and java["pending_events"] < 100, sizes
+        assert max(python["shuffles"], python["stats"], python["unsafe"]) <= MAX_SETTLED_SHUFFLES, sizes
+        assert python["local_dirs"] <= 3, sizes
+    # merged files stay tracked (for deletion) only for shuffles Spark still has
+    assert sizes[-1][1]["merged_where"] <= ROUNDS * PYTHON_SHUFFLES
+    spark.sparkContext._jvm.System.gc()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and scheduler.state_sizes()["merged_where"] >= sizes[-1][1]["merged_where"] > 0:
+        time.sleep(0.2)
+    assert scheduler.state_sizes()["merged_where"] < max(sizes[-1][1]["merged_where"], 1), "cleaned shuffles must be forgotten"

@@ -1,0 +1,51 @@
+"""`slaq bench mllib --small`: the spark.ml sweep end to end on real local-cluster Spark sessions.
+
+Run as a subprocess: the benchmark starts one fresh session per configuration, which must not be the
+test suite's shared session (getOrCreate would hand that one back)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from srlab.slaq_bench.mllib import CV_FOLDS
+from srlab.slaq_bench.mllib_args import SMALL
+from srlab.slaq_bench.mllib_workload import GRIDS, make_fits
+
+pytestmark = pytest.mark.spark
+
+
+def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
+    cmd = [sys.executable, "-m", "slaq.cli", "bench", "mllib", "--small", "--configs", "slaq,stock", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    fits = make_fits(SMALL["fits"], SMALL["arrival_mean"], 1)
+    # CrossValidator fits every grid entry once per fold, then refits the best entry on all the data
+    cv_fits = sum(len({f.grid_index for f in fits if f.family == fam}) * CV_FOLDS + 1 for fam in GRIDS if any(f.family == fam for f in fits))
+    for variant, expected in (("fits", len(fits)), ("cv", cv_fits)):
+        v = out["variants"][variant]
+        for config in ("slaq", "stock"):
+            per_fit = v["last_repeat_fits"][config]
+            assert len(per_fit) == expected, (variant, config, sorted(per_fit))
+            for name, fit in per_fit.items():
+                # one logged iteration per objective value after the first, else summarize() raises
+                assert fit["iterations"] >= 2, name
+                assert fit["time_to_90pct_s"] is not None and 0 <= fit["time_to_90pct_s"] <= fit["wall_s"] + 0.5, (name, fit)
+                assert fit["spark_jobs"] >= fit["iterations"] - 1, (name, fit)
+                assert 0 < fit["time_to_first_loss_s"] <= fit["time_to_90pct_s"] + 0.002, (name, fit)
+                assert fit["per_iteration_ms"]["executor_task"] > 0, (name, fit)
+            assert v["median"][config]["mean_time_to_90pct_s"] > 0
+            run = v["per_repeat"][config][0]
+            assert run["cpu_s"]["executors_s"] > 0 and run["cpu_s"]["driver_jvm_s"] > 0, run["cpu_s"]
+            assert 0 < run["storage"]["storage_memory_peak_mb"] <= run["storage"]["storage_memory_capacity_mb"], run["storage"]
+            assert sum(run["task_locality"].values()) >= sum(f["spark_jobs"] for f in per_fit.values()), run["task_locality"]
+        assert v["per_repeat"]["slaq"][0]["epoch_loop"]["epochs"] > 0  # SLAQ really ran its loop
+        assert "epoch_loop" not in v["per_repeat"]["stock"][0]  # and stock Spark had none
+        assert "time_to_90pct_reduction" in v["slaq_vs_stock"]
+        # the scheduler changes when iterations run, never what they compute
+        assert v["objectives"]["within_reassociation"], v["objectives"]
+        assert v["objectives"]["fits_with_differing_iteration_counts"] == []

@@ -1,0 +1,287 @@
+"""Riffle on real local-cluster Spark with real merger daemons on loopback: every result must equal
+vanilla Spark's, with merges actually committed, under faults too."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from operator import add
+from pathlib import Path
+
+import pytest
+
+import riffle
+from riffle.driver.config import RiffleConfig
+from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
+from srlab.riffle_bench.daemon_proc import DaemonProcess
+
+pytestmark = pytest.mark.spark
+
+
+def merged_files(root: Path, shuffle_id: int | None = None) -> list[Path]:
+    out = []
+    for p in root.rglob("shuffle_*_*_0.*"):
+        parts = p.name.split("_")
+        if int(parts[2]) >= SYNTHETIC_MAP_ID_BASE and (shuffle_id is None or int(parts[1]) == shuffle_id):
+            out.append(p)
+    return out
+
+
+@pytest.fixture(scope="module")
+def merger(spark_local_root):
+    d = DaemonProcess([spark_local_root])
+    yield d
+    d.stop()
+
+
+@pytest.fixture(scope="module")
+def base_config(merger):
+    return RiffleConfig(enabled=True, mergers=(merger.address,), nway=3, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0)
+
+
+@pytest.fixture(scope="module")
+def scheduler(spark, base_config, spark_local_root):
+    s = riffle.attach(spark, base_config).scheduler
+    assert s is not None
+    yield s
+    riffle.detach(spark)
+    assert merged_files(spark_local_root) == [], "detach must delete every merged file"
+
+
+@pytest.fixture(autouse=True)
+def fresh_config(scheduler, base_config):
+    scheduler.config = base_config
+    scheduler.fleet.mark_all_up()
+    scheduler.set_merging(True)
+    yield
+    scheduler.config = base_config
+    scheduler.fleet.mark_all_up()
+    scheduler.set_merging(True)
+
+
+def run_merged(scheduler, fn):
+    """``fn()`` with merging on; returns (result, stats of the shuffles it created)."""
+    before = set(scheduler.stats)
+    result = fn()
+    assert scheduler.wait_idle(60)
+    return result, [v for k, v in scheduler.stats.items() if k not in before]
+
+
+def compare(scheduler, fn, expect_merge: bool = True):
+    scheduler.set_merging(False)
+    vanilla = fn()
+    scheduler.set_merging(True)
+    merged, stats = run_merged(scheduler, fn)
+    assert merged == vanilla
+    if expect_merge:
+        assert sum(s["merges_committed"] for s in stats) > 0, stats
+    return merged, stats
+
+
+def test_reduce_by_key(sc_rdd_data, scheduler):
+    fn = lambda: sorted(sc_rdd_data.map(lambda x: (x % 37, x)).reduceByKey(add, 7).collect())
+    result, _ = compare(scheduler, fn)
+    assert dict(result) == {k: sum(x for x in range(3000) if x % 37 == k) for k in range(37)}
+
+
+def test_group_by_key(sc_rdd_data, scheduler):
+    compare(scheduler, lambda: sorted((k, sorted(v)) for k, v in sc_rdd_data.map(lambda x: (x % 11, x)).groupByKey(5).collect()))
+
+
+def test_sort_by_key(sc_rdd_data, scheduler):
+    result, _ = compare(scheduler, lambda: sc_rdd_data.map(lambda x: ((x * 7919) % 3001, x)).sortByKey(numPartitions=6).collect())
+    assert [k for k, _ in result] == sorted(k for k, _ in result)
+
+
+def test_rdd_join(spark, sc_rdd_data, scheduler):
+    other = spark.sparkContext.parallelize([(k, f"v{k}") for k in range(0, 60, 2)], 12)
+    compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 50, x)).join(other, 5).collect()))
+
+
+def test_more_than_2000_reduce_partitions(sc_rdd_data, scheduler):
+    """Above 2000 partitions Spark switches to HighlyCompressedMapStatus; zero-size blocks must stay exact."""
+    result, stats = compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x, 1)).reduceByKey(add, 2100).collect()))
+    assert len(result) == 3000 and any(s["partitions"] == 2100 for s in stats)
+
+
+@pytest.mark.parametrize("aqe", ["true", "false"])
+def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, base_config):
+    """8 of 12 map tasks write no rows (no ``.data`` file): groups are formed from the 4 that have bytes, and
+    none fails; before, a group holding an empty output was refused whole with NOT_FOUND."""
+    scheduler.config = dataclasses.replace(base_config, nway=2)
+    rows = spark.sparkContext.parallelize(range(12), 12).flatMap(lambda i: [(k, i) for k in range(40)] if i % 3 == 0 else [])
+    result, stats = compare(scheduler, lambda: sorted(rows.reduceByKey(add, 4).collect()))
+    assert dict(result) == {k: 0 + 3 + 6 + 9 for k in range(40)}
+    assert sum(s["merges_failed"] for s in stats) == 0, stats
+    assert sum(s["merges_committed"] for s in stats) >= 1, stats  # 4 outputs with data on 2 executors, 2 per group
+
+
+def test_sql_group_by_and_join(spark, scheduler, aqe):
+    spark.conf.set("spark.sql.adaptive.enabled", aqe)
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        left = spark.range(0, 20000, 1, 12).selectExpr("id % 97 as k", "id as v")
+        right = spark.range(0, 500, 1, 12).selectExpr("id % 97 as k", "id * 2 as w")
+        compare(scheduler, lambda: sorted(left.groupBy("k").agg({"v": "sum", "*": "count"}).collect()))
+        compare(scheduler, lambda: sorted(left.join(right, "k").groupBy("k").agg({"w": "sum", "v": "max"}).collect()))
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+def test_sql_skew_join_splitting(spark, scheduler):
+    """AQE splits the skewed partition by map-index ranges; merged groups must still be read exactly once."""
+    settings = {"spark.sql.adaptive.enabled": "true", "spark.sql.autoBroadcastJoinThreshold": "-1",
+                "spark.sql.adaptive.skewJoin.enabled": "true", "spark.sql.adaptive.skewJoin.skewedPartitionFactor": "1",
+                "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": "100", "spark.sql.adaptive.advisoryPartitionSizeInBytes": "200",
+                "spark.sql.adaptive.coalescePartitions.enabled": "false", "spark.sql.shuffle.partitions": "8"}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        skewed = spark.range(0, 30000, 1, 12).selectExpr("case when id % 10 < 8 then 0 else id % 40 end as k", "id as v")
+        small = spark.range(0, 40, 1, 12).selectExpr("id as k", "id * 3 as w")
+        last: list = []
+
+        def fn():  # a new DataFrame per run: a reused one would reuse its shuffle files
+            last[:] = [skewed.join(small, "k")]  # no aggregate on top: its distribution would veto the split
+            return sorted(last[0].collect())
+
+        compare(scheduler, fn)
+        plan = last[0]._jdf.queryExecution().executedPlan().toString()
+        assert "SortMergeJoin(skew=true)" in plan and "AQEShuffleRead skewed" in plan, plan
+    finally:
+        for k in settings:
+            spark.conf.unset(k)
+
+
+@pytest.fixture(scope="module")
+def sc_rdd_data(spark):
+    return spark.sparkContext.parallelize(range(3000), 12)
+
+
+def test_unsafe_shuffle_is_left_unmerged(spark, scheduler):
+    """A shuffle of JVM objects under Spark's default JavaSerializer cannot be concatenated safely."""
+    sc = spark.sparkContext
+    before = set(scheduler.unsafe)
+    items = sc._jvm.java.util.ArrayList()
+    for i in range(300):
+        items.add(f"s{i}")
+    assert sc._jsc.parallelize(items, 12).repartition(4).count() == 300
+    assert scheduler.wait_idle(30)
+    time.sleep(0.5)  # the listener's events reach the scheduler asynchronously
+    new = {k: v for k, v in scheduler.unsafe.items() if k not in before}
+    assert new and all("serializer" in why for why in new.values()), scheduler.unsafe
+    assert all(merged_files_for(spark, scheduler, sid) == [] for sid in new)
+
+
+def merged_files_for(spark, scheduler, sid):
+    root = Path(spark.sparkContext.getConf().get("spark.local.dir"))
+    return merged_files(root, sid)
+
+
+def closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_unreachable_merger(sc_rdd_data, scheduler, base_config):
+    scheduler.config = dataclasses.replace(base_config, mergers=(closed_port(),))
+    fn = lambda: sorted(sc_rdd_data.map(lambda x: (x % 13, x)).reduceByKey(add, 5).collect())
+    _, stats = compare(scheduler, fn, expect_merge=False)
+    assert all(s["merges_committed"] == 0 for s in stats)
+
+
+def test_merger_killed_mid_merge(sc_rdd_data, scheduler, base_config, spark_local_root):
+    victim = DaemonProcess([spark_local_root])
+    scheduler.config = dataclasses.replace(base_config, mergers=(victim.address,))
+    os.kill(victim.proc.pid, signal.SIGSTOP)  # requests arrive and hang: the merges are in flight
+    fn = lambda: sorted(sc_rdd_data.map(lambda x: (x % 17, x)).reduceByKey(add, 5).collect())
+    expected = sorted({k: sum(x for x in range(3000) if x % 17 == k) for k in range(17)}.items())
+    box: dict = {}
+    t = threading.Thread(target=lambda: box.update(result=fn()))
+    t.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(m.merger == victim.address for s in scheduler.shuffles.values() for m in s.merges):
+        time.sleep(0.05)
+    os.kill(victim.proc.pid, signal.SIGKILL)
+    t.join(120)
+    assert box["result"] == expected
+    victim.proc.wait(10)
+
+
+def test_merge_timeout(sc_rdd_data, scheduler, base_config, spark_local_root):
+    hung = DaemonProcess([spark_local_root])
+    os.kill(hung.proc.pid, signal.SIGSTOP)
+    try:
+        scheduler.config = dataclasses.replace(base_config, mergers=(hung.address,), hold_timeout=2.0, rpc_timeout=60.0)
+        t0 = time.monotonic()
+        result, stats = run_merged(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 19, 1)).reduceByKey(add, 5).collect()))
+        assert dict(result) == {k: len(range(k, 3000, 19)) for k in range(19)}
+        assert any("timeout" in s["reason"] for s in stats) and all(s["merges_committed"] == 0 for s in stats)
+        assert time.monotonic() - t0 < 30
+    finally:
+        os.kill(hung.proc.pid, signal.SIGKILL)
+        hung.proc.wait(10)
+
+
+def test_merged_file_deleted_after_commit(spark, scheduler, spark_local_root):
+    rdd = spark.sparkContext.parallelize(range(3000), 12).map(lambda x: (x % 23, x)).reduceByKey(add, 6)
+    first, stats = run_merged(scheduler, lambda: sorted(rdd.collect()))
+    committed = [s for s in stats if s["merges_committed"] > 0]
+    assert committed
+    files = merged_files(spark_local_root, committed[0]["shuffle_id"])
+    assert files
+    for f in files:
+        f.unlink()
+    assert sorted(rdd.collect()) == first  # fetch failure -> Spark recomputes the lost map outputs
+
+
+def test_cleanup_deletes_merged_files(spark, scheduler, spark_local_root):
+    rdd = spark.sparkContext.parallelize(range(3000), 12).map(lambda x: (x % 29, x)).reduceByKey(add, 4)
+    _, stats = run_merged(scheduler, lambda: rdd.collect())
+    sid = next(s["shuffle_id"] for s in stats if s["merges_committed"] > 0)
+    assert merged_files(spark_local_root, sid)
+    spark.sparkContext._jsc.sc().cleaner().get().doCleanupShuffle(sid, True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and merged_files(spark_local_root, sid):
+        time.sleep(0.1)
+    assert merged_files(spark_local_root, sid) == []
+
+
+def test_executor_killed_after_commit(spark, scheduler):
+    sc = spark.sparkContext
+    rdd = sc.parallelize(range(3000), 12).map(lambda x: (x % 31, x)).reduceByKey(add, 6)
+    first, stats = run_merged(scheduler, lambda: sorted(rdd.collect()))
+    assert any(s["merges_committed"] > 0 for s in stats)
+    app = sc.applicationId
+    victim = subprocess.run(["pgrep", "-f", f"CoarseGrainedExecutorBackend.*--executor-id 0 .*{app}"], capture_output=True, text=True)
+    pids = [int(p) for p in victim.stdout.split()]
+    assert pids, "executor 0's JVM not found"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    assert sorted(rdd.collect()) == first
+    deadline = time.monotonic() + 60  # the standalone master replaces the executor; later tests need two
+    while time.monotonic() < deadline and sc._jsc.sc().getExecutorMemoryStatus().size() < 3:
+        time.sleep(0.5)
+    assert sc._jsc.sc().getExecutorMemoryStatus().size() >= 3
+
+
+def test_merger_refusing_the_driver_is_a_warning_with_its_cause(sc_rdd_data, scheduler, base_config, spark_local_root, caplog):
+    """A token mismatch fails every merge on that merger: one WARN naming the merger and the cause."""
+    guarded = DaemonProcess([spark_local_root], token="the-mergers-secret")
+    try:
+        scheduler.config = dataclasses.replace(base_config, mergers=(guarded.address,), token=None)
+        with caplog.at_level("WARNING", logger="riffle.driver"):
+            _, stats = compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 7, x)).reduceByKey(add, 3).collect()),
+                               expect_merge=False)
+        assert all(s["merges_committed"] == 0 for s in stats)
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and guarded.address in r.getMessage()]
+        assert len(warnings) == 1 and "UNAUTHENTICATED" in warnings[0], warnings
+    finally:
+        guarded.stop()

@@ -1,0 +1,209 @@
+"""The SLAQ tab of a real running app's Spark UI, loaded in a real headless Chromium, its REST JSON,
+and the driver log's line per epoch. The app (tests/spark/ui_app.py) is its own process: its own
+driver JVM with the UI on (the shared test session has it off), bound to 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from sparkshim import messages
+from tests.spark.ui_app import JOBS
+
+pytestmark = pytest.mark.spark
+
+APP = Path(__file__).with_name("ui_app.py")
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+# The driver log the way a user sets it up: log4j2.properties in SPARK_CONF_DIR, SLAQ's logger at INFO.
+LOG4J2 = """rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c: %m%n
+logger.slaq.name = io.slaqriffle.shim.SlaqStatus
+logger.slaq.level = info
+"""
+NAMES = [name for name, _, _ in JOBS]
+SHORT = "short"
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """The running app: its UI URL, its status report once every job has iterated and `short` finished, and its driver log."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup.sh (it installs Debian's chromium for these tests)")
+    tmp = tmp_path_factory.mktemp("ui-app")
+    (tmp / "conf").mkdir()
+    (tmp / "conf" / "log4j2.properties").write_text(LOG4J2)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1", "SPARK_CONF_DIR": str(tmp / "conf"),
+           "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).parents[2])}
+    log = open(tmp / "driver.log", "w")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen([sys.executable, str(APP), str(tmp / "local")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                            env=env, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line, f"the app exited before its UI was up:\n{(tmp / 'driver.log').read_text()[-3000:]}"
+        ui = json.loads(line)["ui"]
+        deadline = time.monotonic() + 180
+        while True:
+            report = messages.decode(json.dumps(get_json(ui + "/slaq/json/")))
+            seen = {j.job: j for e in report.history for j in e.jobs if j.iterations >= 3}
+            if len(report.history) >= 4 and set(seen) == set(NAMES) and any(j.job == SHORT for j in report.finished):
+                break
+            assert time.monotonic() < deadline, f"no epochs with every job after 180 s: {report}"
+            assert proc.poll() is None, (tmp / "driver.log").read_text()[-3000:]
+            time.sleep(1.0)
+        yield {"ui": ui, "report": report, "tmp": tmp, "proc": proc}
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses with a listening TCP socket on ``port``, from the kernel's tables (IPv4-mapped IPv6 as IPv4)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            local, state = row.split()[1], row.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:
+                raw = b"".join(bytes.fromhex(address[i:i + 8])[::-1] for i in range(0, len(address), 8))  # host-order words
+                ip = ipaddress.ip_address(raw)
+                found.add(str(ip.ipv4_mapped or ip) if isinstance(ip, ipaddress.IPv6Address) else str(ip))
+    return found
+
+
+def test_ui_binds_loopback_only(app):
+    url = urlparse(app["ui"])
+    assert url.hostname == "127.0.0.1"
+    assert listening_addresses(url.port) == {"127.0.0.1"}  # no wildcard (0.0.0.0, ::) socket
+
+
+def test_rest_json_is_the_schema_status_report(app):
+    report = app["report"]
+    epochs = [e.epoch for e in report.history]
+    assert epochs == sorted(epochs) and len(set(epochs)) == len(epochs)
+    assert [e.t for e in report.history] == sorted(e.t for e in report.history)
+    for e in report.history:
+        assert e.policy == "slaq" and e.capacity == 2.0
+        assert sum(j.cores for j in e.jobs) <= e.capacity + 1e-9
+        for j in e.jobs:
+            assert j.state in ("waiting", "running") and (j.state == "running") == (j.iterations > 0)
+            assert j.used_cores >= 0 and j.predicted_gain >= 0
+    per_job: dict[str, list[int]] = {}
+    for e in report.history:
+        for j in e.jobs:
+            per_job.setdefault(j.job, []).append(j.iterations)
+    assert all(seq == sorted(seq) for seq in per_job.values()), per_job
+    assert set(per_job) == set(NAMES)  # exact names, including the one with <, &, '
+    short = next(j for j in report.finished if j.job == SHORT)
+    assert short.state == "finished" and 0 < short.iterations <= 7  # as of its last epoch (7 = the initial loss plus 6)
+    assert (short.cores, short.used_cores) == (0.0, 0.0)
+    # the JVM's running total of cores used is real: the long jobs used some
+    assert any(j.used_cores > 0 for e in report.history for j in e.jobs)
+    recent = messages.decode(json.dumps(get_json(app["ui"] + "/slaq/json/?epochs=2")))
+    assert len(recent.history) == 2 and recent.history[0].epoch >= report.history[-1].epoch - 1
+
+
+class _Dom(HTMLParser):
+    """The parts of the rendered page the tests look at."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.svgs: dict[str, dict[str, list[str]]] = {}
+        self.tabs: list[str] = []
+        self._svg: str | None = None
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self._nav_link = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg" and a.get("id", "").startswith("slaq-"):
+            self._svg = a["id"]
+            self.svgs[self._svg] = {}
+        elif self._svg and a.get("class") in ("slaq-series", "slaq-mean", "slaq-used"):
+            self.svgs[self._svg].setdefault(a["class"], []).append(a.get("data-job", ""))
+        elif tag == "tr" and a.get("class") == "slaq-job":
+            self._row = []
+        elif tag == "td" and self._row is not None:
+            self._cell = []
+        elif tag == "a" and "nav-link" in (a.get("class") or ""):
+            self._nav_link = True
+
+    def handle_endtag(self, tag):
+        if tag == "svg":
+            self._svg = None
+        elif tag == "td" and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.rows.append(self._row)
+            self._row = None
+        elif tag == "a":
+            self._nav_link = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._nav_link and data.strip():
+            self.tabs.append(data.strip())
+
+
+def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
+    tmp = app["tmp"]
+    url = app["ui"] + "/slaq/"
+    flags = CHROMIUM_FLAGS + [f"--user-data-dir={tmp / 'chromium-profile'}"]
+    dom = subprocess.run([CHROMIUM, *flags, "--virtual-time-budget=5000", "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page = _Dom()
+    page.feed(dom.stdout)
+    assert "SLAQ" in page.tabs and "Jobs" in page.tabs, page.tabs  # our tab in Spark's own navigation bar
+    rows = {r[0]: r for r in page.rows}
+    assert set(NAMES) <= set(rows), page.rows  # every job, names escaped and shown as text
+    assert rows[SHORT][1] == "finished"
+    assert all(rows[n][1] == "running" and int(rows[n][2]) >= 3 for n in NAMES if n != SHORT)
+    assert len(rows[NAMES[0]]) == 8  # job, state, iterations, loss, normalized loss, predicted gain, cores allocated, used
+    loss, alloc = page.svgs["slaq-loss-chart"], page.svgs["slaq-alloc-chart"]
+    assert set(loss["slaq-series"]) == set(NAMES) and loss["slaq-mean"] == [""]
+    assert set(alloc["slaq-series"]) <= set(NAMES) and len(alloc["slaq-series"]) >= 2 and alloc["slaq-used"] == [""]
+    shot = tmp / "slaq-tab.png"
+    run = subprocess.run([CHROMIUM, *flags, "--virtual-time-budget=5000", "--window-size=1280,1600", f"--screenshot={shot}", url],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000, run.stderr[-2000:]
+
+
+def test_driver_log_has_one_info_line_per_epoch(app):
+    history = [e.epoch for e in app["report"].history]
+    text = (app["tmp"] / "driver.log").read_text()
+    lines = [x for x in text.splitlines() if " INFO io.slaqriffle.shim.SlaqStatus: SLAQ epoch " in x]
+    numbers = [int(x.split("SLAQ epoch ")[1].split()[0]) for x in lines]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers))), numbers  # one line per epoch, in order
+    assert numbers[0] == history[0] and set(history) <= set(numbers)  # the same epochs the tab shows (idle ones before the jobs are not kept)
+    last = lines[numbers.index(history[-1])]
+    assert "policy slaq" in last and "svm-1 [running] it=" in last and "cores=" in last

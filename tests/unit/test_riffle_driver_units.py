@@ -1,0 +1,177 @@
+"""Riffle's driver side without Spark: merge policies, merger placement, configuration, the decisions
+over a shuffle's merges, and the merger fleet against a real (closed) gRPC port."""
+
+from __future__ import annotations
+
+import random
+import socket
+import time
+
+import pytest
+
+from riffle.driver.config import RiffleConfig
+from riffle.driver.fleet import MergerFleet
+from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.placement import candidates, same_host, two_choices
+from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
+from sparkshim import messages
+from sparkshim.conf import ConfigError
+
+
+def out(i, executor="1", nbytes=100):
+    return MapOutput(0, i, 1000 + i, executor, "h", nbytes)
+
+
+def test_nway_groups_per_executor_and_flushes_the_rest():
+    p = NWayPolicy(3)
+    groups = [g for i in range(8) for g in p.add(out(i, executor=str(i % 2)))]
+    assert [[o.map_index for o in g] for g in groups] == [[0, 2, 4], [1, 3, 5]]
+    assert sorted(o.map_index for o in p.leftover()) == [6, 7]
+    p.add(out(8, executor="0"))
+    assert [[o.map_index for o in g] for g in p.flush()] == [[6, 8]]  # executor 1's lone output stays unmerged
+    with pytest.raises(ValueError):
+        NWayPolicy(1)
+
+
+def test_block_size_merges_at_the_target_average_and_skips_large_outputs():
+    p = BlockSizePolicy(target_block_bytes=100, num_partitions=10)  # a group closes at 1000 bytes
+    assert p.add(out(0, nbytes=5000)) == []  # already 500 bytes per block: left alone
+    assert p.add(out(1, nbytes=400)) == [] and p.add(out(2, nbytes=400)) == []
+    (group,) = p.add(out(3, nbytes=400))
+    assert [o.map_index for o in group] == [1, 2, 3]
+    assert [o.map_index for o in p.leftover()] == [0]
+    assert isinstance(make_merge_policy("blocksize", 2, 1, 1), BlockSizePolicy)
+    with pytest.raises(ValueError):
+        make_merge_policy("random", 2, 1, 1)
+
+
+def test_placement_prefers_the_less_loaded_of_two_and_needs_the_same_host():
+    loads = {"a:1": 5.0, "b:1": 1.0, "c:1": 3.0}
+    picks = {two_choices(list(loads), loads.__getitem__, random.Random(s)) for s in range(50)}
+    assert "a:1" not in picks  # the most loaded one never wins a pair
+    assert candidates(["127.0.0.1:7000", "10.9.9.9:7000"], "localhost") == ["127.0.0.1:7000"]
+    assert same_host("10.0.0.5", "10.0.0.5") and not same_host("10.0.0.5", "10.0.0.6")
+    with pytest.raises(ValueError):
+        two_choices([], lambda m: 0.0, random.Random(0))
+
+
+def test_merge_group_names_owner_members_and_lengths():
+    m = Merge("r", 3, [out(4), out(2), out(9)], 1 << 62, "m:1", ["/d"], lengths=[5, 0, 7])
+    g = merge_group(m)
+    assert (g.owner, g.merged_map_id, g.executor, g.map_indexes, g.map_ids, g.lengths) == (2, 1 << 62, "1", (4, 2, 9), (1004, 1002, 1009), (5, 0, 7))
+    assert messages.decode(messages.encode(g)) == g
+
+
+def test_config_parsing_and_errors(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    conf = {"spark.riffle.enabled": "true", "spark.riffle.mergers": "h1:7000, h2:7001", "spark.riffle.nway": "10",
+            "spark.riffle.bestEffort": "0.9", "spark.riffle.holdTimeout": "500ms", "spark.riffle.targetBlockSize": "1m",
+            "spark.riffle.authTokenFile": str(token)}
+    c = RiffleConfig.from_conf(conf.get)
+    assert (c.enabled, c.mergers, c.nway, c.best_effort, c.hold_timeout, c.target_block_bytes, c.token) == (
+        True, ("h1:7000", "h2:7001"), 10, 0.9, 0.5, 1 << 20, "s3cret")
+    assert "s3cret" not in repr(c)
+    for key, value in [("mergers", "nohostport"), ("policy", "greedy"), ("nway", "1"), ("bestEffort", "1.5"),
+                       ("targetBlockSize", "huge"), ("authTokenFile", str(tmp_path / "missing"))]:
+        with pytest.raises(ConfigError, match=f"spark.riffle.{key}"):
+            RiffleConfig.from_conf({f"spark.riffle.{key}": value}.get)
+
+
+class TrackerStandIn:
+    """Stands in for the JVM tracker only here (its messages are the real schema's); the live tests use the shim."""
+
+    def __init__(self):
+        self.events: list = []
+        self.lookups = 0
+
+    def applicationId(self):
+        return "app-1"
+
+    def drain(self):
+        text, self.events = messages.encode(self.events), []
+        return text
+
+    def localDirs(self, executor):
+        self.lookups += 1
+        return [f"/local/{executor}/v{self.lookups}"]
+
+
+def test_executor_removed_invalidates_cached_local_dirs():
+    from riffle.driver.scheduler import MergeScheduler
+
+    tracker = TrackerStandIn()
+    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
+    assert s._local_dirs("7") == ["/local/7/v1"] and s._local_dirs("7") == ["/local/7/v1"]  # cached
+    tracker.events = [messages.ExecutorRemoved("7")]
+    s.step()
+    assert s._local_dirs("7") == ["/local/7/v2"]  # a new executor under that id has new dirs
+    assert s.state_sizes()["local_dirs"] == 1
+
+
+def test_settle_reason_waits_for_the_map_stage_then_all_best_effort_or_timeout():
+    assert settle_reason(None, [], 0.0, 0.95, 30.0) is None  # map stage still running
+    assert settle_reason(10.0, [], 10.0, 0.95, 30.0) == "all merges finished"  # nothing was merged: release at once
+    assert settle_reason(10.0, ["done", "failed", "cancelled"], 10.0, 0.95, 30.0) == "all merges finished"
+    assert settle_reason(10.0, ["done", "running"], 11.0, 0.95, 30.0) is None
+    assert settle_reason(10.0, ["done", "done", "running"], 11.0, 0.5, 30.0) == "best effort: 2/3 merges finished"
+    assert settle_reason(10.0, ["failed", "running"], 40.0, 0.5, 30.0) == "timeout after 30 s: 0/2 merges finished"
+
+
+def test_shuffle_stats_count_files_and_blocks_after_the_commit():
+    s = ShuffleState(5, 7, 8, 10, True, None, outputs={i: out(i) for i in range(8)}, map_done_at=100.0, map_bytes=800)
+    s.merges = [Merge("a", 5, [out(0), out(1), out(2)], 1, "m:1", ["/d"], state="done"),
+                Merge("b", 5, [out(3), out(4), out(5)], 2, "m:1", ["/d"], state="done"),
+                Merge("c", 5, [out(6), out(7)], 3, "m:1", ["/d"], state="cancelled")]
+    s.committed = 2
+    assert map_files_after(s) == 8 - 6 + 2
+    stats = shuffle_stats(s, "why", now=101.5)
+    assert (stats["blocks_before"], stats["blocks_after"], stats["merges_requested"], stats["merges_committed"],
+            stats["merges_cancelled"], stats["merges_failed"], stats["hold_seconds"], stats["bytes"]) == (80, 40, 3, 2, 1, 0, 1.5, 800)
+    s.committed = 1  # the shim skipped one group: members are averaged
+    assert map_files_after(s) == 8 - 3 + 1
+
+
+def closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_fleet_marks_an_unreachable_merger_down_and_stops_choosing_it():
+    address = closed_port()
+    fleet = MergerFleet(RiffleConfig(enabled=True, mergers=(address, "10.9.9.9:7000"), rpc_timeout=5.0), "app-1")
+    try:
+        assert fleet.choose("localhost") == address  # the only merger on that host; no status RPC needed
+        m = Merge("r1", 3, [out(0), out(1)], 1 << 62, address, ["/d"])
+        fleet.send(m, 4)
+        assert fleet.merged_where == {3: {(address, ("/d",))}}
+        deadline = time.monotonic() + 10
+        while m.state == "running" and time.monotonic() < deadline:
+            time.sleep(0.01)
+            fleet.poll(m)
+        assert m.state == "failed" and m.error.startswith("UNAVAILABLE"), m.error
+        assert fleet.choose("localhost") is None  # down for a while
+        fleet.mark_all_up()
+        assert fleet.reachable("localhost") == [address]
+        fleet.cleanup(3)  # fails on the closed port: a warning, not an error
+        assert fleet.merged_where == {}
+    finally:
+        fleet.close()
+
+
+def test_replacing_the_scheduler_config_reaches_the_fleet():
+    from riffle.driver.scheduler import MergeScheduler
+
+    s = MergeScheduler(None, TrackerStandIn(), RiffleConfig(enabled=True))
+    assert s.fleet.reachable("h1") == ["h1:7338"]  # no mergers listed: one per executor host
+    s.config = RiffleConfig(enabled=True, merger_port=9000)
+    assert s.fleet.config is s.config and s.fleet.reachable("h1") == ["h1:9000"]
+    s.fleet.close()
+
+
+def test_outputs_without_data_are_never_grouped():
+    from riffle.driver.policy import MapOutput, has_data
+
+    empty, unknown, full = (MapOutput(0, i, i, "e1", "h", b) for i, b in enumerate((0, -1, 10)))
+    assert [has_data(o) for o in (empty, unknown, full)] == [False, True, True]
