@@ -1,7 +1,4 @@
-"""What every command-line entry point shares: ``--version``, JSON output, argument checks, and the lab's verbs.
-
-Imports nothing heavy: the merger daemon's CLI uses it on nodes without pyspark, numpy or scipy.
-"""
+"""What the ``slaq`` and ``riffle`` commands share: ``--version``, JSON output, argument checks, and the lab's verbs."""
 
 from __future__ import annotations
 
@@ -12,17 +9,10 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-DISTRIBUTION = "slaq-riffle"
+from riffle.version import package_version
+
 LAB_ENTRY_POINTS = "slaq_riffle.cli"  # the lab (lab/pyproject.toml) registers one function per command here
 LAB_VERBS = ("bench", "reproduce")  # verbs only the lab provides, named in the error when it is absent
-
-
-def package_version() -> str:
-    """The installed ``slaq-riffle`` version ("unknown" when run from sources that were never installed)."""
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def add_version(parser: argparse.ArgumentParser, prog: str) -> None:
