@@ -110,17 +110,36 @@ def _target(d: _Dirs, spec: MergeSpec) -> Target:
 
 
 def _open_inputs(d: _Dirs, spec: MergeSpec, fds: list[int]) -> list[Input]:
-    """Open every input's data and index; the descriptors go into ``fds`` as they are opened, for the caller to close."""
+    """Open every input's data and index; the descriptors go into ``fds`` as they are opened, for the caller to close.
+
+    A map task that wrote no rows leaves only an index of zeros and no data file: such an input is
+    empty, not missing (its reader is never asked for a byte, so it gets no data descriptor)."""
     inputs: list[Input] = []
     for m in spec.map_ids:
         data_name, index_name = data_file_name(spec.shuffle_id, m), index_file_name(spec.shuffle_id, m)
-        fds.append(d.open_input(data_name, spec.sub_dirs))
         fds.append(d.open_input(index_name, spec.sub_dirs))
-        if hasattr(os, "posix_fadvise"):  # each input is read front to back: ask for the larger read-ahead
-            os.posix_fadvise(fds[-2], 0, 0, os.POSIX_FADV_SEQUENTIAL)
-        index = IndexStream(fds[-1], spec.num_partitions, os.fstat(fds[-2]).st_size, d.path(index_name, spec.sub_dirs))
-        inputs.append(Input(fds[-2], index, d.path(data_name, spec.sub_dirs)))
+        index_fd = fds[-1]
+        try:
+            data_fd = d.open_input(data_name, spec.sub_dirs)
+        except MissingInput:
+            if not _index_says_empty(index_fd, spec.num_partitions):
+                raise
+            data_fd, data_length = -1, 0
+        else:
+            fds.append(data_fd)
+            data_length = os.fstat(data_fd).st_size
+            if hasattr(os, "posix_fadvise"):  # each input is read front to back: ask for the larger read-ahead
+                os.posix_fadvise(data_fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        index = IndexStream(index_fd, spec.num_partitions, data_length, d.path(index_name, spec.sub_dirs))
+        inputs.append(Input(data_fd, index, d.path(data_name, spec.sub_dirs)))
     return inputs
+
+
+def _index_says_empty(index_fd: int, num_partitions: int) -> bool:
+    """Whether an index's last offset (the data length it promises) is 0; the full index is still
+    validated as the merge streams it."""
+    last = os.pread(index_fd, 8, num_partitions * 8)
+    return len(last) == 8 and int.from_bytes(last, "big", signed=True) == 0
 
 
 def merge_map_outputs(

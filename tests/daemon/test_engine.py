@@ -111,9 +111,25 @@ def test_corrupt_inputs_rejected_without_output(roots, journal, dirs, root, case
 def test_missing_input_named(roots, journal, dirs, root):
     make_outputs(dirs, 1, [0], 4)
     before = all_files(root)
-    with pytest.raises(MissingInput, match="shuffle_1_7_0.data"):
+    with pytest.raises(MissingInput, match="shuffle_1_7_0.index"):
         merge(roots, journal, dirs, 1, [0, 7], 4)
     assert all_files(root) == before
+    data, _ = paths(dirs, 1, [0])[0]
+    data.unlink()  # an index that promises bytes, without its data file: missing, not empty
+    with pytest.raises(MissingInput, match="shuffle_1_0_0.data"):
+        merge(roots, journal, dirs, 1, [0, 7], 4)
+
+
+def test_map_output_without_rows_merges_as_empty(roots, journal, dirs):
+    """A map task that wrote no rows leaves an index of zeros and no data file (Spark's own behaviour)."""
+    blocks = make_outputs(dirs, 1, [0, 1, 2], 6)
+    empty_data, empty_index = paths(dirs, 1, [1])[0]
+    empty_data.unlink()
+    empty_index.write_bytes(encode_index([0] * 6))
+    merge(roots, journal, dirs, 1, [0, 1, 2], 6)
+    data, index = out_paths(dirs, 1)
+    for p in range(6):
+        assert read_partition(data, index, 6, p) == blocks[0][p] + blocks[2][p]
 
 
 def test_existing_output_never_rewritten(roots, journal, dirs):
