@@ -23,3 +23,25 @@ def make_outputs(dirs, shuffle_id, maps, partitions, seed=0, sizes=(0, 1, 17, 30
 def all_files(root: Path) -> set[str]:
     """Files under ``root`` except the daemon's own state and logs."""
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.relative_to(root).parts[0].startswith((".riffle", ".merger-"))}
+
+
+class FakePools:
+    """The shim's pools as the epoch loop sees them (4 cores, nothing drained), for unit tests only; the Spark tests use the real shim."""
+
+    def __init__(self):
+        self.deposits = []
+
+    def drain(self):
+        return [], {}
+
+    def deposit(self, alloc, epoch):
+        self.deposits.append(dict(alloc))
+
+    def open_all(self, reason):
+        pass
+
+    def resume(self):
+        pass
+
+    def capacity(self):
+        return 4.0

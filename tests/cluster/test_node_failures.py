@@ -14,8 +14,6 @@ import pytest
 import riffle
 from tests.cluster.support import cluster_session, wait_executors
 
-pytestmark = pytest.mark.spark
-
 KEYS = 41
 
 

@@ -14,8 +14,6 @@ import pytest
 import riffle
 from tests.cluster.support import cluster_session, merged_files_by_node, wait_executors
 
-pytestmark = pytest.mark.spark
-
 
 def run(scheduler, fn, merging: bool):
     scheduler.set_merging(merging)

@@ -11,10 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.spark
-
 APP = """
 import json, threading, time
 from pyspark.sql import SparkSession

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.spark
-
 APP = 'from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate()\nprint("APP RAN")\n'
 
 

@@ -14,7 +14,6 @@ from riffle.driver.config import RiffleConfig
 from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES
 from srlab.riffle_bench.daemon_proc import DaemonProcess
 
-pytestmark = pytest.mark.spark
 ROUNDS, JVM_SHUFFLES, PYTHON_SHUFFLES = 3, 400, 8
 
 

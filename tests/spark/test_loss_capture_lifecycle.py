@@ -13,8 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.spark
-
 CHILD = Path(__file__).with_name("loss_capture_lifecycle_child.py")
 
 # The user's file: root at WARN into user.log (so breeze.optimize.LBFGS and LBFGSB inherit WARN from root);

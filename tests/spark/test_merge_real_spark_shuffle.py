@@ -4,12 +4,9 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, block_file_path, read_partition
 from srlab.riffle_bench.daemon_proc import DaemonProcess
 
-pytestmark = pytest.mark.spark
 SHUFFLE_FILE = re.compile(r"^shuffle_(\d+)_(\d+)_0\.index$")
 
 

@@ -11,8 +11,6 @@ from py4j.protocol import Py4JJavaError
 from sparkshim import messages
 from sparkshim.bridge import call_static
 
-pytestmark = pytest.mark.spark
-
 
 def sample_value(spec: str, seed: int):
     if spec == "int":

@@ -9,13 +9,9 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from srlab.slaq_bench.mllib import CV_FOLDS
 from srlab.slaq_bench.mllib_args import SMALL
 from srlab.slaq_bench.mllib_workload import GRIDS, make_fits
-
-pytestmark = pytest.mark.spark
 
 
 def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():

@@ -18,8 +18,6 @@ import pytest
 
 import slaq
 
-pytestmark = pytest.mark.spark
-
 
 @pytest.fixture(scope="module")
 def scheduler(spark):

@@ -12,8 +12,6 @@ import pytest
 import slaq
 from slaq.policy.base import unit
 
-pytestmark = pytest.mark.spark
-
 
 @pytest.fixture(scope="module")
 def scheduler(spark):

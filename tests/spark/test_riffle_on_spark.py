@@ -20,8 +20,6 @@ from riffle.driver.config import RiffleConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from srlab.riffle_bench.daemon_proc import DaemonProcess
 
-pytestmark = pytest.mark.spark
-
 
 def merged_files(root: Path, shuffle_id: int | None = None) -> list[Path]:
     out = []

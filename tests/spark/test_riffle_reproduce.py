@@ -4,11 +4,7 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from srlab.reproduce.riffle_figures import figures_from
-
-pytestmark = pytest.mark.spark
 
 
 def test_reproduce_fig4_9_and_4_10_small(tmp_path):

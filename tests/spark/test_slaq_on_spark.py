@@ -13,8 +13,6 @@ import slaq
 from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread, restore_thread
 from srlab.slaq_bench.enforce import _burn, measure
 
-pytestmark = pytest.mark.spark
-
 
 @pytest.fixture(scope="module")
 def sc(spark):

@@ -8,8 +8,6 @@ import pytest
 from sparkshim import messages
 from sparkshim.bridge import new_instance
 
-pytestmark = pytest.mark.spark
-
 
 def job(name, iterations=3, cores=1.0):
     return messages.JobStatus(name, "running", iterations, 0.5, 0.4, 0.05, cores, cores * 0.9)

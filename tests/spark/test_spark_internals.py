@@ -6,11 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 from sparkshim.bridge import call_static, shim_for
 
-pytestmark = pytest.mark.spark
 JAVA = Path(__file__).parents[2] / "sparkshim" / "java"
 
 

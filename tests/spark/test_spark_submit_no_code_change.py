@@ -14,8 +14,6 @@ import pytest
 from sparkshim.starthook import PTH_NAME
 from srlab.riffle_bench.daemon_proc import DaemonProcess
 
-pytestmark = pytest.mark.spark
-
 APP = """
 from operator import add
 from pyspark.sql import SparkSession

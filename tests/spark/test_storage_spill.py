@@ -10,10 +10,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
-pytestmark = pytest.mark.spark
-
 SCRIPT = r"""
 import json, logging, threading, time
 from pyspark import StorageLevel

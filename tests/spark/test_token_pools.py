@@ -7,8 +7,6 @@ import pytest
 
 from sparkshim.bridge import new_instance
 
-pytestmark = pytest.mark.spark
-
 
 @pytest.fixture
 def clock(gateway):

@@ -20,8 +20,6 @@ import pytest
 from sparkshim import messages
 from tests.spark.ui_app import JOBS
 
-pytestmark = pytest.mark.spark
-
 APP = Path(__file__).with_name("ui_app.py")
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

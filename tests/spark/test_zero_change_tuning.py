@@ -16,8 +16,6 @@ from pyspark import InheritableThread, inheritable_thread_target
 import slaq
 from slaq import sparkml
 
-pytestmark = pytest.mark.spark
-
 FIT_JOB = re.compile(r"^LogisticRegression\[(?P<params>[^\]]*)\]#\d+$")
 
 

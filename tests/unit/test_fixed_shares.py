@@ -9,7 +9,7 @@ import pytest
 from slaq.enforce.pools import Iteration, PoolState, check_job_name
 from slaq.live.loop import NO_LOSS_EPOCHS, EpochLoop, LiveJob, fixed_shares
 from slaq.sparkml import MAX_NAME, fit_job_name
-from tests.unit.test_live_units import FakePools
+from tests.fixtures import FakePools
 
 
 class ScriptedPools(FakePools):

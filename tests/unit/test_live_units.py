@@ -11,6 +11,7 @@ from slaq.enforce.pools import Iteration, allocation_message, check_job_name, sp
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.loop import EpochLoop, LiveJob, ingest
 from sparkshim import messages
+from tests.fixtures import FakePools
 
 
 def conf(**kv):
@@ -55,28 +56,6 @@ def test_ingest_costs_come_from_pool_consumption_between_reports():
     h = jobs["a"].history
     assert len(n) == 2 and h.losses == [1.0, 0.5]
     assert h.core_seconds == [4.0] and h.wall_seconds == [2.0] and h.cores == [2.0]
-
-
-class FakePools:
-    """Stands in for the JVM only in these unit tests; the live tests use the real shim."""
-
-    def __init__(self):
-        self.deposits = []
-
-    def drain(self):
-        return [], {}
-
-    def deposit(self, alloc, epoch):
-        self.deposits.append(dict(alloc))
-
-    def open_all(self, reason):
-        pass
-
-    def resume(self):
-        pass
-
-    def capacity(self):
-        return 4.0
 
 
 def test_allocation_uses_the_simulators_policies_and_respects_reserve():

@@ -11,7 +11,7 @@ from slaq.live.loop import EpochLoop
 from slaq.live.status import used_cores
 from slaq.progress import ConsoleProgress, console, format_table
 from sparkshim import messages
-from tests.unit.test_live_units import FakePools
+from tests.fixtures import FakePools
 
 
 class ScriptedPools(FakePools):
