@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from slaq.bench.session import DEFAULT_MASTER, spark_session
-from slaq.enforce.pools import PoolBridge
+from slaq.enforce.pools import POOL_PREFIX, PoolBridge
 
 
 def _burn(ms: float) -> int:
@@ -21,7 +21,7 @@ def _burn(ms: float) -> int:
 
 def _saturate(sc: Any, pools: PoolBridge, job: str, stop: threading.Event, tasks: int, task_ms: float, window: list[float],
               done: dict[str, int], lock: threading.Lock) -> None:
-    pools.set_thread("slaq." + job, job)
+    pools.set_thread(POOL_PREFIX + job, job)
     while not stop.is_set():
         sc.parallelize(range(tasks), tasks).map(lambda _: _burn(task_ms)).count()
         if window[0] <= time.monotonic() <= window[1]:

@@ -11,7 +11,7 @@ from pyspark import InheritableThread
 
 import slaq
 from slaq.bench.enforce import _burn, measure
-from slaq.enforce.pools import PoolBridge
+from slaq.enforce.pools import POOL_PREFIX, PoolBridge
 
 pytestmark = pytest.mark.spark
 
@@ -40,7 +40,7 @@ def strict_pools(sc, scheduler):
 
 
 def _run_tasks(sc, pools, job, results, tasks=2, task_ms=200.0):
-    pools.set_thread("slaq." + job, job)
+    pools.set_thread(POOL_PREFIX + job, job)
     try:
         t0 = time.monotonic()
         sc.parallelize(range(tasks), tasks).map(lambda _: _burn(task_ms)).count()
