@@ -1,8 +1,9 @@
 """The typed messages that cross py4j, built from ``sparkshim/messages.json`` (the one schema).
 
 Each message type becomes a frozen dataclass here; the Java records in ``Messages.java`` are held to
-the same schema by ``tests/unit/test_message_contract.py``, which round-trips every type through
-the JVM. On the wire a message is one JSON object with its kind in ``"type"`` and its fields in
+the same schema by the contract test (``test_message_contract.py``), which round-trips every type
+through the JVM. The schema's ``names`` (local property and pool names, breeze's logger and line)
+are read here and, from the copy packed into the jar, by ``Names.java``. On the wire a message is one JSON object with its kind in ``"type"`` and its fields in
 snake_case; decoding checks every field's type, so drift fails loudly instead of reading zeros.
 """
 
@@ -15,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_PATH = Path(__file__).with_name("messages.json")
-SCHEMA: dict[str, dict[str, str]] = json.loads(SCHEMA_PATH.read_text())["messages"]
+_SCHEMA_FILE = json.loads(SCHEMA_PATH.read_text())
+SCHEMA: dict[str, dict[str, str]] = _SCHEMA_FILE["messages"]
+NAMES: dict[str, str] = _SCHEMA_FILE["names"]
+
+JOB_PROPERTY: str = NAMES["job_property"]  # local property naming the SLAQ job of a thread's Spark work
+POOL_PREFIX: str = NAMES["pool_prefix"]  # a SLAQ job's scheduler pool is this + the job name
+BREEZE_LOGGER: str = NAMES["breeze_logger"]  # breeze's optimizers log their iterations under this logger
+BREEZE_ITERATION_LINE: str = NAMES["breeze_iteration_line"]  # how breeze's per-iteration line starts
 
 
 _INT_BITS = {"int": 32, "long": 64}

@@ -7,9 +7,11 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 DEFAULT_MASTER = "local-cluster[2,1,1024]"
+LAB_JAVA = Path(__file__).resolve().parents[1] / "java"  # the benchmarks' own JVM classes (not in the product jar)
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
 
 
@@ -23,6 +25,20 @@ def executor_memory(master: str, mb: int) -> tuple[str, dict[str, str]]:
     if m is not None and int(m.group(3)) < mb:
         master = f"local-cluster[{m.group(1)},{m.group(2)},{mb}]"
     return master, {"spark.executor.memory": f"{mb}m"}
+
+
+def lab_jar() -> Path:
+    """The lab jar (``io.slaqriffle.lab``: NodeShuffleService, StageMetricsListener), built like the shim's and cached."""
+    from sparkshim.build import build
+
+    return build(sources=LAB_JAVA, name="lab", resources={})
+
+
+def lab_instance(sc: Any, name: str, *args: Any) -> Any:
+    """``new io.slaqriffle.lab.<name>(args...)`` in ``sc``'s driver JVM (the lab jar loaded once per JVM)."""
+    from sparkshim.bridge import instantiate, jar_class
+
+    return instantiate(sc._gateway, jar_class(sc._gateway, lab_jar(), f"io.slaqriffle.lab.{name}"), *args)
 
 
 def neutral_gateway() -> None:

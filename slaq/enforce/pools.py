@@ -10,8 +10,7 @@ from typing import Any
 from sparkshim import messages
 from sparkshim.bridge import shim_for
 
-JOB_PROPERTY = "slaq.job"
-POOL_PREFIX = "slaq."
+JOB_PROPERTY, POOL_PREFIX = messages.JOB_PROPERTY, messages.POOL_PREFIX  # shared with the JVM through sparkshim/messages.json
 PYTHON_SOURCE = "python"  # the source of losses reported from Python; the JVM stamps its captured ones "mllib"
 _FORBIDDEN = set("\t\n\r")
 

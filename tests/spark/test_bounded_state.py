@@ -51,7 +51,7 @@ def test_thousands_of_shuffles_leave_bounded_driver_state(spark, scheduler):
     for java, python in sizes:
         # nothing held or mid-job survives a finished job; per-shuffle history is capped
         assert java["stage_graph"] == 0 and java["held_shuffles"] == 0 and java["held_partitions"] == 0, sizes
-        assert java["stage_metrics"] <= 256 and java["pending_events"] < 100, sizes
+        assert java["pending_events"] < 100, sizes
         assert max(python["shuffles"], python["stats"], python["unsafe"]) <= MAX_SETTLED_SHUFFLES, sizes
         assert python["local_dirs"] <= 3, sizes
     # merged files stay tracked (for deletion) only for shuffles Spark still has

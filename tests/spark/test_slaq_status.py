@@ -19,7 +19,7 @@ def epoch(n, *jobs):
 
 @pytest.fixture
 def store(gateway):
-    status = new_instance(gateway, "SlaqStatus")
+    status = new_instance(gateway, "slaq.SlaqStatus")
 
     def publish(e):
         status.publish(messages.encode(e))
@@ -55,7 +55,7 @@ def test_window_is_bounded_and_idle_epochs_are_kept_once(store):
 
 
 def test_a_message_that_drifts_from_the_schema_is_refused(gateway):
-    status = new_instance(gateway, "SlaqStatus")
+    status = new_instance(gateway, "slaq.SlaqStatus")
     with pytest.raises(Exception, match="bad EpochStatus message: Missing creator property 'jobs'"):  # pyspark re-raises it as its own
         status.publish('{"type": "epoch_status", "epoch": 1, "t": 0.5, "policy": "slaq", "capacity": 2.0}')
     assert messages.decode(status.reportJson()).history == ()

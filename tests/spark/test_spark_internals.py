@@ -13,7 +13,7 @@ JAVA = Path(__file__).parents[2] / "sparkshim" / "java"
 
 def test_self_check_finds_every_internal_on_this_spark(spark, gateway):
     sc = spark.sparkContext
-    missing = call_static(gateway, "SparkInternals", "selfCheck", ["org.apache.spark.SparkContext"], sc._jsc.sc())
+    missing = call_static(gateway, "seam.SparkInternals", "selfCheck", ["org.apache.spark.SparkContext"], sc._jsc.sc())
     assert missing.isEmpty(), str(missing)
     assert shim_for(sc).riffle().unavailableReason() is None
 

@@ -32,7 +32,7 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c: %m%n
-logger.slaq.name = io.slaqriffle.shim.SlaqStatus
+logger.slaq.name = io.slaqriffle.slaq.SlaqStatus
 logger.slaq.level = info
 """
 NAMES = [name for name, _, _ in JOBS]
@@ -199,7 +199,7 @@ def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
 def test_driver_log_has_one_info_line_per_epoch(app):
     history = [e.epoch for e in app["report"].history]
     text = (app["tmp"] / "driver.log").read_text()
-    lines = [x for x in text.splitlines() if " INFO io.slaqriffle.shim.SlaqStatus: SLAQ epoch " in x]
+    lines = [x for x in text.splitlines() if " INFO io.slaqriffle.slaq.SlaqStatus: SLAQ epoch " in x]
     numbers = [int(x.split("SLAQ epoch ")[1].split()[0]) for x in lines]
     assert numbers == list(range(numbers[0], numbers[0] + len(numbers))), numbers  # one line per epoch, in order
     assert numbers[0] == history[0] and set(history) <= set(numbers)  # the same epochs the tab shows (idle ones before the jobs are not kept)

@@ -221,10 +221,11 @@ class Cluster:
         return self._spawn(f"merger-{node.index}", self.layout.merger_command(node, *extra))
 
     def _start_shuffle_service(self, node: NodeLayout) -> None:
-        from sparkshim.build import build, pyspark_jars
+        from sparkshim.build import pyspark_jars
+        from srlab.session import lab_jar
 
         java = shutil.which("java") or "java"
-        classpath = f"{pyspark_jars()}/*:{build()}"
+        classpath = f"{pyspark_jars()}/*:{lab_jar()}"
         self._spawn(f"shuffle-{node.index}", self.layout.shuffle_service_command(java, classpath, node))
 
     # -- readiness and status ----------------------------------------------------------------

@@ -147,7 +147,7 @@ class ClusterLayout:
 
     def shuffle_service_command(self, java: str, classpath: str, node: NodeLayout) -> list[str]:
         assert self.shuffle_service_port is not None
-        return [java, "-Xmx256m", "-cp", classpath, "io.slaqriffle.shim.NodeShuffleService", node.host, str(self.shuffle_service_port)]
+        return [java, "-Xmx256m", "-cp", classpath, "io.slaqriffle.lab.NodeShuffleService", node.host, str(self.shuffle_service_port)]
 
     # -- persistence -------------------------------------------------------------------------
     def to_json(self) -> dict:

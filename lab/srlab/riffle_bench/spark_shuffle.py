@@ -2,13 +2,14 @@
 with real loopback mergers, run vanilla and with each N-way policy side by side in one session.
 
 Blocks fetched come from Spark's own shuffle read metrics of the reduce stage; stage times from
-Spark's stage submission/completion. The run order is rotated across repeats so JIT warm-up and
+Spark's stage submission/completion (both recorded by the lab's ``StageMetricsListener``). The run order is rotated across repeats so JIT warm-up and
 page cache favour no configuration; medians are reported.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
 import tempfile
 import time
@@ -34,10 +35,13 @@ def _shuffle_job(spark: Any, maps: int, reducers: int, rows_per_map: int, payloa
     return stages[0], stages[1]
 
 
-def _metrics(tracker: Any, stage: int) -> dict:
-    line = str(tracker.stageMetrics(stage))
-    _, blocks, nbytes, tasks, secs = line.split("\t")
-    return {"blocks_fetched": int(blocks), "bytes_read": int(nbytes), "tasks": int(tasks), "seconds": float(secs)}
+def _metrics(listener: Any, stage: int) -> dict:
+    """One stage's shuffle read metrics and time, as the lab's StageMetricsListener recorded them."""
+    text = listener.stageJson(stage)
+    if text is None:
+        raise RuntimeError(f"no metrics for stage {stage}")
+    m = json.loads(str(text))
+    return {k: m[k] for k in ("blocks_fetched", "bytes_read", "tasks", "seconds")}
 
 
 def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, rows_per_map: int = 2000, payload: int = 20,
@@ -72,7 +76,7 @@ def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, ro
 def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_per_map: int, payload: int, master: str,
                  conf: dict[str, str], base: RiffleConfig, best_effort: list[float] | None, executors: int) -> dict[str, list[dict]]:
     import riffle
-    from srlab.session import spark_session
+    from srlab.session import lab_instance, spark_session
 
     configs: list[tuple[str, RiffleConfig | None]] = [("vanilla", None)]
     configs += [(f"nway-{n}", dataclasses.replace(base, nway=n)) for n in nways]
@@ -82,7 +86,8 @@ def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_
     with spark_session("riffle-bench-spark", master, conf, executors) as spark:
         scheduler = riffle.attach(spark, base).scheduler
         assert scheduler is not None
-        tracker = scheduler.tracker
+        metrics = lab_instance(spark.sparkContext, "StageMetricsListener")
+        spark.sparkContext._jsc.sc().addSparkListener(metrics)
         scheduler.set_merging(False)
         _shuffle_job(spark, maps, reducers, rows_per_map, payload)  # warm-up: JIT, executors, page cache
         for r in range(repeats):
@@ -95,8 +100,8 @@ def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_
                 job = time.monotonic() - t0
                 scheduler.wait_idle()
                 last = next((s for s in scheduler.stats.values() if s["stage_id"] == map_stage), None) if cfg is not None else None
-                runs[name].append({"job_seconds": round(job, 3), "map_stage": _metrics(tracker, map_stage),
-                                   "reduce_stage": _metrics(tracker, reduce_stage),
+                runs[name].append({"job_seconds": round(job, 3), "map_stage": _metrics(metrics, map_stage),
+                                   "reduce_stage": _metrics(metrics, reduce_stage),
                                    "merge": {k: last[k] for k in ("merges_requested", "merges_committed", "merges_failed",
                                                                 "merges_cancelled", "hold_seconds")} if last else None})
         riffle.detach(spark)

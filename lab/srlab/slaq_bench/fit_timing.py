@@ -20,10 +20,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkshim.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER
+
 FIT_KEY = "srlab.slaq_bench.fit"  # log4j ThreadContext key naming the fit a thread runs
-BREEZE_LOGGER = "breeze.optimize"
-# breeze's FirstOrderMinimizer logs this once per finished iteration (also the line LossAppender.java parses)
-ITERATION_LINE = "Val and Grad Norm"
+# breeze's FirstOrderMinimizer logs a line starting with BREEZE_ITERATION_LINE once per finished iteration
+# on the BREEZE_LOGGER hierarchy: the same names SLAQ's loss capture uses (sparkshim/messages.json)
 _APPENDER = "slaq-bench-iteration-clock"
 _ALL_TASKS = 2**31 - 1  # taskList's maxTasks: every task of a stage
 # the status store forgets old jobs after spark.ui.retainedJobs (default 1000): keep every job of a run
@@ -70,7 +71,7 @@ class IterationClock:
         with open(self.path, encoding="utf-8") as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t", 2)
-                if len(parts) == 3 and parts[1] and parts[2].startswith(ITERATION_LINE):
+                if len(parts) == 3 and parts[1] and parts[2].startswith(BREEZE_ITERATION_LINE):
                     out[parts[1]].append(int(parts[0]) / 1000.0)
         return dict(out)
 

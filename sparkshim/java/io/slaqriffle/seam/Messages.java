@@ -1,4 +1,4 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.seam;
 
 import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
@@ -73,7 +73,7 @@ public final class Messages {
   public record JobStatus(String job, String state, int iterations, double loss, double normalizedLoss, double predictedGain,
       double cores, double usedCores) implements Message {}
 
-  /** One epoch's decisions, pushed once per epoch by the Python loop ({@link SlaqStatus#publish}). */
+  /** One epoch's decisions, pushed once per epoch by the Python loop ({@code SlaqStatus.publish}). */
   @JsonTypeName("epoch_status")
   public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs) implements Message {}
 
@@ -137,30 +137,5 @@ public final class Messages {
     } catch (JsonProcessingException e) {
       throw new IllegalArgumentException("bad " + type.getSimpleName() + " message: " + e.getOriginalMessage(), e);
     }
-  }
-
-  /** Decodes any message and encodes it again (the contract test's Python -> Java -> Python leg). */
-  public static String roundTrip(String json) {
-    return encode(decode(json, Message.class));
-  }
-
-  /** One message of every type, built in Java with every field set (the contract test's Java -> Python leg). */
-  public static String samples() {
-    return encode(List.<Message>of(
-        new MapStageSubmitted(3, 7, 0, 12, 2100, true, "codec x does not support concatenated streams"),
-        new MapOutput(3, 7, 0, 11, 9_007_199_254_740_993L, "exec-1", "127.0.0.2", 5_000_000_000L),
-        new MapStageDone(3, 7, false),
-        new HoldExpired(4),
-        new ShuffleCleaned(5),
-        new ExecutorRemoved("exec-2"),
-        new ApplicationEnd(),
-        new Iteration("job \"α\"", 0.125, 12.5, 3.75, "mllib"),
-        new PoolState("job-b", 4.5, -0.25, 2, true),
-        new Allocation(2.0, Map.of("job-a", 1.5, "job-b", 0.0)),
-        new JobStatus("job <b>", "running", 7, 0.5, 0.25, 0.125, 1.5, 1.25),
-        new EpochStatus(1L << 40, 3.5, "slaq", 2.0, List.of(new JobStatus("j", "waiting", 0, 0.0, 1.0, 1.0, 2.0, 0.0))),
-        new StatusReport(List.of(new EpochStatus(2, 1.0, "fair", 4.0, List.of())), List.of(new JobStatus("k", "finished", 3, 1.0, 0.0, 0.0, 0.0, 0.0))),
-        new MergeGroup(2, 1L << 62, "exec-1", List.of(2, 4), List.of(1002L, 1004L), List.of(5L, 0L, 7L)),
-        new Commit(3, List.of(new MergeGroup(0, (1L << 62) + 1, "exec-0", List.of(0, 1), List.of(1L, 2L), List.of(1L))))));
   }
 }

@@ -1,5 +1,6 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.ShimClock;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.scheduler.Pool;
@@ -54,11 +55,6 @@ public final class JobsPool extends Pool {
       pools.removeIf(p -> p.snapTokens <= 0);
     }
     return pools;
-  }
-
-  /** {@link #admitted} at the clock's time, as pool names (tests and diagnostics). */
-  public String[] admittedNames() {
-    return admitted(clock.nanoTime()).stream().map(Pool::name).toArray(String[]::new);
   }
 
   @Override

@@ -1,4 +1,4 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.slaq;
 
 import org.apache.spark.ui.SparkUI;
 import org.apache.spark.ui.SparkUITab;

@@ -1,5 +1,6 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Messages;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;

@@ -1,4 +1,4 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.riffle;
 
 import java.util.ArrayList;
 import java.util.HashMap;

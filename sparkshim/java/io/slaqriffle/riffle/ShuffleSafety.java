@@ -1,13 +1,14 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.riffle;
 
+import io.slaqriffle.seam.SparkInternals;
 import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
-import org.apache.spark.io.CompressionCodec$;
 
 /**
- * Whether concatenating a shuffle's map outputs block by block is safe (DESIGN.md, "Shuffle files"):
- * the serializer must support relocation, the codec concatenated streams, and neither I/O
- * encryption nor push-based shuffle may be on.
+ * Whether concatenating a shuffle's map outputs block by block is safe. A merged file is the members'
+ * per-partition blocks laid end to end, read back as one block: the serializer must support
+ * relocation of serialized objects, the codec concatenated streams, and neither I/O encryption (each
+ * stream has its own IV) nor push-based shuffle (which merges the same blocks itself) may be on.
  */
 final class ShuffleSafety {
   private ShuffleSafety() {}
@@ -24,12 +25,12 @@ final class ShuffleSafety {
       if (dep == null) {
         return "shuffle dependency not found";
       }
-      if (!dep.serializer().supportsRelocationOfSerializedObjects()) {
+      if (!SparkInternals.serializerRelocates(dep)) {
         return "serializer " + dep.serializer().getClass().getName() + " does not support relocation of serialized objects";
       }
       if (conf.getBoolean("spark.shuffle.compress", true)) {
         String codec = conf.get("spark.io.compression.codec", "lz4");
-        if (!CompressionCodec$.MODULE$.supportsConcatenationOfSerializedStreams(CompressionCodec$.MODULE$.createCodec(conf, codec))) {
+        if (!SparkInternals.codecConcatenates(conf, codec)) {
           return "codec " + codec + " does not support concatenated streams";
         }
       }

@@ -1,14 +1,14 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.SparkInternals;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import org.apache.spark.ui.UIUtils;
 import org.apache.spark.ui.WebUIPage;
 import org.json4s.JValue;
 import org.json4s.jackson.JsonMethods$;
-import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.runtime.AbstractFunction0;
 import scala.xml.Node;
@@ -18,7 +18,7 @@ import scala.xml.Unparsed;
  * The SLAQ tab's one page, at {@code /slaq/} (HTML: jobs table and charts) and {@code /slaq/json/}
  * (the same data as a {@code status_report} message), attached the way Spark's SQL and Streaming
  * tabs attach theirs. {@link #html} is a pure function of the report; Spark's header, navigation and
- * styles come from {@link UIUtils#headerSparkPage}.
+ * styles come from Spark's {@code UIUtils.headerSparkPage} (through {@link SparkInternals#sparkPage}).
  */
 final class SlaqPage extends WebUIPage {
   /** Longest auto-refresh period accepted from {@code ?refresh=N}. */
@@ -34,13 +34,13 @@ final class SlaqPage extends WebUIPage {
 
   @Override
   public Seq<Node> render(HttpServletRequest request) {
-    String html = html(status.report(), UIUtils.prependBaseUri(request, tab.basePath(), "/slaq/json/"), refreshSeconds(request));
-    return UIUtils.headerSparkPage(request, "SLAQ", new AbstractFunction0<Seq<Node>>() {
+    String html = html(status.report(), SparkInternals.prependBaseUri(request, tab.basePath(), "/slaq/json/"), refreshSeconds(request));
+    return SparkInternals.sparkPage(request, "SLAQ", new AbstractFunction0<Seq<Node>>() {
       @Override
       public Seq<Node> apply() {
         return new Unparsed(html);
       }
-    }, tab, Option.empty(), false, false, false);
+    }, tab);
   }
 
   @Override

@@ -1,7 +1,9 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.riffle;
 
+import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.ShimClock;
+import io.slaqriffle.seam.SparkInternals;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -21,24 +23,15 @@ import org.apache.spark.scheduler.TaskInfo;
 
 /**
  * Riffle's eyes: turns Spark's listener and cleaner events into {@link Messages} for Python, feeds
- * the {@link StageGraph}, starts and times the {@link ReducerGate}'s holds, and keeps per-stage read
- * metrics for benchmarks. Runs on Spark's listener-bus and cleaner threads.
+ * the {@link StageGraph}, and starts and times the {@link ReducerGate}'s holds. Runs on Spark's
+ * listener-bus and cleaner threads.
  */
 final class RiffleListener extends SparkListener implements CleanerListener {
-  /** Stages whose read metrics are kept (most recent first out). */
-  static final int MAX_STAGE_METRICS = 256;
-
   private final SparkContext sc;
   private final RiffleTracker tracker;
   private final StageGraph graph;
   private final ReducerGate gate;
   private final ShimClock clock;
-  private final Map<Integer, long[]> stageMetrics = new LinkedHashMap<>(16, 0.75f, false) {
-    @Override
-    protected boolean removeEldestEntry(Map.Entry<Integer, long[]> eldest) {
-      return size() > MAX_STAGE_METRICS;
-    }
-  }; // blocks, bytes, tasks, submitted, completed
   private final Map<Integer, Integer> partitions = new ConcurrentHashMap<>(); // held shuffle -> reduce partitions
 
   RiffleListener(SparkContext sc, RiffleTracker tracker, StageGraph graph, ReducerGate gate, ShimClock clock) {
@@ -68,7 +61,6 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   public void onStageSubmitted(SparkListenerStageSubmitted event) {
     StageInfo info = event.stageInfo();
     graph.stageSubmitted(info);
-    metrics(info.stageId())[3] = clock.nanoTime();
     if (info.shuffleDepId().isEmpty()) {
       return;
     }
@@ -90,14 +82,6 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   @Override
   public void onTaskEnd(SparkListenerTaskEnd event) {
     TaskInfo t = event.taskInfo();
-    if (event.taskMetrics() != null) {
-      long[] m = metrics(event.stageId());
-      synchronized (m) {
-        m[0] += event.taskMetrics().shuffleReadMetrics().totalBlocksFetched();
-        m[1] += event.taskMetrics().shuffleReadMetrics().totalBytesRead();
-        m[2] += 1;
-      }
-    }
     if (!"ShuffleMapTask".equals(event.taskType()) || !t.successful()) {
       return;
     }
@@ -113,7 +97,6 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   @Override
   public void onStageCompleted(SparkListenerStageCompleted event) {
     StageInfo info = event.stageInfo();
-    metrics(info.stageId())[4] = clock.nanoTime();
     if (info.shuffleDepId().isEmpty()) {
       return;
     }
@@ -161,32 +144,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     return gate.release(shuffle);
   }
 
-  private long[] metrics(int stageId) {
-    synchronized (stageMetrics) {
-      return stageMetrics.computeIfAbsent(stageId, k -> new long[5]);
-    }
-  }
-
-  /** {@code stageId blocksFetched bytesRead tasks seconds} of one stage ("" if unknown); read by {@code riffle bench spark}. */
-  String stageMetrics(int stageId) {
-    long[] m;
-    synchronized (stageMetrics) {
-      m = stageMetrics.get(stageId);
-    }
-    if (m == null) {
-      return "";
-    }
-    double secs = m[4] > 0 && m[3] > 0 ? (m[4] - m[3]) / 1e9 : -1;
-    return stageId + "\t" + m[0] + "\t" + m[1] + "\t" + m[2] + "\t" + secs;
-  }
-
   int heldPartitions() {
     return partitions.size();
-  }
-
-  int stageMetricsSize() {
-    synchronized (stageMetrics) {
-      return stageMetrics.size();
-    }
   }
 }

@@ -1,9 +1,15 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.riffle;
 
+import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.Shim;
+import io.slaqriffle.seam.ShimClock;
+import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkInternals.Feature;
 import java.util.ArrayList;
-import java.util.EnumMap;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkContext;
@@ -26,7 +32,7 @@ public final class RiffleTracker {
   private static final Logger LOG = LoggerFactory.getLogger(RiffleTracker.class);
 
   private final SparkContext sc;
-  private final TaskSchedulerImpl ts;
+  private final TaskSchedulerImpl ts; // null when GATE is off (then nothing is held or committed)
   private final ShimClock clock = ShimClock.SYSTEM;
   private final StageGraph graph = new StageGraph();
   private final ReducerGate gate;
@@ -36,17 +42,21 @@ public final class RiffleTracker {
   private final AtomicInteger pending = new AtomicInteger();
   private volatile boolean merging = true;
 
-  RiffleTracker(SparkContext sc) {
+  /** The features merging needs; CLEANER only tells when a shuffle's merged files can go. */
+  private static final Set<Feature> MERGING = EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS);
+
+  private RiffleTracker(SparkContext sc) {
     this.sc = sc;
-    this.ts = (TaskSchedulerImpl) sc.taskScheduler();
+    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS, Feature.CLEANER));
+    missing.keySet().retainAll(MERGING);
+    String why = missing.isEmpty() ? null : "Spark internals changed (" + missing + ")";
+    this.ts = missing.containsKey(Feature.GATE) ? null : SparkInternals.taskScheduler(sc);
     this.gate = new ReducerGate(ts, graph);
     this.listener = new RiffleListener(sc, this, graph, gate, clock);
-    Map<SparkInternals.Feature, String> missing = new EnumMap<>(SparkInternals.selfCheck(sc));
-    String why = missing.isEmpty() ? null : "Spark internals changed (" + missing + ")";
     if (why == null) {
       try {
         synchronized (ts) {
-          Pool old = ts.rootPool();
+          Pool old = SparkInternals.rootPool(ts);
           if (!(old instanceof GateRootPool)) {
             SparkInternals.replaceRootPool(ts, new GateRootPool(old.schedulingMode(), gate, clock, old));
           }
@@ -58,9 +68,12 @@ public final class RiffleTracker {
     }
     this.unavailable = why;
     sc.addSparkListener(listener);
-    if (sc.cleaner().isDefined()) {
-      sc.cleaner().get().attachListener(listener);
-    }
+    SparkInternals.attachCleanerListener(sc, listener);
+  }
+
+  /** The tracker of {@code sc}, created (and its listener registered) on first use; the Python bridge calls this. */
+  public static RiffleTracker attach(SparkContext sc) {
+    return Shim.install(sc).component(RiffleTracker.class, RiffleTracker::new);
   }
 
   // ---------------------------------------------------------------- called from Python
@@ -95,8 +108,8 @@ public final class RiffleTracker {
 
   /** Lets the shuffle's reducers run (after a commit, or when merging is abandoned). */
   public void release(int shuffle) {
-    if (listener.forget(shuffle)) {
-      ts.backend().reviveOffers();
+    if (listener.forget(shuffle) && ts != null) {
+      SparkInternals.reviveOffers(ts);
     }
   }
 
@@ -107,6 +120,9 @@ public final class RiffleTracker {
    */
   public int commit(String commitJson) {
     Messages.Commit commit = Messages.decode(commitJson, Messages.Commit.class);
+    if (unavailable != null) {
+      return -1;
+    }
     synchronized (ts) {
       if (!gate.isHeld(commit.shuffle(), clock.nanoTime()) || gate.readerLaunched(commit.shuffle())) {
         return -1;
@@ -120,10 +136,6 @@ public final class RiffleTracker {
     return SparkInternals.localDirs(executorId);
   }
 
-  public String stageMetrics(int stageId) {
-    return listener.stageMetrics(stageId);
-  }
-
   public String applicationId() {
     return sc.applicationId();
   }
@@ -134,7 +146,6 @@ public final class RiffleTracker {
     sizes.put("stage_graph", graph.size());
     sizes.put("held_shuffles", gate.size());
     sizes.put("held_partitions", listener.heldPartitions());
-    sizes.put("stage_metrics", listener.stageMetricsSize());
     sizes.put("pending_events", pending.get());
     return Messages.encodeCounts(sizes);
   }

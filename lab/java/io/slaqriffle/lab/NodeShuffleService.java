@@ -1,4 +1,4 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.lab;
 
 import java.util.Collections;
 import java.util.Map;
@@ -20,7 +20,7 @@ import org.apache.spark.network.util.TransportConf;
  * own loopback address gives every node its own service on the same port, like separate machines. The
  * handler and server are Spark's own public network classes: only the bind address differs.
  *
- * <p>Usage: {@code java -cp <pyspark jars>/*:<shim jar> io.slaqriffle.shim.NodeShuffleService HOST PORT}.
+ * <p>Usage: {@code java -cp <pyspark jars>/*:<lab jar> io.slaqriffle.lab.NodeShuffleService HOST PORT}.
  * Runs until killed. No registered-executor database: a restarted service forgets its executors,
  * as a standalone worker's does with {@code spark.shuffle.service.db.enabled=false}.
  */

@@ -1,4 +1,4 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.slaq;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,5 +1,6 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.riffle;
 
+import io.slaqriffle.seam.ShimClock;
 import org.apache.spark.scheduler.Pool;
 import org.apache.spark.scheduler.Schedulable;
 import org.apache.spark.scheduler.TaskSetManager;

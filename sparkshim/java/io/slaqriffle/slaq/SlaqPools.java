@@ -1,15 +1,22 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.Names;
+import io.slaqriffle.seam.Shim;
+import io.slaqriffle.seam.ShimClock;
+import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkInternals.Feature;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkContext;
-import org.apache.spark.scheduler.SchedulerBackend;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
-import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * SLAQ's enforcement side in the driver JVM: one {@link TokenPool} per job under one
@@ -18,8 +25,7 @@ import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
  * {@link Messages}.
  */
 public final class SlaqPools {
-  public static final String JOB_PROPERTY = "slaq.job";
-  public static final String POOL_PREFIX = "slaq.";
+  private static final Logger LOG = LoggerFactory.getLogger(SlaqPools.class);
   /** Loss records kept for a loop that stopped draining; older ones are dropped. */
   static final int MAX_PENDING_RECORDS = 65_536;
 
@@ -35,15 +41,38 @@ public final class SlaqPools {
   private final AtomicInteger pending = new AtomicInteger();
   private final SlaqStatus status = new SlaqStatus();
 
-  SlaqPools(SparkContext sc) {
+  private SlaqPools(SparkContext sc) {
     this.sc = sc;
-    this.ts = (TaskSchedulerImpl) sc.taskScheduler();
-    this.cpusPerTask = ts.CPUS_PER_TASK().doubleValue();
+    this.ts = SparkInternals.taskScheduler(sc);
+    this.cpusPerTask = SparkInternals.cpusPerTask(ts);
     this.parent = new JobsPool("slaq", mode, clock);
     synchronized (ts) {
-      ts.rootPool().addSchedulable(parent);
+      SparkInternals.rootPool(ts).addSchedulable(parent);
     }
-    SparkInternals.attachSlaqTab(sc, status);
+    SparkInternals.attachTab(sc, ui -> new SlaqTab(ui, status));
+  }
+
+  /**
+   * The pools of {@code sc}, created on first use with the SLAQ tab and spark.ml loss capture; the
+   * Python bridge calls this. Throws IllegalStateException (after one WARN) when this Spark's
+   * scheduler lacks what the pools need: SLAQ then cannot enforce anything.
+   */
+  public static SlaqPools attach(SparkContext sc) {
+    return Shim.install(sc).component(SlaqPools.class, SlaqPools::create);
+  }
+
+  private static SlaqPools create(SparkContext sc) {
+    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB));
+    if (missing.containsKey(Feature.POOLS)) {
+      throw new IllegalStateException("SLAQ cannot enforce allocations on Spark " + sc.version() + ": " + missing.get(Feature.POOLS));
+    }
+    SlaqPools pools = new SlaqPools(sc);
+    try {
+      LossAppender.attach(pools, sc);
+    } catch (RuntimeException | LinkageError e) {  // e.g. a logging backend other than log4j2
+      LOG.warn("SLAQ: spark.ml loss capture is off ({}); losses reported through slaq still count", e.toString());
+    }
+    return pools;
   }
 
   public void configure(boolean workConserving, double staleAfterSeconds) {
@@ -51,7 +80,7 @@ public final class SlaqPools {
   }
 
   public String poolName(String job) {
-    return POOL_PREFIX + job;
+    return Names.POOL_PREFIX + job;
   }
 
   /** Creates (or reopens) a job's pool; must run before the job submits work under that pool name. */
@@ -76,7 +105,7 @@ public final class SlaqPools {
     TokenPool pool = pools.get(job);
     if (pool != null) {
       pool.close();
-      ts.backend().reviveOffers();
+      SparkInternals.reviveOffers(ts);
     }
   }
 
@@ -100,7 +129,7 @@ public final class SlaqPools {
 
   /** The job whose pool the calling JVM thread submits to (inherited by child threads), or null. */
   public String currentJob() {
-    String job = sc.getLocalProperty(JOB_PROPERTY);
+    String job = sc.getLocalProperty(Names.JOB_PROPERTY);
     return job != null && pools.containsKey(job) ? job : null;
   }
 
@@ -120,7 +149,7 @@ public final class SlaqPools {
       }
       mode.deposited(now);
     }
-    ts.backend().reviveOffers();
+    SparkInternals.reviveOffers(ts);
   }
 
   /** One epoch's {@code epoch_status} message from the Python loop: the UI tab, REST JSON and log line show it. */
@@ -136,7 +165,7 @@ public final class SlaqPools {
   /** Gives up on token limits until {@link #resume()}: the Python loop calls this when it fails. */
   public void openAll(String reason) {
     mode.openAll(reason);
-    ts.backend().reviveOffers();
+    SparkInternals.reviveOffers(ts);
   }
 
   public void resume() {
@@ -176,10 +205,6 @@ public final class SlaqPools {
 
   /** Cores the executors offer, in cores (not task slots). */
   public double capacity() {
-    SchedulerBackend b = ts.backend();
-    if (b instanceof CoarseGrainedSchedulerBackend) {
-      return ((CoarseGrainedSchedulerBackend) b).totalCoreCount().get();
-    }
-    return b.defaultParallelism();
+    return SparkInternals.coresOffered(ts);
   }
 }

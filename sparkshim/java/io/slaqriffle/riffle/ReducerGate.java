@@ -1,5 +1,6 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.riffle;
 
+import io.slaqriffle.seam.SparkInternals;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -93,7 +94,7 @@ final class ReducerGate {
 
   /** A live task set reading {@code shuffle} launched a task. Call under the scheduler lock. */
   boolean readerLaunched(int shuffle) {
-    return readerLaunched(ts.rootPool(), shuffle);
+    return readerLaunched(SparkInternals.rootPool(ts), shuffle);
   }
 
   private boolean readerLaunched(Pool pool, int shuffle) {

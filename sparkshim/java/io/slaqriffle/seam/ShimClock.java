@@ -1,4 +1,4 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.seam;
 
 /**
  * The time source of the pools and the reducer gate: {@link #SYSTEM} in production, a

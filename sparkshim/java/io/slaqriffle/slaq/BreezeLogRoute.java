@@ -1,5 +1,6 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Names;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -34,7 +35,7 @@ import org.apache.logging.log4j.core.filter.AbstractFilter;
  * on {@code breeze.optimize}) shows only INFO and coarser breeze events until capture ends.
  */
 final class BreezeLogRoute {
-  static final String LOGGER = "breeze.optimize";
+  static final String LOGGER = Names.BREEZE_LOGGER;
 
   private static Installed installed;
 

@@ -1,21 +1,23 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.riffle;
 
+import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.SparkInternals;
 import java.util.List;
 import java.util.concurrent.locks.Lock;
-import org.apache.spark.MapOutputTrackerMaster;
 import org.apache.spark.ShuffleStatus;
 import org.apache.spark.scheduler.MapStatus;
-import org.apache.spark.scheduler.MapStatus$;
 import org.apache.spark.storage.BlockManagerId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Points merged groups' map statuses at their merged files, atomically per shuffle (DESIGN.md, the
- * map-status commit rules): the merged status (synthetic map id, the owner's checksum) at the
- * group's owner index and zero-size statuses (original ids and checksums) at the others, all with
- * the executor's BlockManagerId, under the shuffle's write lock; then the serialized-status cache is
- * invalidated and the epoch bumped. The caller holds the scheduler lock and the shuffle's readers.
+ * Points merged groups' map statuses at their merged files, atomically per shuffle: the merged status
+ * (synthetic map id, the owner's checksum) at the group's owner index and zero-size statuses
+ * (original ids and checksums) at the others, all with the executor's BlockManagerId, under the
+ * shuffle's write lock; then the serialized-status cache is invalidated and the epoch bumped, so
+ * every reader fetches the new statuses. A group is committed only if each member still has the map
+ * id and executor it had when merged (a re-run map task leaves its group unmerged). The caller holds
+ * the scheduler lock and the shuffle's readers, so no reader has fetched the statuses being changed.
  */
 final class MapStatusCommit {
   private static final Logger LOG = LoggerFactory.getLogger(MapStatusCommit.class);
@@ -32,9 +34,8 @@ final class MapStatusCommit {
     Lock lock = SparkInternals.writeLock(status);
     lock.lock();
     try {
-      MapStatus[] statuses = status.mapStatuses();
-      @SuppressWarnings("unchecked")
-      scala.collection.mutable.HashMap<Object, Object> idToIndex = status.mapIdToMapIndex();
+      MapStatus[] statuses = SparkInternals.mapStatuses(status);
+      scala.collection.mutable.HashMap<Object, Object> idToIndex = SparkInternals.mapIdToIndex(status);
       for (Messages.MergeGroup g : commit.groups()) {
         BlockManagerId loc = unchangedLocation(g, statuses);
         if (loc == null || g.lengths().size() != partitions) {
@@ -48,11 +49,11 @@ final class MapStatusCommit {
           long mapId = g.mapIds().get(i);
           MapStatus cur = statuses[index];
           if (index == g.owner()) {
-            statuses[index] = MapStatus$.MODULE$.apply(loc, sizes, g.mergedMapId(), cur.checksumValue());
+            statuses[index] = SparkInternals.newMapStatus(loc, sizes, g.mergedMapId(), SparkInternals.checksum(cur));
             idToIndex.remove(mapId);
             idToIndex.put(g.mergedMapId(), index);
           } else {
-            statuses[index] = MapStatus$.MODULE$.apply(loc, new long[sizes.length], mapId, cur.checksumValue());
+            statuses[index] = SparkInternals.newMapStatus(loc, new long[sizes.length], mapId, SparkInternals.checksum(cur));
           }
         }
         committed++;
@@ -60,9 +61,7 @@ final class MapStatusCommit {
     } finally {
       lock.unlock();
     }
-    status.invalidateSerializedMapOutputStatusCache();
-    MapOutputTrackerMaster tracker = SparkInternals.mapOutputTracker();
-    tracker.incrementEpoch();
+    SparkInternals.publishStatuses(status);
     return committed;
   }
 
@@ -76,11 +75,12 @@ final class MapStatusCommit {
     for (int i = 0; i < indexes.size(); i++) {
       int index = indexes.get(i);
       MapStatus cur = index >= 0 && index < statuses.length ? statuses[index] : null;
-      if (cur == null || cur.mapId() != g.mapIds().get(i) || !cur.location().executorId().equals(g.executor())
-          || (loc != null && !loc.equals(cur.location()))) {
+      BlockManagerId at = cur == null ? null : SparkInternals.location(cur);
+      if (cur == null || SparkInternals.mapId(cur) != g.mapIds().get(i) || !at.executorId().equals(g.executor())
+          || (loc != null && !loc.equals(at))) {
         return null;
       }
-      loc = cur.location();
+      loc = at;
     }
     return loc;
   }

@@ -1,5 +1,6 @@
-package io.slaqriffle.shim;
+package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Messages;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -16,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * What the SLAQ scheduler decided, epoch by epoch, as the Python loop pushed it ({@code epoch_status}
  * messages, one py4j call per epoch): a bounded window of recent epochs for the UI tab's charts, the
  * last status of every job that left the loop, and one INFO line per epoch in the driver's log4j log
- * (logger {@code io.slaqriffle.shim.SlaqStatus}). While no job is registered only the first idle epoch is
+ * (logger {@code io.slaqriffle.slaq.SlaqStatus}). While no job is registered only the first idle epoch is
  * kept and logged.
  */
 public final class SlaqStatus {
