@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from sparkshim.commands import add_version
 from srlab.cluster.harness import Cluster, ClusterError, default_base_dir
 
 
@@ -16,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="spark-cluster",
         description="A Spark standalone master and N worker nodes on their own loopback addresses (127.0.0.2, ...), "
                     "each with its own local dirs and Riffle merger. Everything binds inside 127.0.0.0/8.")
+    add_version(parser, "spark-cluster")
     parser.add_argument("--dir", default=str(default_base_dir()),
                         help="where the cluster keeps its state, logs, secrets and node dirs (default %(default)s; "
                              "or set SLAQ_RIFFLE_CLUSTER_DIR)")
