@@ -47,3 +47,13 @@ def test_bad_arguments_are_rejected(capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--jobs", "0"])
     assert "must be > 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module, prog", [("slaq.cli", "slaq"), ("riffle.cli", "riffle"), ("riffle.merger.cli", "riffle-merger"),
+                                          ("srlab.cluster.cli", "spark-cluster")])
+def test_every_command_answers_version(module, prog):
+    from riffle.version import package_version
+
+    out = subprocess.run([sys.executable, "-c", f"import sys, {module} as m; sys.exit(m.main())", "--version"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == [prog, package_version()], out.stdout + out.stderr
