@@ -24,8 +24,8 @@ if __name__ == "__main__":
     data = VectorAssembler(inputCols=cols, outputCol="features").transform(raw).select("features", "label").cache()
     data.count()
 
-    lr = LogisticRegression(maxIter=30)
-    grid = ParamGridBuilder().addGrid(lr.regParam, [0.001, 0.01, 0.1]).build()
+    lr = LogisticRegression(maxIter=30, elasticNetParam=1.0)  # L1: a large regParam drops features
+    grid = ParamGridBuilder().addGrid(lr.regParam, [0.001, 0.05, 0.3]).build()
     cv = CrossValidator(estimator=lr, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(),
                         numFolds=2, parallelism=3, seed=7)
     with ThreadPoolExecutor(2) as pool:
@@ -33,7 +33,7 @@ if __name__ == "__main__":
         svc = pool.submit(LinearSVC(maxIter=30, regParam=0.01).fit, data)
         best, svm = tuned.result(), svc.result()
 
-    print("average AUC per regParam:", {p[lr.regParam]: round(m, 4) for p, m in zip(grid, best.avgMetrics)})
+    print("average AUC per regParam:", {p[lr.regParam]: round(float(m), 4) for p, m in zip(grid, best.avgMetrics)})
     print("best regParam:", best.bestModel.getRegParam(), "iterations:", best.bestModel.summary.totalIterations)
-    print("LinearSVC coefficients:", [round(c, 3) for c in svm.coefficients[:3]], "...")
+    print("LinearSVC coefficients:", [round(float(c), 3) for c in svm.coefficients[:3]], "...")
     spark.stop()

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from riffle.merger.node_status import probe
 from srlab.riffle_bench.daemon_proc import DaemonProcess
@@ -60,7 +63,15 @@ def test_crossvalidator_fits_become_slaq_jobs_with_no_code_change(tmp_path):
     assert len([f for f in fits if f[0].startswith("LinearSVC")]) == 1
     assert all(n > 0 for _, n in fits), fits  # every fit's L-BFGS iterations were captured
     plain, _ = submit(tmp_path, "tune_with_crossvalidator.py")
-    assert out == plain  # SLAQ changes the schedule, not the results
+    # SLAQ changes the schedule, not the results: equal up to floating-point reassociation (Spark's driver
+    # merges task results in the order tasks finish, with SLAQ or without), so the printed numbers are compared
+    assert printed_numbers(out) == pytest.approx(printed_numbers(plain), rel=1e-3, abs=1e-3)
+    best = [next(line for line in lines if line.startswith("best regParam")).split()[2] for lines in (out, plain)]
+    assert best[0] == best[1]  # the same model chosen: the grid's AUCs are far apart
+
+
+def printed_numbers(lines: list[str]) -> list[float]:
+    return [float(x) for line in lines for x in re.findall(r"-?\d+\.\d+", line)]
 
 
 def test_sql_job_reads_merged_files_and_returns_the_same_rows(tmp_path):
