@@ -66,7 +66,7 @@ def test_merge_and_status_and_cleanup(daemon, dirs, root):
     ({"shuffle_id": -3}, "INVALID_ARGUMENT", "shuffle_id"),
     ({"local_dirs": ["/etc"]}, "PERMISSION_DENIED", "outside"),
     ({"local_dirs": ["blockmgr-a"]}, "PERMISSION_DENIED", "not absolute"),
-    ({"map_ids": [1, 99]}, "NOT_FOUND", "shuffle_4_99_0.data"),
+    ({"map_ids": [1, 99]}, "NOT_FOUND", "shuffle_4_99_0.index"),
     ({"num_partitions": 24}, "DATA_LOSS", "corrupt map output"),
 ])
 def test_bad_requests_get_precise_errors_and_write_nothing(daemon, dirs, root, change, code, text):
