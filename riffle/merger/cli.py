@@ -10,6 +10,7 @@ import stat
 import sys
 import time
 from collections.abc import Sequence
+from typing import NoReturn
 
 from riffle.merger.addresses import is_loopback
 from riffle.units import parse_size
@@ -26,8 +27,15 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A flag argparse refuses is one line and exit code 2 too, like every other start-up refusal (``--help`` shows usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"riffle-merger: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="riffle-merger", description="Riffle shuffle merger daemon (one per node).")
+    parser = OneLineParser(prog="riffle-merger", description="Riffle shuffle merger daemon (one per node).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     verbs = parser.add_subparsers(dest="verb", required=True)
     serve = verbs.add_parser("serve", help="run the daemon", description="Serve the riffle.v1.Merger gRPC API.")
@@ -80,6 +88,43 @@ def read_token(path: str) -> str:
     return token
 
 
+MIN_MEMORY = 1 << 20      # below this not even a two-input merge with the smallest buffers fits
+MIN_BUFFER = 4 << 10
+MAX_WORKERS = 1024
+MAX_QUEUE = 1 << 20
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def check_address(flag: str, address: str) -> None:
+    """``HOST:PORT`` with a port in 1..65535 (gRPC would quietly bind a random port for 99999)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit():
+        raise StartupError(f"{flag} wants HOST:PORT, got {address!r}")
+    if not 0 < int(port) <= 65535:
+        raise StartupError(f"{flag} port must be in 1..65535, got {port}")
+
+
+def _in_range(flag: str, value: float, low: float, high: float, shown: str = "") -> None:
+    if not low <= value <= high:  # also refuses NaN
+        raise StartupError(f"{flag} must be in {low:g}..{high:g}{shown}, got {value:g}")
+
+
+def check_ranges(args: argparse.Namespace) -> None:
+    """Every start-up value in its range, before anything is opened: one clear line per refusal."""
+    check_address("--listen", args.listen)
+    if args.metrics_listen:
+        check_address("--metrics-listen", args.metrics_listen)
+    if args.memory < MIN_MEMORY:
+        raise StartupError(f"--memory must be at least {MIN_MEMORY >> 20}m (a merge's smallest buffers), got {args.memory} bytes")
+    for flag, size in (("--read-buffer", args.read_buffer), ("--write-buffer", args.write_buffer)):
+        if not MIN_BUFFER <= size <= args.memory:
+            raise StartupError(f"{flag} must be between {MIN_BUFFER >> 10}k and --memory ({args.memory} bytes), got {size} bytes")
+    _in_range("--workers", args.workers, 1, MAX_WORKERS)
+    _in_range("--max-queue", args.max_queue, 0, MAX_QUEUE)
+    _in_range("--grace", args.grace, 0, MAX_SECONDS, " seconds")
+    _in_range("--prune-interval", args.prune_interval, 1, MAX_SECONDS, " seconds")
+
+
 def check_exposure(listen: str, token: str | None, tls: bool, insecure: bool) -> None:
     """Secure by default: off loopback the daemon needs a token, and a token needs TLS, unless --insecure."""
     if insecure or is_loopback(listen):
@@ -103,10 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
         from riffle.merger.service import Config
 
+        check_ranges(args)
         token = read_token(args.token_file) if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None
         check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
-        if args.max_queue < 0 or args.workers <= 0 or not args.prune_interval > 0:
-            raise StartupError("--max-queue must be >= 0, --workers and --prune-interval > 0")
         daemon = MergerDaemon(ServerOptions(
             listen=args.listen, local_dirs=tuple(args.local_dir),
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,

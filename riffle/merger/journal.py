@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at
+from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at, open_private_file
 
 log = logging.getLogger("riffle.merger")
 STATE_DIR_NAME = ".riffle-merger"
@@ -109,6 +109,10 @@ def _check_private(fd: int, path: str) -> None:
                          f"fix: chmod go-w {path}")
 
 
+class StateDirBusy(ValueError):
+    """Another daemon holds the state dir's lock."""
+
+
 class Journal:
     """Records under the daemon's state dir (by default ``.riffle-merger`` in its first root)."""
 
@@ -132,19 +136,33 @@ class Journal:
         except BaseException:
             os.close(self.fd)
             raise
-        # Every live daemon holds a shared lock; only one that finds no other may recover, since
-        # another's pending records and temps are merges in progress, not leftovers of a crash.
-        self.lock_fd = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
+        # One daemon per state dir, for its whole life: another's pending records and temps are merges in
+        # progress, not leftovers of a crash, so two daemons on one state dir would undo each other's work.
+        self.lock_fd = -1
         try:
+            self.lock_fd = open_private_file(self.fd, "lock", os.path.join(self.path, "lock"), create=True)
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            self.alone = True
-        except BlockingIOError:
-            self.alone = False
-        fcntl.flock(self.lock_fd, fcntl.LOCK_SH)
+        except BaseException as exc:
+            if self.lock_fd >= 0:
+                os.close(self.lock_fd)
+                self.lock_fd = -1
+            self._close_dirs()
+            if isinstance(exc, BlockingIOError):
+                raise StateDirBusy(f"another merger is running on state dir {self.path}; "
+                                   "give each daemon its own --state-dir") from None
+            raise
+
+    def _close_dirs(self) -> None:
+        for fd in (self.pending_fd, self.apps_fd, self.fd):
+            os.close(fd)
 
     def close(self) -> None:
-        for fd in (self.pending_fd, self.apps_fd, self.fd, self.lock_fd):
-            os.close(fd)
+        """Release the state dir (closing twice is harmless)."""
+        if self.lock_fd < 0:
+            return
+        self._close_dirs()
+        os.close(self.lock_fd)  # releases the lock
+        self.lock_fd = -1
 
     # -- writing --------------------------------------------------------------------------------
     def _write(self, dir_fd: int, name: str, payload: bytes) -> None:
@@ -198,7 +216,7 @@ class Journal:
             if not name.endswith(".json") or name.startswith("."):
                 continue
             try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+                fd = open_private_file(dir_fd, name, f"merge record {name}")
                 try:
                     raw = os.read(fd, 1 << 20)
                 finally:
@@ -219,8 +237,6 @@ class Journal:
     def recover(self) -> tuple[int, int]:
         """Finish or undo every publish a crash interrupted; returns (pairs kept, pairs undone)."""
         kept = undone = 0
-        if not self.alone:
-            return kept, undone
         for name in os.listdir(self.pending_fd):
             if name.startswith("."):  # a record whose write a crash interrupted: its publish never began
                 unlink_quietly(self.pending_fd, name)

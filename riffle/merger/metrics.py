@@ -33,5 +33,8 @@ class Metrics:
         host, _, port = listen.rpartition(":")
         if not host or not port.isdigit():
             raise ValueError(f"--metrics-listen wants HOST:PORT, got {listen!r}")
-        server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=self.registry)
+        try:
+            server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=self.registry)
+        except OSError as exc:
+            raise ValueError(f"--metrics-listen {listen}: cannot listen: {exc.strerror or exc}") from None
         return server.server_address[1]

@@ -99,6 +99,22 @@ def open_input_at(dir_fd: int, name: str, what: str) -> int:
     return fd
 
 
+def open_private_file(dir_fd: int, name: str, what: str, create: bool = False) -> int:
+    """Open one of the daemon's own files (state dir) read-only with the checks inputs get: no symlink,
+    non-blocking, a regular file on the descriptor, so a FIFO or device put there cannot hang a thread."""
+    flags = INPUT_FLAGS | (os.O_CREAT if create else 0)
+    try:
+        fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket
+            raise PathRefused(f"{what} is not a regular file") from exc
+        raise _refused_as(exc, what) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PathRefused(f"{what} is not a regular file")
+    return fd
+
+
 class Roots:
     """The configured local-dir roots, held open for the daemon's lifetime."""
 

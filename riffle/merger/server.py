@@ -104,18 +104,15 @@ class MergerDaemon:
         config.max_fan_in = min(config.max_fan_in, fan_in_limit(config.fd_budget))
         self.roots = Roots(options.local_dirs)
         self.journal = Journal(self.roots, options.state_dir, durable=config.fsync)
-        if self.journal.alone:
-            kept, undone = self.journal.recover()
-            if kept or undone:
-                log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)
-            pruned = self.journal.prune()
-            if pruned:
-                log.info("forgot %d merged pairs whose files are gone", pruned)
-            removed = remove_stale_temps(self.roots)
-            if removed:
-                log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(removed[:5]))
-        else:
-            log.warning("another merger is running on state dir %s: start-up recovery skipped", self.journal.path)
+        kept, undone = self.journal.recover()
+        if kept or undone:
+            log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)
+        pruned = self.journal.prune()
+        if pruned:
+            log.info("forgot %d merged pairs whose files are gone", pruned)
+        removed = remove_stale_temps(self.roots)
+        if removed:
+            log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(removed[:5]))
         self.service = MergerService(self.roots, self.journal, config)
         self.metrics_port = self.service.metrics.serve(options.metrics_listen) if options.metrics_listen else None
         self.port = 0
@@ -153,10 +150,9 @@ class MergerDaemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         self._started.set()
-        pruner = asyncio.create_task(self._prune_periodically()) if self.journal.alone else None
+        pruner = asyncio.create_task(self._prune_periodically())
         await stop.wait()
-        if pruner is not None:
-            pruner.cancel()
+        pruner.cancel()
         # whatever the merges do, the process ends within the grace period plus a few seconds
         watchdog = threading.Timer(o.grace_seconds + HARD_EXIT_SLACK, _hard_exit)
         watchdog.daemon = True

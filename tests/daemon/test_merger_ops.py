@@ -43,6 +43,16 @@ def refusals(root, tmp_path, token_file):
         "tls cert without key": (["--tls-cert", str(token_file), *r], "go together"),
         "missing tls files": (["--tls-cert", str(tmp_path / "c.pem"), "--tls-key", str(tmp_path / "k.pem"), *r], "No such file"),
         "bad metrics address": (["--metrics-listen", "nowhere", *r], "HOST:PORT"),
+        "metrics address not on this host": (["--metrics-listen", "192.0.2.1:9100", *r], "--metrics-listen 192.0.2.1:9100: cannot listen"),
+        "metrics port out of range": (["--metrics-listen", "127.0.0.1:70000", *r], "--metrics-listen port must be in 1..65535"),
+        "listen port out of range": (["--listen", "127.0.0.1:99999", *r], "--listen port must be in 1..65535"),
+        "memory below the minimum": (["--memory", "1", *r], "--memory must be at least 1m"),
+        "read buffer over the memory": (["--memory", "8m", "--read-buffer", "16m", *r], "--read-buffer must be between"),
+        "memory not finite": (["--memory", "inf", *r], "not a positive size"),
+        "negative grace": (["--grace", "-5", *r], "--grace must be in 0.."),
+        "grace not a number": (["--grace", "nan", *r], "--grace must be in 0.."),
+        "no workers": (["--workers", "0", *r], "--workers must be in 1.."),
+        "negative queue": (["--max-queue", "-1", *r], "--max-queue must be in 0.."),
     }
 
 
@@ -104,3 +114,15 @@ def test_port_in_use_is_one_error_line_and_exit_code_2(root):
     assert "Traceback" not in out.stderr
     # grpc's C core logs its own line first; ours is the last
     assert out.stderr.strip().splitlines()[-1] == f"riffle-merger: error: cannot listen on {address}: the address is in use or not on this host"
+
+
+def test_second_daemon_on_the_same_state_dir_is_refused(root):
+    """Two daemons on one state dir would each take the other's merges in progress for a crash's leftovers."""
+    with DaemonProcess([root]) as first:
+        out = serve("--listen", f"127.0.0.1:{free_port()}", "--local-dir", str(root))
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "another merger is running on state dir" in lines[0], out.stderr
+        assert first.client.healthy()
+    with DaemonProcess([root]) as again:  # the lock goes with the daemon
+        assert again.client.healthy()
