@@ -54,11 +54,14 @@ class IndexStream:
             offs.byteswap()
         if offs[0] != self.last:
             raise CorruptShuffleFile(f"{self.name}: offset of partition {start} is {offs[0]}, expected {self.last}")
+        # checked before subtracting: offsets at the int64 limits would overflow a difference
+        if any(map(operator.gt, offs[:-1], offs[1:])):
+            raise CorruptShuffleFile(f"{self.name}: offsets decrease between partitions {start} and {end}")
+        if offs[-1] > self.data_length:
+            raise CorruptShuffleFile(f"{self.name}: offset {offs[-1]} of partition {end} does not match data file length {self.data_length}")
         # a compact array, not a list: every input's window is held at once, and a list of ints past the
         # small-int cache costs five times the 8 bytes a partition that memory_needed reserves
         out = array("q", map(operator.sub, offs[1:], offs[:-1]))
-        if min(out) < 0:
-            raise CorruptShuffleFile(f"{self.name}: offsets decrease between partitions {start} and {end}")
         self.last = offs[-1]
         if end == self.partitions and self.last != self.data_length:
             raise CorruptShuffleFile(f"{self.name}: last offset {self.last} does not match data file length {self.data_length}")

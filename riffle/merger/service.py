@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +19,7 @@ import grpc
 
 from riffle.merger.concat import memory_needed
 from riffle.merger.engine import MergeResult, MergeSpec, fds_needed, merge_map_outputs
-from riffle.merger.errors import DiskFull, MergeCancelled
+from riffle.merger.errors import DiskFull, MergeCancelled, shown
 from riffle.merger.faults import NO_FAULTS, Faults
 from riffle.merger.journal import Journal, under_any
 from riffle.merger.memory import Aborted, Admission, Overloaded, Ticket, plan_buffers
@@ -33,6 +34,22 @@ MAX_PARTITIONS = 1 << 24
 MAX_FAN_IN = 4096
 MAX_LOCAL_DIRS = 64
 MAX_PENDING_CLEANUPS = 32  # Cleanups waiting for or running in the cleanup pool; more are refused, not queued
+MAX_ID = 256               # characters of a request id or application id
+MAX_PATH = 4096            # characters of a local dir (PATH_MAX)
+MAX_NAME = 255             # characters of one of its components (NAME_MAX)
+MAX_MESSAGE = 1024         # characters of an error message sent back or logged
+EXECUTOR_ID = re.compile(r"[A-Za-z0-9._:-]{0,128}")  # Spark's executor ids: "driver", "0", "17"
+
+
+def check_id(field: str, value: str) -> None:
+    """A request or application id: 1 to MAX_ID printable characters (it is logged and recorded)."""
+    if not 0 < len(value) <= MAX_ID or not value.isprintable():
+        raise ValueError(f"{field} must be 1 to {MAX_ID} printable characters, got {shown(value)!r}")
+
+
+def check_local_dir(path: str) -> None:
+    if len(path) > MAX_PATH or any(len(part) > MAX_NAME for part in path.split("/")):
+        raise ValueError(f"local dir {shown(path)!r} is longer than {MAX_PATH} characters or has a component longer than {MAX_NAME}")
 
 
 @dataclass
@@ -82,10 +99,10 @@ class MergerService(pb_grpc.MergerServicer):
 
     # -- helpers -------------------------------------------------------------------------------
     def _validate(self, req: pb.MergeRequest) -> tuple[MergeSpec, list[Location]]:
-        if not req.request_id or len(req.request_id) > 256:
-            raise ValueError("request_id must be 1 to 256 characters")
-        if not req.app_id or len(req.app_id) > 256:
-            raise ValueError("app_id must be 1 to 256 characters (Cleanup deletes per application)")
+        check_id("request_id", req.request_id)
+        check_id("app_id", req.app_id)
+        if not EXECUTOR_ID.fullmatch(req.executor_id):
+            raise ValueError(f"executor_id must be up to 128 letters, digits and ._:- characters, got {shown(req.executor_id)!r}")
         if req.shuffle_id < 0:
             raise ValueError(f"shuffle_id must be >= 0, got {req.shuffle_id}")
         if not 0 < req.num_partitions <= MAX_PARTITIONS:
@@ -108,6 +125,8 @@ class MergerService(pb_grpc.MergerServicer):
     def _locate(self, local_dirs) -> list[Location]:
         if len(local_dirs) > MAX_LOCAL_DIRS:
             raise ValueError(f"at most {MAX_LOCAL_DIRS} local dirs per executor, got {len(local_dirs)}")
+        for d in local_dirs:
+            check_local_dir(d)
         locs = [self.roots.locate(d) for d in local_dirs]
         if not locs:
             raise PathRefused("the request names no executor local dirs")
@@ -115,6 +134,7 @@ class MergerService(pb_grpc.MergerServicer):
 
     @staticmethod
     async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+        message = shown(message, MAX_MESSAGE)
         log.warning("request refused: %s: %s", code.name, message)
         await context.abort(code, message)
 
@@ -260,8 +280,10 @@ class MergerService(pb_grpc.MergerServicer):
             version=self.version, max_queue=a.max_queue, max_fan_in=self.config.max_fan_in)
 
     async def Cleanup(self, request: pb.CleanupRequest, context: grpc.aio.ServicerContext) -> pb.CleanupResponse:
-        if not request.app_id:
-            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "cleanup needs the app_id whose merged files are deleted")
+        try:
+            check_id("app_id", request.app_id)
+        except ValueError as exc:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"cleanup needs the app_id whose merged files are deleted: {exc}")
         has_shuffle = request.HasField("shuffle_id")
         if not has_shuffle and not request.all_shuffles:
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "cleanup needs a shuffle_id, or all_shuffles set explicitly")

@@ -426,3 +426,52 @@ def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
     assert len(refused) == 5 and all(r.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for r in refused)
     assert sum(isinstance(r, pb.CleanupResponse) for r in results) == MAX_PENDING_CLEANUPS
     assert service.cleanups_pending == 0
+
+
+# -- 5. every request field bounded ---------------------------------------------------------------
+def test_every_request_field_is_bounded_and_errors_never_echo_it_whole(root, dirs):
+    make_outputs(dirs, 4, [0, 1], 3)
+    long_component = f"{dirs[0]}/{'x' * 300}"
+    deep = f"{dirs[0]}/" + "/".join(["y" * 200] * 30)  # over PATH_MAX
+    outside = "/elsewhere/" + "/".join(["z" * 200] * 19)  # within PATH_MAX, outside the roots
+    with DaemonProcess([root]) as d:
+        cases = [
+            ({"executor_id": "exec\n" * 200_000}, grpc.StatusCode.INVALID_ARGUMENT, "executor_id"),
+            ({"request_id": "a\nb"}, grpc.StatusCode.INVALID_ARGUMENT, "request_id"),
+            ({"app_id": "a" * 257}, grpc.StatusCode.INVALID_ARGUMENT, "app_id"),
+            ({"local_dirs": [long_component]}, grpc.StatusCode.INVALID_ARGUMENT, "longer than"),
+            ({"local_dirs": [deep]}, grpc.StatusCode.INVALID_ARGUMENT, "longer than"),
+            ({"local_dirs": [outside]}, grpc.StatusCode.PERMISSION_DENIED, "outside"),
+        ]
+        for change, code, text in cases:
+            args = {"request_id": "r", "app_id": "app", "shuffle_id": 4, "map_ids": [0, 1], "local_dirs": dirs,
+                    "num_partitions": 3, "merged_map_id": M + 1, "executor_id": "1"}
+            args.update(change)
+            with pytest.raises(grpc.RpcError) as info:
+                d.client.merge(**args)
+            assert info.value.code() == code and text in info.value.details(), (change.keys(), info.value.details()[:300])
+            assert len(info.value.details()) < 600, len(info.value.details())
+        bad_cleanup = pb.CleanupRequest(local_dirs=dirs, app_id="a\x00" * 1000, all_shuffles=True)
+        assert rpc_code(lambda: d.client.stub.Cleanup(bad_cleanup, metadata=d.client.metadata, timeout=10)) == \
+            grpc.StatusCode.INVALID_ARGUMENT
+        assert d.client.merge("ok", 4, [0, 1], dirs, 3, M + 1, app_id="app", executor_id="driver").bytes_written > 0
+        log = d.log()
+    assert "exec\\nexec\\nexec\\nexec" not in log and "x" * 300 not in log and "z" * 200 + "/" + "z" * 200 not in log
+    assert len(log) < 20_000, len(log)
+
+
+def test_index_offsets_at_the_int64_limits_are_data_loss(root, dirs):
+    """Offsets a difference of which overflows int64: DATA_LOSS (corrupt input), not INTERNAL with a traceback."""
+    make_outputs(dirs, 5, [0], 2)
+    for m, offsets in ((1, (0, (1 << 63) - 1, -(1 << 63))), (2, (0, (1 << 63) - 1, (1 << 63) - 1)), (3, (-(1 << 63), 0, 0))):
+        data, index = block_file_path(dirs, data_file_name(5, m)), block_file_path(dirs, index_file_name(5, m))
+        for path in (data, index):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        data.write_bytes(b"0123456789")
+        index.write_bytes(b"".join(o.to_bytes(8, "big", signed=True) for o in offsets))
+    with DaemonProcess([root]) as d:
+        for m in (1, 2, 3):
+            with pytest.raises(grpc.RpcError) as info:
+                d.client.merge(f"i{m}", 5, [0, m], dirs, 2, M + m, app_id="app")
+            assert info.value.code() == grpc.StatusCode.DATA_LOSS, (m, info.value.details())
+        assert "Traceback" not in d.log()
