@@ -16,13 +16,18 @@ from __future__ import annotations
 import operator
 import os
 import sys
-import threading
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from riffle.merger.errors import MergeCancelled, as_disk_full
 from riffle.shuffle.layout import CorruptShuffleFile
+
+
+class Cancellable(Protocol):
+    def is_set(self) -> bool: ...
+
 
 INDEX_WINDOW = 8192             # partitions whose offsets an input holds at a time
 REPLY_BYTES_PER_PARTITION = 48  # the reply's lengths: our array, the message's copy, its serialized form
@@ -167,7 +172,7 @@ def _big_endian(values: array) -> bytes:
 
 
 def concatenate(inputs: Sequence[Input], output: Output, num_partitions: int, read_buffer: int, write_buffer: int,
-                cancel: threading.Event | None = None, progress: Callable[[int], None] | None = None) -> Copied:
+                cancel: Cancellable | None = None, progress: Callable[[int], None] | None = None) -> Copied:
     """Write every partition's blocks of ``inputs``, in input order, to ``output``, and its index after them.
 
     ``cancel`` is checked before each partition; ``progress`` gets the bytes of each non-empty merged partition.

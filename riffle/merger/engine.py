@@ -9,11 +9,11 @@ Every file operation is relative to directory descriptors obtained from the daem
 from __future__ import annotations
 
 import os
-import threading
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from riffle.merger.cancel import CancelToken
 from riffle.merger.concat import Copied, IndexStream, Input, Output, concatenate
 from riffle.merger.errors import MissingInput
 from riffle.merger.faults import NO_FAULTS, Faults
@@ -149,7 +149,7 @@ def merge_map_outputs(
     spec: MergeSpec,
     read_buffer: int,
     write_buffer: int,
-    cancel: threading.Event | None = None,
+    cancel: CancelToken | None = None,
     progress: Callable[[int], None] | None = None,
     durable: bool = True,
     faults: Faults = NO_FAULTS,
@@ -175,7 +175,7 @@ def merge_map_outputs(
                 output = Output(data_fd, index_fd, target.data_path, target.index_path)
                 return concatenate(inputs, output, spec.num_partitions, read_buffer, write_buffer, cancel, progress)
 
-            copied = publish_pair(journal, target, fill, durable, faults)
+            copied = publish_pair(journal, target, fill, durable, faults, cancel)
         finally:
             for fd in fds:
                 os.close(fd)

@@ -21,6 +21,7 @@ from riffle.merger.journal import Journal, Record, unlink_if_ours, unlink_quietl
 from riffle.merger.paths import PRIVATE_PREFIX, PathRefused, Roots, open_dir_at
 
 if TYPE_CHECKING:
+    from riffle.merger.cancel import CancelToken
     from riffle.merger.faults import Faults
 
 TEMP_PREFIX = f"{PRIVATE_PREFIX}-tmp-"  # temp names are private: no request may name them, the sweep finds them
@@ -69,8 +70,12 @@ def _link(dir_fd: int, tmp: str, name: str, path: str) -> None:
         raise FileExistsError(f"{path} already exists; merged files are never rewritten") from exc
 
 
-def publish_pair(journal: Journal, target: Target, fill: Callable[[int, int], T], durable: bool, faults: Faults) -> T:
+def publish_pair(journal: Journal, target: Target, fill: Callable[[int, int], T], durable: bool, faults: Faults,
+                 cancel: CancelToken | None = None) -> T:
     """Create the pair's temps, have ``fill(data_fd, index_fd)`` write them, then publish them; returns what ``fill`` did.
+
+    ``cancel`` is committed just before the data file is linked: a cancel that came before undoes everything,
+    one that comes after is refused by the token (the merge publishes).
 
     ``durable=False`` skips the fsyncs (publishing stays all or nothing): Spark itself never fsyncs
     shuffle files, and a merged file lost in a crash is recomputed.
@@ -103,6 +108,8 @@ def publish_pair(journal: Journal, target: Target, fill: Callable[[int, int], T]
                         (data_inode.st_dev, data_inode.st_ino), (index_inode.st_dev, index_inode.st_ino))
         journal_name = journal.begin(record)
         faults.reached("recorded")
+        if cancel is not None:
+            cancel.commit(t.data_path)
         _link(t.data_dir, tmp_data, t.data_name, t.data_path)
         if durable and t.index_dir != t.data_dir:
             os.fsync(t.data_dir)  # the data's link is on disk before the index's can be

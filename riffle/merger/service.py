@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
 
+from riffle.merger.cancel import CancelToken
 from riffle.merger.concat import memory_needed
 from riffle.merger.engine import MergeResult, MergeSpec, fds_needed, merge_map_outputs
 from riffle.merger.errors import DiskFull, MergeCancelled, shown
@@ -34,6 +34,7 @@ MAX_PARTITIONS = 1 << 24
 MAX_FAN_IN = 4096
 MAX_LOCAL_DIRS = 64
 MAX_PENDING_CLEANUPS = 32  # Cleanups waiting for or running in the cleanup pool; more are refused, not queued
+CLEANUP_WAIT_SECONDS = 20.0  # how long a Cleanup waits for its application's merges to stop
 MAX_ID = 256               # characters of a request id or application id
 MAX_PATH = 4096            # characters of a local dir (PATH_MAX)
 MAX_NAME = 255             # characters of one of its components (NAME_MAX)
@@ -76,11 +77,15 @@ class _Counters:
 
 @dataclass
 class _InFlight:
-    output: tuple
-    cancel: threading.Event = field(default_factory=threading.Event)
+    output: tuple  # (Location, sub dir, data file name)
+    app_id: str
+    shuffle_id: int
+    cancel: CancelToken = field(default_factory=CancelToken)
     ticket: Ticket | None = None
     remaining_bytes: int = 0
     running: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)  # set once its thread (or its wait) is over
+    orphaned: bool = False  # its application was cleaned up while it ran: whatever it publishes is deleted
 
 
 class MergerService(pb_grpc.MergerServicer):
@@ -168,7 +173,7 @@ class MergerService(pb_grpc.MergerServicer):
         except ValueError as exc:
             self.metrics.merges.labels("rejected").inc()
             await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-        entry = _InFlight(output, ticket=ticket)
+        entry = _InFlight(output, spec.app_id, spec.shuffle_id, ticket=ticket)
         self._inflight[request.request_id] = entry
         self._outputs.add(output)
         self.metrics.inputs.observe(fan_in)
@@ -191,7 +196,7 @@ class MergerService(pb_grpc.MergerServicer):
             try:
                 result = await asyncio.wrap_future(work)
             except asyncio.CancelledError:  # the caller went away or its deadline passed
-                entry.cancel.set()
+                entry.cancel.cancel()
                 self._count("cancelled")
                 raise
             except BaseException as exc:
@@ -233,6 +238,11 @@ class MergerService(pb_grpc.MergerServicer):
         if self._inflight.get(request_id) is entry:
             del self._inflight[request_id]
         self._outputs.discard(entry.output)
+        entry.done.set()
+        if entry.orphaned:  # published after its application's Cleanup gave up waiting: delete it now
+            loc, sub, name = entry.output
+            where = (self.roots.paths[loc.root], *loc.parts, sub)
+            self.io_pool.submit(self.journal.delete, entry.app_id, lambda rec: rec.data_dir != where or rec.data != name)
 
     def _count(self, outcome: str) -> None:
         if outcome == "cancelled":
@@ -241,26 +251,29 @@ class MergerService(pb_grpc.MergerServicer):
             self.counters.failed += 1
         self.metrics.merges.labels(outcome).inc()
 
+    def _cancel(self, request_id: str, entry: _InFlight, reason: str) -> bool:
+        """Cancel one merge; False when it is too late (it committed to publishing and will)."""
+        if not entry.cancel.cancel():
+            return False
+        if entry.ticket is not None:
+            self.admission.abort(entry.ticket, reason)
+        return True
+
     async def Cancel(self, request: pb.CancelRequest, context: grpc.aio.ServicerContext) -> pb.CancelResponse:
         entry = self._inflight.get(request.request_id)
+        found = entry is not None and self._cancel(request.request_id, entry, f"merge {request.request_id} cancelled while waiting for admission")
         if entry is not None:
-            entry.cancel.set()
-            if entry.ticket is not None:
-                self.admission.abort(entry.ticket, f"merge {request.request_id} cancelled while waiting for admission")
-            log.info("cancel requested for merge %s", request.request_id)
-        return pb.CancelResponse(found=entry is not None)
+            log.info("cancel requested for merge %s%s", request.request_id, "" if found else ": too late, it is publishing")
+        return pb.CancelResponse(found=found)
 
     def cancel_all(self, reason: str) -> None:
-        for entry in self._inflight.values():
-            entry.cancel.set()
-            if entry.ticket is not None:
-                self.admission.abort(entry.ticket, reason)
+        for rid, entry in list(self._inflight.items()):
+            self._cancel(rid, entry, reason)
 
     def abort_queued(self, reason: str) -> None:
-        for entry in self._inflight.values():
-            if not entry.running and entry.ticket is not None:
-                entry.cancel.set()
-                self.admission.abort(entry.ticket, reason)
+        for rid, entry in list(self._inflight.items()):
+            if not entry.running:
+                self._cancel(rid, entry, reason)
 
     def in_flight(self) -> int:
         return len(self._inflight)
@@ -303,6 +316,7 @@ class MergerService(pb_grpc.MergerServicer):
         sid = request.shuffle_id if has_shuffle else None
         self.cleanups_pending += 1
         try:
+            await self._end_merges_of(request.app_id, sid, locs)
             files, freed = await asyncio.get_running_loop().run_in_executor(
                 self.io_pool, self.journal.delete, request.app_id,
                 lambda rec: not under_any(rec, self.roots, locs) or (sid is not None and rec.shuffle_id != sid))
@@ -311,6 +325,26 @@ class MergerService(pb_grpc.MergerServicer):
         log.info("cleanup of app %s %s: %d merged files, %d bytes", request.app_id,
                  "all shuffles" if sid is None else f"shuffle {sid}", files, freed)
         return pb.CleanupResponse(files_deleted=files, bytes_freed=freed)
+
+
+    async def _end_merges_of(self, app_id: str, shuffle_id: int | None, locs: list[Location]) -> None:
+        """Cancel the app's merges into ``locs`` and wait them out, so none publishes after its Cleanup; one that is
+        past cancelling publishes first (and Cleanup then deletes it), one that outlasts the wait is deleted when it ends."""
+        ending = [(rid, e) for rid, e in self._inflight.items()
+                  if e.app_id == app_id and (shuffle_id is None or e.shuffle_id == shuffle_id) and e.output[0] in locs]
+        if not ending:
+            return
+        for rid, entry in ending:
+            self._cancel(rid, entry, f"application {app_id} cleaned up")
+        log.info("cleanup of app %s waits for %d of its merges to end", app_id, len(ending))
+        try:
+            await asyncio.wait_for(asyncio.gather(*(e.done.wait() for _, e in ending)), CLEANUP_WAIT_SECONDS)
+        except TimeoutError:
+            stuck = [e for _, e in ending if not e.done.is_set()]
+            log.warning("cleanup of app %s: %d merges did not end within %.0fs; their output is deleted when they do",
+                        app_id, len(stuck), CLEANUP_WAIT_SECONDS)
+            for e in stuck:
+                e.orphaned = True
 
 
 def _status_for(exc: BaseException) -> tuple[grpc.StatusCode | None, str]:

@@ -2,12 +2,12 @@ import os
 import struct
 import subprocess
 import sys
-import threading
 
 import grpc
 import pytest
 
 from riffle.merger import paths as paths_module
+from riffle.merger.cancel import CancelToken
 from riffle.merger.engine import MergeSpec, merge_map_outputs
 from riffle.merger.errors import MergeCancelled, MissingInput
 from riffle.merger.faults import CRASH_ENV, CRASH_EXIT_CODE, NO_FAULTS, Faults
@@ -145,17 +145,38 @@ def test_existing_output_never_rewritten(roots, journal, dirs):
 def test_cancel_leaves_nothing(roots, journal, dirs, root):
     make_outputs(dirs, 1, [0, 1], 50)
     before = all_files(root)
-    cancel = threading.Event()
+    cancel = CancelToken()
     calls = []
 
     def progress(n):
         calls.append(n)
         if len(calls) == 3:
-            cancel.set()
+            assert cancel.cancel()
 
     with pytest.raises(MergeCancelled):
         merge(roots, journal, dirs, 1, [0, 1], 50, cancel=cancel, progress=progress)
     assert all_files(root) == before
+
+
+def test_cancel_after_the_copy_loop_publishes_nothing_and_a_late_one_is_refused(roots, journal, dirs, root):
+    """Up to the first link a cancel undoes the merge; from there on the token refuses it, so a Cancel that
+    reports success never meets a published pair."""
+    blocks = make_outputs(dirs, 1, [0, 1], 5)
+    left = [sum(len(b) for m in (0, 1) for b in blocks[m])]
+    before = all_files(root)
+    cancel = CancelToken()
+
+    def cancel_once_all_is_copied(n):
+        left[0] -= n
+        if left[0] == 0:
+            assert cancel.cancel()
+
+    with pytest.raises(MergeCancelled, match="cancelled before publishing"):
+        merge(roots, journal, dirs, 1, [0, 1], 5, cancel=cancel, progress=cancel_once_all_is_copied)
+    assert all_files(root) == before
+    late = CancelToken()
+    merge(roots, journal, dirs, 1, [0, 1], 5, cancel=late)
+    assert late.cancel() is False
 
 
 def test_symlinked_input_refused(roots, journal, dirs, root, tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from riffle.merger.faults import CRASH_ENV
+from riffle.merger.faults import CRASH_ENV, PAUSE_ENV
 from riffle.merger.publish import PUBLISH_STEPS, TEMP_PREFIX
 from riffle.protocol import pb
 from riffle.shuffle.layout import (
@@ -475,3 +475,53 @@ def test_index_offsets_at_the_int64_limits_are_data_loss(root, dirs):
                 d.client.merge(f"i{m}", 5, [0, m], dirs, 2, M + m, app_id="app")
             assert info.value.code() == grpc.StatusCode.DATA_LOSS, (m, info.value.details())
         assert "Traceback" not in d.log()
+
+
+# -- 6. cancel and cleanup that hold --------------------------------------------------------------
+def wait_for_log(d, text, timeout=30):
+    deadline = time.monotonic() + timeout
+    while text not in d.log():
+        assert time.monotonic() < deadline, f"{text!r} never logged: {d.log()[-2000:]}"
+        time.sleep(0.02)
+
+
+def merged_pair(dirs, sid, mid):
+    return block_file_path(dirs, data_file_name(sid, mid)), block_file_path(dirs, index_file_name(sid, mid))
+
+
+def test_cancel_after_the_copy_loop_never_publishes_and_a_late_one_says_so(root, dirs):
+    """A Cancel that finds the merge means nothing is published; past the first link it is too late and says found=false."""
+    make_outputs(dirs, 3, [0, 1], 6)
+    before = all_files(root)
+    with DaemonProcess([root], env={PAUSE_ENV: "temps-written:3"}) as d:
+        future = d.client.stub.Merge.future(request("c", 3, [0, 1], dirs, 6, M + 1), metadata=d.client.metadata, timeout=60)
+        wait_for_log(d, "fault injected: pausing")  # the copy loop is over, nothing is published yet
+        assert d.client.cancel("c") is True
+        assert future.exception(timeout=30).code() == grpc.StatusCode.CANCELLED
+        assert all_files(root) == before and not os.listdir(root / ".riffle-merger" / "pending")
+        assert d.client.status().merges_cancelled == 1
+    with DaemonProcess([root], env={PAUSE_ENV: "index-linked:2"}) as d:
+        future = d.client.stub.Merge.future(request("late", 3, [0, 1], dirs, 6, M + 2), metadata=d.client.metadata, timeout=60)
+        wait_for_log(d, "fault injected: pausing")
+        assert d.client.cancel("late") is False  # too late: it publishes, and says so
+        assert future.result(timeout=30).bytes_written > 0
+        assert all(p.exists() for p in merged_pair(dirs, 3, M + 2))
+
+
+@pytest.mark.parametrize("step", ["temps-written", "index-linked"])
+def test_cleanup_of_an_app_ends_its_running_merges_so_nothing_outlives_it(root, dirs, step):
+    """The driver's stop sends Cancel and Cleanup at once: whether the merge can still be cancelled (paused before
+    publishing) or not (paused after its index is linked), Cleanup returns only once nothing of the app is left."""
+    make_outputs(dirs, 3, [0, 1], 6)
+    before = all_files(root)
+    with DaemonProcess([root], env={PAUSE_ENV: f"{step}:2"}) as d:
+        future = d.client.stub.Merge.future(request("m", 3, [0, 1], dirs, 6, M + 1, app="app-A"), metadata=d.client.metadata,
+                                            timeout=60)
+        wait_for_log(d, "fault injected: pausing")
+        cleaned = d.client.cleanup(dirs, "app-A", all_shuffles=True)
+        assert all_files(root) == before, sorted(all_files(root) - before)
+        assert cleaned.files_deleted == (2 if step == "index-linked" else 0)
+        outcome = future.exception(timeout=30)
+        assert (outcome is None) == (step == "index-linked")  # too late to cancel: it published, and Cleanup deleted it
+        assert all_files(root) == before and not os.listdir(root / ".riffle-merger" / "pending")
+        assert not os.listdir(root / ".riffle-merger" / "apps")
