@@ -96,12 +96,12 @@ MAX_SECONDS = 7 * 24 * 3600.0
 
 
 def check_address(flag: str, address: str) -> None:
-    """``HOST:PORT`` with a port in 1..65535 (gRPC would quietly bind a random port for 99999)."""
+    """``HOST:PORT`` with a port in 0..65535, 0 for any free one (gRPC would quietly bind a random port for 99999)."""
     host, sep, port = address.rpartition(":")
     if not sep or not host.strip("[]") or not port.isdigit():
         raise StartupError(f"{flag} wants HOST:PORT, got {address!r}")
-    if not 0 < int(port) <= 65535:
-        raise StartupError(f"{flag} port must be in 1..65535, got {port}")
+    if not 0 <= int(port) <= 65535:
+        raise StartupError(f"{flag} port must be in 0..65535, got {port}")
 
 
 def _in_range(flag: str, value: float, low: float, high: float, shown: str = "") -> None:
@@ -122,7 +122,7 @@ def check_ranges(args: argparse.Namespace) -> None:
     _in_range("--workers", args.workers, 1, MAX_WORKERS)
     _in_range("--max-queue", args.max_queue, 0, MAX_QUEUE)
     _in_range("--grace", args.grace, 0, MAX_SECONDS, " seconds")
-    _in_range("--prune-interval", args.prune_interval, 1, MAX_SECONDS, " seconds")
+    _in_range("--prune-interval", args.prune_interval, 0.1, MAX_SECONDS, " seconds")
 
 
 def check_exposure(listen: str, token: str | None, tls: bool, insecure: bool) -> None:
