@@ -100,10 +100,11 @@ class _Dirs:
         self.fds = []
 
 
-def _target(d: _Dirs, spec: MergeSpec) -> Target:
+def _target(d: _Dirs, spec: MergeSpec, faults: Faults) -> Target:
     """The merged pair's place, its sub dirs created if need be."""
     data_name = data_file_name(spec.shuffle_id, spec.merged_map_id)
     index_name = index_file_name(spec.shuffle_id, spec.merged_map_id)
+    faults.fail("output-dir", d.path(data_name, spec.sub_dirs))
     return Target(spec.app_id, spec.shuffle_id, d.sub(data_name, spec.sub_dirs, create=True), d.sub(index_name, spec.sub_dirs, create=True),
                   data_name, index_name, d.path(data_name, spec.sub_dirs), d.path(index_name, spec.sub_dirs),
                   d.dir_of(data_name, spec.sub_dirs), d.dir_of(index_name, spec.sub_dirs))
@@ -165,7 +166,7 @@ def merge_map_outputs(
         raise ValueError("nothing to merge")
     d = _Dirs(roots, dirs)
     try:
-        target = _target(d, spec)
+        target = _target(d, spec, faults)
         refuse_existing(target)
         fds: list[int] = []
         try:

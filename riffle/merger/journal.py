@@ -13,6 +13,7 @@ nothing or a complete pair.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -24,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
+from riffle.merger.faults import NO_FAULTS, Faults
 from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at, open_private_file
 
 log = logging.getLogger("riffle.merger")
@@ -116,9 +118,10 @@ class StateDirBusy(ValueError):
 class Journal:
     """Records under the daemon's state dir (by default ``.riffle-merger`` in its first root)."""
 
-    def __init__(self, roots: Roots, state_dir: str | None = None, durable: bool = True):
+    def __init__(self, roots: Roots, state_dir: str | None = None, durable: bool = True, faults: Faults = NO_FAULTS):
         self.roots = roots
         self.durable = durable
+        self.faults = faults
         self._apps_lock = threading.Lock()  # a commit's app dir is not removed as empty between its open and its rename
         if state_dir is None:
             self.fd = open_dir_at(roots.fds[0], STATE_DIR_NAME, STATE_DIR_NAME, create=True, mode=0o700)
@@ -169,12 +172,18 @@ class Journal:
         tmp = f".{name}.{uuid.uuid4().hex}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
         try:
-            os.write(fd, payload)
-            if self.durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            try:
+                self.faults.fail("journal-write", os.path.join(self.path, name))
+                if os.write(fd, payload) != len(payload):  # a short write is a full disk too
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.path.join(self.path, name))
+                if self.durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            unlink_quietly(dir_fd, tmp)  # no empty or partial record is left behind
+            raise
         if self.durable:
             os.fsync(dir_fd)
 
@@ -190,6 +199,7 @@ class Journal:
     def commit(self, name: str, record: Record) -> None:
         """The pair is published: the record moves to its application."""
         with self._apps_lock:
+            self.faults.fail("app-dir", os.path.join(self.path, "apps", app_key(record.app_id)))
             app_fd = self._app_dir(record.app_id, create=True)
             try:
                 os.rename(name, name, src_dir_fd=self.pending_fd, dst_dir_fd=app_fd)

@@ -103,7 +103,7 @@ class MergerDaemon:
         config.fd_budget = max(nofile - FD_RESERVE, 64)
         config.max_fan_in = min(config.max_fan_in, fan_in_limit(config.fd_budget))
         self.roots = Roots(options.local_dirs)
-        self.journal = Journal(self.roots, options.state_dir, durable=config.fsync)
+        self.journal = Journal(self.roots, options.state_dir, durable=config.fsync, faults=config.faults)
         kept, undone = self.journal.recover()
         if kept or undone:
             log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)

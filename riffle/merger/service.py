@@ -19,7 +19,7 @@ import grpc
 from riffle.merger.cancel import CancelToken
 from riffle.merger.concat import memory_needed
 from riffle.merger.engine import MergeResult, MergeSpec, fds_needed, merge_map_outputs
-from riffle.merger.errors import DiskFull, MergeCancelled, shown
+from riffle.merger.errors import DISK_FULL_ERRNOS, DiskFull, MergeCancelled, shown
 from riffle.merger.faults import NO_FAULTS, Faults
 from riffle.merger.journal import Journal, under_any
 from riffle.merger.memory import Aborted, Admission, Overloaded, Ticket, plan_buffers
@@ -358,6 +358,8 @@ def _status_for(exc: BaseException) -> tuple[grpc.StatusCode | None, str]:
         return grpc.StatusCode.DATA_LOSS, f"corrupt map output: {exc}"
     if isinstance(exc, DiskFull):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc.strerror or exc)
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:  # any other step the disk filled at
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, f"disk full: {exc}"
     if isinstance(exc, FileExistsError):
         return grpc.StatusCode.ALREADY_EXISTS, str(exc)
     if isinstance(exc, OSError):

@@ -13,8 +13,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from riffle.merger.faults import CRASH_ENV, PAUSE_ENV
-from riffle.merger.publish import PUBLISH_STEPS, TEMP_PREFIX
+from riffle.merger.faults import CRASH_ENV, FAIL_ENV, FAIL_STEPS, PAUSE_ENV, PUBLISH_STEPS
+from riffle.merger.publish import TEMP_PREFIX
 from riffle.protocol import pb
 from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,
@@ -525,3 +525,25 @@ def test_cleanup_of_an_app_ends_its_running_merges_so_nothing_outlives_it(root, 
         assert (outcome is None) == (step == "index-linked")  # too late to cancel: it published, and Cleanup deleted it
         assert all_files(root) == before and not os.listdir(root / ".riffle-merger" / "pending")
         assert not os.listdir(root / ".riffle-merger" / "apps")
+
+
+# -- 7. a full disk at every step -----------------------------------------------------------------
+@pytest.mark.parametrize("errno_name", ["ENOSPC", "EDQUOT"])
+@pytest.mark.parametrize("step", FAIL_STEPS)
+def test_disk_full_at_every_step_is_resource_exhausted_and_leaves_nothing(root, dirs, step, errno_name):
+    """Out of space (or quota) creating the output's sub dir, its temps, writing them, writing the journal record,
+    or creating the app's record dir after the links: RESOURCE_EXHAUSTED, nothing published, nothing pending."""
+    make_outputs(dirs, 3, [0, 1], 6)
+    before = all_files(root)
+    with DaemonProcess([root], env={FAIL_ENV: f"{step}:{errno_name}"}) as d:
+        with pytest.raises(grpc.RpcError) as info:
+            d.client.merge("full", 3, [0, 1], dirs, 6, M + 1, app_id="app")
+        assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, info.value.details()
+        assert "disk full" in info.value.details() and "fault injected" in info.value.details()
+        assert all_files(root) == before, sorted(all_files(root) - before)
+        state = root / ".riffle-merger"
+        assert not os.listdir(state / "pending") and not os.listdir(state / "apps")
+        status = d.client.status()
+        assert status.merges_failed == 1 and status.memory_in_use == 0
+        assert d.client.cleanup(dirs, "app", all_shuffles=True).files_deleted == 0
+        assert "Traceback" not in d.log()
