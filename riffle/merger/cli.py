@@ -6,13 +6,13 @@ import argparse
 import json
 import logging
 import os
-import stat
 import sys
 import time
 from collections.abc import Sequence
 from typing import NoReturn
 
 from riffle.merger.addresses import is_loopback
+from riffle.merger.private_file import NotPrivate, read_private_file
 from riffle.units import parse_size
 from riffle.version import package_version
 
@@ -75,14 +75,11 @@ class StartupError(Exception):
 def read_token(path: str) -> str:
     """The shared secret in ``path``, refusing a file others can read (the error names the fix)."""
     try:
-        st = os.stat(path)
-        with open(path) as fh:
-            token = fh.read().strip()
-    except OSError as exc:
-        raise StartupError(f"cannot read token file {path}: {exc.strerror or exc}") from None
-    if st.st_mode & 0o077:
-        raise StartupError(f"token file {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
-                           f"fix: chmod 600 {path}")
+        token = read_private_file(path, "token file").decode().strip()
+    except NotPrivate as exc:
+        raise StartupError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise StartupError(f"token file {path} is not text") from None
     if not token:
         raise StartupError(f"token file {path} is empty")
     return token

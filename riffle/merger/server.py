@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from riffle.merger.engine import fds_needed
 from riffle.merger.journal import Journal
 from riffle.merger.paths import Roots
+from riffle.merger.private_file import read_private_file
 from riffle.merger.publish import remove_stale_temps
 from riffle.merger.service import MAX_FAN_IN, MAX_LOCAL_DIRS, Config, MergerService
 from riffle.protocol import pb_grpc
@@ -97,7 +98,8 @@ class MergerDaemon:
             raise ValueError("--tls-cert and --tls-key go together")
         self.tls_pair = None
         if options.tls_cert:
-            self.tls_pair = (Path(options.tls_key).read_bytes(), Path(options.tls_cert).read_bytes())  # type: ignore[arg-type]
+            assert options.tls_key is not None
+            self.tls_pair = (read_private_file(options.tls_key, "--tls-key"), Path(options.tls_cert).read_bytes())
         nofile = raise_open_file_limit()
         config = options.config
         config.fd_budget = max(nofile - FD_RESERVE, 64)

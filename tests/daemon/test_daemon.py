@@ -218,6 +218,7 @@ def test_tls_with_token(root, dirs, tmp_path):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                     "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
                    check=True, capture_output=True)
+    key.chmod(0o600)  # the daemon refuses a key others can read, like a token file
     make_outputs(dirs, 3, [0, 1], 4)
     port = free_port()  # started by hand: DaemonProcess's readiness probe speaks plaintext
     proc = subprocess.Popen([sys.executable, "-m", "riffle.merger.cli", "serve", "--listen", f"127.0.0.1:{port}", "--local-dir", str(root),

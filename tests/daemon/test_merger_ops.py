@@ -41,6 +41,8 @@ def refusals(root, tmp_path, token_file):
         "empty token file": (["--token-file", str(empty), *r], "is empty"),
         "missing local dir": (["--local-dir", str(tmp_path / "missing")], "does not exist"),
         "tls cert without key": (["--tls-cert", str(token_file), *r], "go together"),
+        "tls key readable by others": (["--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "loose-key.pem"), *r],
+                                       f"--tls-key {tmp_path / 'loose-key.pem'} is readable by group or others"),
         "missing tls files": (["--tls-cert", str(tmp_path / "c.pem"), "--tls-key", str(tmp_path / "k.pem"), *r], "No such file"),
         "bad metrics address": (["--metrics-listen", "nowhere", *r], "HOST:PORT"),
         "metrics address not on this host": (["--metrics-listen", "192.0.2.1:9100", *r], "--metrics-listen 192.0.2.1:9100: cannot listen"),
@@ -58,7 +60,8 @@ def refusals(root, tmp_path, token_file):
 
 @pytest.mark.parametrize("case", sorted(refusals("/r", Path("/t"), "/f")))
 def test_each_start_up_refusal_is_one_line_and_exit_code_2(root, tmp_path, token_file, case):
-    for name, text, mode in (("loose-token", "s3cret", 0o644), ("empty-token", "", 0o600)):
+    for name, text, mode in (("loose-token", "s3cret", 0o644), ("empty-token", "", 0o600), ("loose-key.pem", "key", 0o640),
+                             ("cert.pem", "cert", 0o644)):
         (tmp_path / name).write_text(text)
         (tmp_path / name).chmod(mode)
     args, text = refusals(root, tmp_path, token_file)[case]
