@@ -148,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_ranges(args)
         token = read_token(args.token_file) if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None
         check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
+        if args.metrics_listen and not args.insecure and not is_loopback(args.metrics_listen):
+            raise StartupError(f"refusing to serve metrics on {args.metrics_listen} off loopback: the endpoint has neither "
+                               "TLS nor authentication; keep it on loopback (scrape through a local agent), or --insecure "
+                               "to accept that")
         daemon = MergerDaemon(ServerOptions(
             listen=args.listen, local_dirs=tuple(args.local_dir),
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,

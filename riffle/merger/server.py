@@ -197,6 +197,7 @@ class MergerDaemon:
             log.error("%d merges did not stop after cancellation (blocked in I/O); exiting anyway", stuck)
             _hard_exit()
         self.service.merge_pool.shutdown(wait=False)
+        self.service.metrics.close()
         self.journal.close()
         self.roots.close()
         log.info("merger stopped")

@@ -185,7 +185,7 @@ class MergerService(pb_grpc.MergerServicer):
                 self._count("cancelled")
                 await self._abort(context, grpc.StatusCode.CANCELLED, str(exc))
             except asyncio.CancelledError:
-                self._count("cancelled")
+                self._caller_gone(request.request_id, "queued")
                 raise
             entry.running = True
             loop = asyncio.get_running_loop()
@@ -197,7 +197,7 @@ class MergerService(pb_grpc.MergerServicer):
                 result = await asyncio.wrap_future(work)
             except asyncio.CancelledError:  # the caller went away or its deadline passed
                 entry.cancel.cancel()
-                self._count("cancelled")
+                self._caller_gone(request.request_id, "running")
                 raise
             except BaseException as exc:
                 code, message = _status_for(exc)
@@ -243,6 +243,13 @@ class MergerService(pb_grpc.MergerServicer):
             loc, sub, name = entry.output
             where = (self.roots.paths[loc.root], *loc.parts, sub)
             self.io_pool.submit(self.journal.delete, entry.app_id, lambda rec: rec.data_dir != where or rec.data != name)
+
+    def _caller_gone(self, request_id: str, stage: str) -> None:
+        """A call gRPC cancelled (the client went away, or its deadline passed): counted and logged, since its
+        client sees CANCELLED and nothing else would show it."""
+        self._count("cancelled")
+        self.metrics.rpc_cancelled.labels(stage).inc()
+        log.warning("merge %s ended while %s: the caller cancelled it or its deadline passed", request_id, stage)
 
     def _count(self, outcome: str) -> None:
         if outcome == "cancelled":
