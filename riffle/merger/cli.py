@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--read-buffer", type=parse_size, default=parse_size("4m"), help="per-input read buffer (default 4m)")
     serve.add_argument("--write-buffer", type=parse_size, default=parse_size("16m"), help="output write buffer (default 16m)")
     serve.add_argument("--max-queue", type=int, default=1024, help="merges that may wait for admission before new ones are refused at once (default 1024)")
+    serve.add_argument("--max-queue-memory", type=parse_size, default=parse_size("32m"),
+                       help="memory waiting merges' requests may hold before new ones are refused at once (default 32m)")
     serve.add_argument("--token-file", help="file (mode 0600) holding a shared secret; clients must send 'authorization: Bearer "
                                             "<secret>' (or set RIFFLE_MERGER_TOKEN)")
     serve.add_argument("--tls-cert", help="PEM certificate chain; enables TLS")
@@ -118,6 +120,8 @@ def check_ranges(args: argparse.Namespace) -> None:
             raise StartupError(f"{flag} must be between {MIN_BUFFER >> 10}k and --memory ({args.memory} bytes), got {size} bytes")
     _in_range("--workers", args.workers, 1, MAX_WORKERS)
     _in_range("--max-queue", args.max_queue, 0, MAX_QUEUE)
+    if args.max_queue_memory < MIN_MEMORY:
+        raise StartupError(f"--max-queue-memory must be at least {MIN_MEMORY >> 20}m, got {args.max_queue_memory} bytes")
     _in_range("--grace", args.grace, 0, MAX_SECONDS, " seconds")
     _in_range("--prune-interval", args.prune_interval, 0.1, MAX_SECONDS, " seconds")
 
@@ -155,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         daemon = MergerDaemon(ServerOptions(
             listen=args.listen, local_dirs=tuple(args.local_dir),
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
+                          max_queue_memory=args.max_queue_memory,
                           fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env()),
             token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
             metrics_listen=args.metrics_listen, prune_interval=args.prune_interval))

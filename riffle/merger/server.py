@@ -22,7 +22,7 @@ from riffle.merger.paths import Roots
 from riffle.merger.private_file import read_private_file
 from riffle.merger.publish import remove_stale_temps
 from riffle.merger.service import MAX_FAN_IN, MAX_LOCAL_DIRS, Config, MergerService
-from riffle.protocol import pb_grpc
+from riffle.protocol import SERVER_MESSAGE_LIMITS, pb_grpc
 
 log = logging.getLogger("riffle.merger")
 SERVICE_NAME = "riffle.v1.Merger"
@@ -123,7 +123,7 @@ class MergerDaemon:
     async def _serve(self) -> None:
         o = self.options
         interceptors = [TokenAuth(o.token)] if o.token else []
-        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
+        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0), *SERVER_MESSAGE_LIMITS])
         pb_grpc.add_MergerServicer_to_server(self.service, server)
         health_service = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
@@ -142,9 +142,9 @@ class MergerDaemon:
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
         c = o.config
         log.info("riffle merger %s listening on %s (port %d), local dirs %s, state %s, memory %d MiB, read buffer %d KiB, "
-                 "write buffer %d KiB, %d merge threads, max queue %d, max fan-in %d, auth %s, tls %s, metrics %s",
+                 "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, auth %s, tls %s, metrics %s",
                  self.service.version, o.listen, self.port, self.roots.paths, self.journal.path, c.memory >> 20,
-                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_fan_in,
+                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_queue_memory >> 20, c.max_fan_in,
                  "token" if o.token else "none", "on" if self.tls_pair else "off",
                  f"port {self.metrics_port}" if self.metrics_port else "off")
         stop = asyncio.Event()

@@ -42,6 +42,15 @@ MAX_MESSAGE = 1024         # characters of an error message sent back or logged
 EXECUTOR_ID = re.compile(r"[A-Za-z0-9._:-]{0,128}")  # Spark's executor ids: "driver", "0", "17"
 
 
+QUEUED_BASE_BYTES = 16 << 10  # gRPC's and the handler's own state per waiting call
+QUEUED_BYTES_PER_BYTE = 5     # a waiting request's decoded message, its paths as strings and located, per byte it took on the wire
+
+
+def queued_cost(request: pb.MergeRequest) -> int:
+    """Memory a request holds while it waits for admission (measured: about 4 bytes of RSS per byte of message)."""
+    return QUEUED_BASE_BYTES + QUEUED_BYTES_PER_BYTE * request.ByteSize()
+
+
 def check_id(field: str, value: str) -> None:
     """A request or application id: 1 to MAX_ID printable characters (it is logged and recorded)."""
     if not 0 < len(value) <= MAX_ID or not value.isprintable():
@@ -59,6 +68,7 @@ class Config:
     write_buffer: int = 16 << 20
     memory: int = 2 << 30
     max_queue: int = 1024
+    max_queue_memory: int = 32 << 20  # what waiting requests may hold (see queued_cost); inside the 64 MB over --memory
     fsync: bool = True  # False matches Spark, which never fsyncs its own shuffle files
     merge_threads: int = 8
     fd_budget: int = 1024
@@ -91,7 +101,7 @@ class _InFlight:
 class MergerService(pb_grpc.MergerServicer):
     def __init__(self, roots: Roots, journal: Journal, config: Config):
         self.roots, self.journal, self.config = roots, journal, config
-        self.admission = Admission(config.memory, config.fd_budget, config.merge_threads, config.max_queue)
+        self.admission = Admission(config.memory, config.fd_budget, config.merge_threads, config.max_queue, config.max_queue_memory)
         self.counters = _Counters()
         self._inflight: dict[str, _InFlight] = {}
         self._outputs: set[tuple] = set()
@@ -166,7 +176,8 @@ class MergerService(pb_grpc.MergerServicer):
         try:
             read_buf, write_buf = plan_buffers(fan_in, c.read_buffer, c.write_buffer, c.memory,
                                                lambda r, w: memory_needed(fan_in, spec.num_partitions, r, w))
-            ticket = self.admission.ticket(memory_needed(fan_in, spec.num_partitions, read_buf, write_buf), fds_needed(fan_in, len(locs)))
+            ticket = self.admission.ticket(memory_needed(fan_in, spec.num_partitions, read_buf, write_buf), fds_needed(fan_in, len(locs)),
+                                           queued_cost(request))
         except Overloaded as exc:
             self.metrics.merges.labels("rejected").inc()
             await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))

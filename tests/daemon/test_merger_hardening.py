@@ -547,3 +547,34 @@ def test_disk_full_at_every_step_is_resource_exhausted_and_leaves_nothing(root, 
         assert status.merges_failed == 1 and status.memory_in_use == 0
         assert d.client.cleanup(dirs, "app", all_shuffles=True).files_deleted == 0
         assert "Traceback" not in d.log()
+
+
+# -- 8. memory of waiting requests ----------------------------------------------------------------
+def test_waiting_requests_stay_within_memory_plus_64mb(root, dirs):
+    """A request waiting for admission holds its decoded message and located paths (about 1 MB for one of 64 long
+    local dirs): what waiting requests hold is bounded (--max-queue-memory, 32m), past it new ones are refused."""
+    make_outputs(dirs, 1, [0, 1], 4)
+    long_dirs = [str(root) + "/" + "/".join(f"d{j:03d}" + "x" * 200 for j in range(19)) + f"/{i}" for i in range(64)]
+    with DaemonProcess([root], "--memory", "64m", "--workers", "1", "--grace", "1", env={PAUSE_ENV: "temps-written:60"}) as d:
+        meta = d.client.metadata
+        first = d.client.stub.Merge.future(request("first", 1, [0, 1], dirs, 4, M), metadata=meta, timeout=60)
+        wait_for_log(d, "fault injected: pausing")  # the one worker is busy: everything after waits
+        base = d.rss_mb()
+        waiting = []
+        for batch in range(30):  # ten at a time: the requests gRPC holds before the daemon sees them are not the daemon's
+            waiting += [d.client.stub.Merge.future(request(f"w{i}", 1, [0, 1], long_dirs, 4, M + 1 + i), metadata=meta, timeout=60)
+                        for i in range(batch * 10, batch * 10 + 10)]
+            deadline = time.monotonic() + 30
+            while (lambda st: st.queued + st.merges_rejected)(d.client.status()) < len(waiting):
+                assert time.monotonic() < deadline, d.client.status()
+                time.sleep(0.02)
+        status = d.client.status()
+        assert 0 < status.queued < 100 and status.merges_rejected == 300 - status.queued, status
+        refused = [f for f in waiting if f.done()]
+        assert all(f.exception().code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "--max-queue-memory" in f.exception().details()
+                   for f in refused)
+        peak = d.peak_rss_mb()
+        assert peak <= 64 + 64, f"peak RSS {peak:.1f} MB (from {base:.1f}, now {d.rss_mb():.1f}, {status.queued} queued) over --memory 64m + 64 MB"
+        for i in range(300):
+            d.client.cancel(f"w{i}")
+        first.cancel()
