@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "fsyncs shuffle files: a merged file lost in a crash is recomputed like any lost map output)")
     serve.add_argument("--grace", type=float, default=10.0, help="seconds running merges get to finish on SIGTERM; the process exits within this plus 5 s")
     serve.add_argument("--log-format", choices=["json", "text"], default="json")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
 

@@ -57,6 +57,7 @@ def refusals(root, tmp_path, token_file):
         "negative grace": (["--grace", "-5", *r], "--grace must be in 0.."),
         "grace not a number": (["--grace", "nan", *r], "--grace must be in 0.."),
         "no workers": (["--workers", "0", *r], "--workers must be in 1.."),
+        "unknown log level": (["--log-level", "chatty", *r], "argument --log-level: invalid choice"),
         "negative queue": (["--max-queue", "-1", *r], "--max-queue must be in 0.."),
     }
 
