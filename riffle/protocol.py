@@ -13,4 +13,10 @@ except ImportError as exc:  # a source checkout whose stubs were never built
     raise ImportError("riffle's gRPC stubs are missing: in a source checkout run `python -m riffle.proto_build` "
                       "(scripts/setup.sh does), or install the built wheel, which ships them") from exc
 
-__all__ = ["pb", "pb_grpc"]
+MAX_REQUEST_BYTES = 4 << 20   # a request on the wire (gRPC's default, stated): the daemon receives, clients send, no more
+MAX_REPLY_BYTES = 256 << 20   # a reply: the partition lengths of the most partitions a merge may have fit
+# the one set of channel and server options, so every client (plaintext or TLS) and the daemon agree on the limits
+MESSAGE_LIMITS = [("grpc.max_send_message_length", MAX_REQUEST_BYTES), ("grpc.max_receive_message_length", MAX_REPLY_BYTES)]
+SERVER_MESSAGE_LIMITS = [("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.max_send_message_length", MAX_REPLY_BYTES)]
+
+__all__ = ["MAX_REPLY_BYTES", "MAX_REQUEST_BYTES", "MESSAGE_LIMITS", "SERVER_MESSAGE_LIMITS", "pb", "pb_grpc"]

@@ -20,6 +20,6 @@ def parse_size(text: str) -> int:
         value = float(digits)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 512k, 4m, 2g)") from None
-    if unit not in UNITS or value <= 0:
+    if unit not in UNITS or not 0 < value < float(1 << 62) / UNITS.get(unit, 1):  # also refuses nan and inf
         raise argparse.ArgumentTypeError(f"not a positive size: {text!r} (use e.g. 512k, 4m, 2g)")
     return int(value * UNITS[unit])

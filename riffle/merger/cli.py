@@ -6,12 +6,13 @@ import argparse
 import json
 import logging
 import os
-import stat
 import sys
 import time
 from collections.abc import Sequence
+from typing import NoReturn
 
 from riffle.merger.addresses import is_loopback
+from riffle.merger.private_file import NotPrivate, read_private_file
 from riffle.units import parse_size
 from riffle.version import package_version
 
@@ -26,8 +27,15 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A flag argparse refuses is one line and exit code 2 too, like every other start-up refusal (``--help`` shows usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"riffle-merger: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="riffle-merger", description="Riffle shuffle merger daemon (one per node).")
+    parser = OneLineParser(prog="riffle-merger", description="Riffle shuffle merger daemon (one per node).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     verbs = parser.add_subparsers(dest="verb", required=True)
     serve = verbs.add_parser("serve", help="run the daemon", description="Serve the riffle.v1.Merger gRPC API.")
@@ -38,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--read-buffer", type=parse_size, default=parse_size("4m"), help="per-input read buffer (default 4m)")
     serve.add_argument("--write-buffer", type=parse_size, default=parse_size("16m"), help="output write buffer (default 16m)")
     serve.add_argument("--max-queue", type=int, default=1024, help="merges that may wait for admission before new ones are refused at once (default 1024)")
+    serve.add_argument("--max-queue-memory", type=parse_size, default=parse_size("32m"),
+                       help="memory waiting merges' requests may hold before new ones are refused at once (default 32m)")
     serve.add_argument("--token-file", help="file (mode 0600) holding a shared secret; clients must send 'authorization: Bearer "
                                             "<secret>' (or set RIFFLE_MERGER_TOKEN)")
     serve.add_argument("--tls-cert", help="PEM certificate chain; enables TLS")
@@ -56,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "fsyncs shuffle files: a merged file lost in a crash is recomputed like any lost map output)")
     serve.add_argument("--grace", type=float, default=10.0, help="seconds running merges get to finish on SIGTERM; the process exits within this plus 5 s")
     serve.add_argument("--log-format", choices=["json", "text"], default="json")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
 
@@ -67,17 +77,53 @@ class StartupError(Exception):
 def read_token(path: str) -> str:
     """The shared secret in ``path``, refusing a file others can read (the error names the fix)."""
     try:
-        st = os.stat(path)
-        with open(path) as fh:
-            token = fh.read().strip()
-    except OSError as exc:
-        raise StartupError(f"cannot read token file {path}: {exc.strerror or exc}") from None
-    if st.st_mode & 0o077:
-        raise StartupError(f"token file {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
-                           f"fix: chmod 600 {path}")
+        token = read_private_file(path, "token file").decode().strip()
+    except NotPrivate as exc:
+        raise StartupError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise StartupError(f"token file {path} is not text") from None
     if not token:
         raise StartupError(f"token file {path} is empty")
     return token
+
+
+MIN_MEMORY = 1 << 20      # below this not even a two-input merge with the smallest buffers fits
+MIN_BUFFER = 4 << 10
+MAX_WORKERS = 1024
+MAX_QUEUE = 1 << 20
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def check_address(flag: str, address: str) -> None:
+    """``HOST:PORT`` with a port in 0..65535, 0 for any free one (gRPC would quietly bind a random port for 99999)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit():
+        raise StartupError(f"{flag} wants HOST:PORT, got {address!r}")
+    if not 0 <= int(port) <= 65535:
+        raise StartupError(f"{flag} port must be in 0..65535, got {port}")
+
+
+def _in_range(flag: str, value: float, low: float, high: float, shown: str = "") -> None:
+    if not low <= value <= high:  # also refuses NaN
+        raise StartupError(f"{flag} must be in {low:g}..{high:g}{shown}, got {value:g}")
+
+
+def check_ranges(args: argparse.Namespace) -> None:
+    """Every start-up value in its range, before anything is opened: one clear line per refusal."""
+    check_address("--listen", args.listen)
+    if args.metrics_listen:
+        check_address("--metrics-listen", args.metrics_listen)
+    if args.memory < MIN_MEMORY:
+        raise StartupError(f"--memory must be at least {MIN_MEMORY >> 20}m (a merge's smallest buffers), got {args.memory} bytes")
+    for flag, size in (("--read-buffer", args.read_buffer), ("--write-buffer", args.write_buffer)):
+        if not MIN_BUFFER <= size <= args.memory:
+            raise StartupError(f"{flag} must be between {MIN_BUFFER >> 10}k and --memory ({args.memory} bytes), got {size} bytes")
+    _in_range("--workers", args.workers, 1, MAX_WORKERS)
+    _in_range("--max-queue", args.max_queue, 0, MAX_QUEUE)
+    if args.max_queue_memory < MIN_MEMORY:
+        raise StartupError(f"--max-queue-memory must be at least {MIN_MEMORY >> 20}m, got {args.max_queue_memory} bytes")
+    _in_range("--grace", args.grace, 0, MAX_SECONDS, " seconds")
+    _in_range("--prune-interval", args.prune_interval, 0.1, MAX_SECONDS, " seconds")
 
 
 def check_exposure(listen: str, token: str | None, tls: bool, insecure: bool) -> None:
@@ -103,13 +149,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
         from riffle.merger.service import Config
 
+        check_ranges(args)
         token = read_token(args.token_file) if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None
         check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
-        if args.max_queue < 0 or args.workers <= 0 or not args.prune_interval > 0:
-            raise StartupError("--max-queue must be >= 0, --workers and --prune-interval > 0")
+        if args.metrics_listen and not args.insecure and not is_loopback(args.metrics_listen):
+            raise StartupError(f"refusing to serve metrics on {args.metrics_listen} off loopback: the endpoint has neither "
+                               "TLS nor authentication; keep it on loopback (scrape through a local agent), or --insecure "
+                               "to accept that")
         daemon = MergerDaemon(ServerOptions(
             listen=args.listen, local_dirs=tuple(args.local_dir),
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
+                          max_queue_memory=args.max_queue_memory,
                           fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env()),
             token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
             metrics_listen=args.metrics_listen, prune_interval=args.prune_interval))

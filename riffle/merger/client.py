@@ -9,7 +9,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from riffle.merger.addresses import is_loopback
-from riffle.protocol import pb, pb_grpc
+from riffle.protocol import MESSAGE_LIMITS, pb, pb_grpc
 
 INSECURE_ENV = "RIFFLE_INSECURE"  # "1" lets a client send its token in cleartext off loopback
 
@@ -31,9 +31,9 @@ class MergerClient:
         self.address = address
         self.timeout = timeout
         if tls_ca:
-            self.channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(Path(tls_ca).read_bytes()))
+            self.channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(Path(tls_ca).read_bytes()), options=MESSAGE_LIMITS)
         else:
-            self.channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 256 << 20)])
+            self.channel = grpc.insecure_channel(address, options=MESSAGE_LIMITS)
         self.stub = pb_grpc.MergerStub(self.channel)
         self.health_stub = health_pb2_grpc.HealthStub(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()

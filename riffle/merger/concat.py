@@ -16,13 +16,18 @@ from __future__ import annotations
 import operator
 import os
 import sys
-import threading
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from riffle.merger.errors import MergeCancelled, as_disk_full
 from riffle.shuffle.layout import CorruptShuffleFile
+
+
+class Cancellable(Protocol):
+    def is_set(self) -> bool: ...
+
 
 INDEX_WINDOW = 8192             # partitions whose offsets an input holds at a time
 REPLY_BYTES_PER_PARTITION = 48  # the reply's lengths: our array, the message's copy, its serialized form
@@ -54,11 +59,14 @@ class IndexStream:
             offs.byteswap()
         if offs[0] != self.last:
             raise CorruptShuffleFile(f"{self.name}: offset of partition {start} is {offs[0]}, expected {self.last}")
+        # checked before subtracting: offsets at the int64 limits would overflow a difference
+        if any(map(operator.gt, offs[:-1], offs[1:])):
+            raise CorruptShuffleFile(f"{self.name}: offsets decrease between partitions {start} and {end}")
+        if offs[-1] > self.data_length:
+            raise CorruptShuffleFile(f"{self.name}: offset {offs[-1]} of partition {end} does not match data file length {self.data_length}")
         # a compact array, not a list: every input's window is held at once, and a list of ints past the
         # small-int cache costs five times the 8 bytes a partition that memory_needed reserves
         out = array("q", map(operator.sub, offs[1:], offs[:-1]))
-        if min(out) < 0:
-            raise CorruptShuffleFile(f"{self.name}: offsets decrease between partitions {start} and {end}")
         self.last = offs[-1]
         if end == self.partitions and self.last != self.data_length:
             raise CorruptShuffleFile(f"{self.name}: last offset {self.last} does not match data file length {self.data_length}")
@@ -164,7 +172,7 @@ def _big_endian(values: array) -> bytes:
 
 
 def concatenate(inputs: Sequence[Input], output: Output, num_partitions: int, read_buffer: int, write_buffer: int,
-                cancel: threading.Event | None = None, progress: Callable[[int], None] | None = None) -> Copied:
+                cancel: Cancellable | None = None, progress: Callable[[int], None] | None = None) -> Copied:
     """Write every partition's blocks of ``inputs``, in input order, to ``output``, and its index after them.
 
     ``cancel`` is checked before each partition; ``progress`` gets the bytes of each non-empty merged partition.

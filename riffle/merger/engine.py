@@ -9,11 +9,11 @@ Every file operation is relative to directory descriptors obtained from the daem
 from __future__ import annotations
 
 import os
-import threading
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from riffle.merger.cancel import CancelToken
 from riffle.merger.concat import Copied, IndexStream, Input, Output, concatenate
 from riffle.merger.errors import MissingInput
 from riffle.merger.faults import NO_FAULTS, Faults
@@ -100,10 +100,11 @@ class _Dirs:
         self.fds = []
 
 
-def _target(d: _Dirs, spec: MergeSpec) -> Target:
+def _target(d: _Dirs, spec: MergeSpec, faults: Faults) -> Target:
     """The merged pair's place, its sub dirs created if need be."""
     data_name = data_file_name(spec.shuffle_id, spec.merged_map_id)
     index_name = index_file_name(spec.shuffle_id, spec.merged_map_id)
+    faults.fail("output-dir", d.path(data_name, spec.sub_dirs))
     return Target(spec.app_id, spec.shuffle_id, d.sub(data_name, spec.sub_dirs, create=True), d.sub(index_name, spec.sub_dirs, create=True),
                   data_name, index_name, d.path(data_name, spec.sub_dirs), d.path(index_name, spec.sub_dirs),
                   d.dir_of(data_name, spec.sub_dirs), d.dir_of(index_name, spec.sub_dirs))
@@ -149,7 +150,7 @@ def merge_map_outputs(
     spec: MergeSpec,
     read_buffer: int,
     write_buffer: int,
-    cancel: threading.Event | None = None,
+    cancel: CancelToken | None = None,
     progress: Callable[[int], None] | None = None,
     durable: bool = True,
     faults: Faults = NO_FAULTS,
@@ -165,7 +166,7 @@ def merge_map_outputs(
         raise ValueError("nothing to merge")
     d = _Dirs(roots, dirs)
     try:
-        target = _target(d, spec)
+        target = _target(d, spec, faults)
         refuse_existing(target)
         fds: list[int] = []
         try:
@@ -175,7 +176,7 @@ def merge_map_outputs(
                 output = Output(data_fd, index_fd, target.data_path, target.index_path)
                 return concatenate(inputs, output, spec.num_partitions, read_buffer, write_buffer, cancel, progress)
 
-            copied = publish_pair(journal, target, fill, durable, faults)
+            copied = publish_pair(journal, target, fill, durable, faults, cancel)
         finally:
             for fd in fds:
                 os.close(fd)

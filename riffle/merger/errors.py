@@ -17,6 +17,14 @@ class MissingInput(FileNotFoundError):
     pass
 
 
+SHOWN_CHARS = 200  # how much of a caller's value an error message or log line repeats
+
+
+def shown(value: str, limit: int = SHOWN_CHARS) -> str:
+    """``value`` for a message, cut to ``limit`` characters: errors and logs never echo unbounded input."""
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
+
+
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 

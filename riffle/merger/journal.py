@@ -13,6 +13,7 @@ nothing or a complete pair.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -24,7 +25,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at
+from riffle.merger.faults import NO_FAULTS, Faults
+from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at, open_private_file
 
 log = logging.getLogger("riffle.merger")
 STATE_DIR_NAME = ".riffle-merger"
@@ -109,12 +111,17 @@ def _check_private(fd: int, path: str) -> None:
                          f"fix: chmod go-w {path}")
 
 
+class StateDirBusy(ValueError):
+    """Another daemon holds the state dir's lock."""
+
+
 class Journal:
     """Records under the daemon's state dir (by default ``.riffle-merger`` in its first root)."""
 
-    def __init__(self, roots: Roots, state_dir: str | None = None, durable: bool = True):
+    def __init__(self, roots: Roots, state_dir: str | None = None, durable: bool = True, faults: Faults = NO_FAULTS):
         self.roots = roots
         self.durable = durable
+        self.faults = faults
         self._apps_lock = threading.Lock()  # a commit's app dir is not removed as empty between its open and its rename
         if state_dir is None:
             self.fd = open_dir_at(roots.fds[0], STATE_DIR_NAME, STATE_DIR_NAME, create=True, mode=0o700)
@@ -132,31 +139,51 @@ class Journal:
         except BaseException:
             os.close(self.fd)
             raise
-        # Every live daemon holds a shared lock; only one that finds no other may recover, since
-        # another's pending records and temps are merges in progress, not leftovers of a crash.
-        self.lock_fd = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
+        # One daemon per state dir, for its whole life: another's pending records and temps are merges in
+        # progress, not leftovers of a crash, so two daemons on one state dir would undo each other's work.
+        self.lock_fd = -1
         try:
+            self.lock_fd = open_private_file(self.fd, "lock", os.path.join(self.path, "lock"), create=True)
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            self.alone = True
-        except BlockingIOError:
-            self.alone = False
-        fcntl.flock(self.lock_fd, fcntl.LOCK_SH)
+        except BaseException as exc:
+            if self.lock_fd >= 0:
+                os.close(self.lock_fd)
+                self.lock_fd = -1
+            self._close_dirs()
+            if isinstance(exc, BlockingIOError):
+                raise StateDirBusy(f"another merger is running on state dir {self.path}; "
+                                   "give each daemon its own --state-dir") from None
+            raise
+
+    def _close_dirs(self) -> None:
+        for fd in (self.pending_fd, self.apps_fd, self.fd):
+            os.close(fd)
 
     def close(self) -> None:
-        for fd in (self.pending_fd, self.apps_fd, self.fd, self.lock_fd):
-            os.close(fd)
+        """Release the state dir (closing twice is harmless)."""
+        if self.lock_fd < 0:
+            return
+        self._close_dirs()
+        os.close(self.lock_fd)  # releases the lock
+        self.lock_fd = -1
 
     # -- writing --------------------------------------------------------------------------------
     def _write(self, dir_fd: int, name: str, payload: bytes) -> None:
         tmp = f".{name}.{uuid.uuid4().hex}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
         try:
-            os.write(fd, payload)
-            if self.durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            try:
+                self.faults.fail("journal-write", os.path.join(self.path, name))
+                if os.write(fd, payload) != len(payload):  # a short write is a full disk too
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.path.join(self.path, name))
+                if self.durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            unlink_quietly(dir_fd, tmp)  # no empty or partial record is left behind
+            raise
         if self.durable:
             os.fsync(dir_fd)
 
@@ -172,6 +199,7 @@ class Journal:
     def commit(self, name: str, record: Record) -> None:
         """The pair is published: the record moves to its application."""
         with self._apps_lock:
+            self.faults.fail("app-dir", os.path.join(self.path, "apps", app_key(record.app_id)))
             app_fd = self._app_dir(record.app_id, create=True)
             try:
                 os.rename(name, name, src_dir_fd=self.pending_fd, dst_dir_fd=app_fd)
@@ -198,7 +226,7 @@ class Journal:
             if not name.endswith(".json") or name.startswith("."):
                 continue
             try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+                fd = open_private_file(dir_fd, name, f"merge record {name}")
                 try:
                     raw = os.read(fd, 1 << 20)
                 finally:
@@ -219,8 +247,6 @@ class Journal:
     def recover(self) -> tuple[int, int]:
         """Finish or undo every publish a crash interrupted; returns (pairs kept, pairs undone)."""
         kept = undone = 0
-        if not self.alone:
-            return kept, undone
         for name in os.listdir(self.pending_fd):
             if name.startswith("."):  # a record whose write a crash interrupted: its publish never began
                 unlink_quietly(self.pending_fd, name)

@@ -3,7 +3,8 @@
 A merge reserves what :func:`riffle.merger.concat.memory_needed` says before it allocates anything.
 Waiting happens on the event loop (an ``asyncio`` future per waiter), never in a gRPC or merge
 thread, so the queue bound is real and control calls are never starved: past ``max_queue`` waiting
-merges a new one is refused at once. All methods run on the event loop thread.
+merges, or past ``max_queue_bytes`` of memory held by waiting requests (their decoded messages and
+paths), a new one is refused at once. All methods run on the event loop thread.
 """
 
 from __future__ import annotations
@@ -50,16 +51,20 @@ class Stats:
 class Ticket:
     memory: int
     fds: int
+    queued_bytes: int = 0  # what the request holds while it waits (its decoded message), counted until it is granted
     future: asyncio.Future | None = None
     granted: bool = False
 
 
 class Admission:
-    def __init__(self, memory: int, fds: int, slots: int, max_queue: int, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, memory: int, fds: int, slots: int, max_queue: int, max_queue_bytes: int = 1 << 62,
+                 clock: Callable[[], float] = time.monotonic):
         if memory <= 0 or fds <= 0 or slots <= 0:
             raise ValueError("memory, descriptor and slot budgets must be positive")
         self.budget, self.fd_budget, self.slots, self.max_queue = memory, fds, slots, max_queue
+        self.max_queue_bytes = max_queue_bytes
         self.in_use = self.fds_in_use = self.running = 0
+        self.queued_bytes = 0
         self.stats = Stats()
         self._waiting: deque[Ticket] = deque()
         self._clock = clock
@@ -79,17 +84,22 @@ class Admission:
         t.granted = True
         self.stats.peak_in_use = max(self.stats.peak_in_use, self.in_use)
 
-    def ticket(self, memory: int, fds: int) -> Ticket:
+    def ticket(self, memory: int, fds: int, queued_bytes: int = 0) -> Ticket:
         """Reserve at once if nothing waits and it fits; else join the queue, or raise :class:`Overloaded`."""
         if memory > self.budget or fds > self.fd_budget:
             raise ValueError(f"request needs {memory} bytes and {fds} descriptors, over the budgets of {self.budget} and {self.fd_budget}")
-        t = Ticket(memory, fds)
+        t = Ticket(memory, fds, queued_bytes)
         if not self._waiting and self._fits(t):
             self._grant(t)
             return t
         if len(self._waiting) >= self.max_queue:
             self.stats.rejected += 1
             raise Overloaded(f"overloaded: {len(self._waiting)} merges already wait (--max-queue {self.max_queue})")
+        if self.queued_bytes + queued_bytes > self.max_queue_bytes:
+            self.stats.rejected += 1
+            raise Overloaded(f"overloaded: the {len(self._waiting)} merges that wait hold {self.queued_bytes >> 20} MiB "
+                             f"(--max-queue-memory {self.max_queue_bytes >> 20}m)")
+        self.queued_bytes += queued_bytes
         self.stats.queued_total += 1
         t.future = asyncio.get_running_loop().create_future()
         self._waiting.append(t)
@@ -106,6 +116,7 @@ class Admission:
         except BaseException:
             if t in self._waiting:
                 self._waiting.remove(t)
+                self.queued_bytes -= t.queued_bytes
                 self._wake()
             if t.granted:
                 self.release(t)
@@ -132,6 +143,7 @@ class Admission:
         """First come first served: grant the head of the queue while it fits."""
         while self._waiting and self._fits(self._waiting[0]):
             t = self._waiting.popleft()
+            self.queued_bytes -= t.queued_bytes
             if t.future is not None and t.future.done():
                 continue
             self._grant(t)

@@ -17,6 +17,8 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from riffle.merger.errors import shown
+
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 INPUT_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 PRIVATE_PREFIX = ".riffle"  # the daemon's temp files and state dir; never a component a request may name
@@ -99,6 +101,22 @@ def open_input_at(dir_fd: int, name: str, what: str) -> int:
     return fd
 
 
+def open_private_file(dir_fd: int, name: str, what: str, create: bool = False) -> int:
+    """Open one of the daemon's own files (state dir) read-only with the checks inputs get: no symlink,
+    non-blocking, a regular file on the descriptor, so a FIFO or device put there cannot hang a thread."""
+    flags = INPUT_FLAGS | (os.O_CREAT if create else 0)
+    try:
+        fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket
+            raise PathRefused(f"{what} is not a regular file") from exc
+        raise _refused_as(exc, what) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PathRefused(f"{what} is not a regular file")
+    return fd
+
+
 class Roots:
     """The configured local-dir roots, held open for the daemon's lifetime."""
 
@@ -130,17 +148,17 @@ class Roots:
     def locate(self, path: str) -> Location:
         """Where ``path`` lies under a root, judged lexically; nothing on disk is consulted yet."""
         if not path or "\x00" in path:
-            raise PathRefused(f"invalid path {path!r}")
+            raise PathRefused(f"invalid path {shown(path)!r}")
         if not os.path.isabs(path):
-            raise PathRefused(f"path {path!r} is not absolute")
+            raise PathRefused(f"path {shown(path)!r} is not absolute")
         for prefix, index in self._prefixes:
             if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
                 parts = tuple(p for p in path[len(prefix):].split("/") if p)
                 for part in parts:
                     if part in (".", "..") or part.startswith(PRIVATE_PREFIX):
-                        raise PathRefused(f"path {path} has a '{part}' component; name the directory plainly")
+                        raise PathRefused(f"path {shown(path)} has a '{shown(part)}' component; name the directory plainly")
                 return Location(index, parts)
-        raise PathRefused(f"path {path} is outside the merger's local dirs {self.paths}")
+        raise PathRefused(f"path {shown(path)} is outside the merger's local dirs {self.paths}")
 
     def display(self, loc: Location, *more: str) -> str:
         return "/".join((self.paths[loc.root].rstrip("/"), *loc.parts, *more))

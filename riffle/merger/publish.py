@@ -3,9 +3,9 @@
 The pair is written under temp names (private: no request may name them, the sweep finds them), then
 published without replacing anything: a journal record first, then ``link`` of the data file, then of
 the index (the file Spark reads first), then the temps go and the record is committed
-(:mod:`riffle.merger.journal`). A failure before the index is linked undoes everything; after it nothing
-can, and a tail a crash interrupted is finished by the journal's recovery. Temps a crash left before any
-record named them are removed by :func:`remove_stale_temps` at start-up.
+(:mod:`riffle.merger.journal`). A failure before the record is committed undoes everything (the client
+has not been told of the pair yet), and a tail a crash interrupted is finished by the journal's recovery.
+Temps a crash left before any record named them are removed by :func:`remove_stale_temps` at start-up.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from riffle.merger.errors import as_disk_full
+from riffle.merger.faults import Faults
 from riffle.merger.journal import Journal, Record, unlink_if_ours, unlink_quietly
 from riffle.merger.paths import PRIVATE_PREFIX, PathRefused, Roots, open_dir_at
 
 if TYPE_CHECKING:
-    from riffle.merger.faults import Faults
+    from riffle.merger.cancel import CancelToken
 
 TEMP_PREFIX = f"{PRIVATE_PREFIX}-tmp-"  # temp names are private: no request may name them, the sweep finds them
-PUBLISH_STEPS = ("temps-written", "recorded", "data-linked", "index-linked", "temps-removed", "committed")
 T = TypeVar("T")
 
 
@@ -69,8 +69,12 @@ def _link(dir_fd: int, tmp: str, name: str, path: str) -> None:
         raise FileExistsError(f"{path} already exists; merged files are never rewritten") from exc
 
 
-def publish_pair(journal: Journal, target: Target, fill: Callable[[int, int], T], durable: bool, faults: Faults) -> T:
+def publish_pair(journal: Journal, target: Target, fill: Callable[[int, int], T], durable: bool, faults: Faults,
+                 cancel: CancelToken | None = None) -> T:
     """Create the pair's temps, have ``fill(data_fd, index_fd)`` write them, then publish them; returns what ``fill`` did.
+
+    ``cancel`` is committed just before the data file is linked: a cancel that came before undoes everything,
+    one that comes after is refused by the token (the merge publishes).
 
     ``durable=False`` skips the fsyncs (publishing stays all or nothing): Spark itself never fsyncs
     shuffle files, and a merged file lost in a crash is recomputed.
@@ -83,11 +87,19 @@ def publish_pair(journal: Journal, target: Target, fill: Callable[[int, int], T]
     created: list[tuple[int, str]] = []
     journal_name = None
     try:
-        out_fd = os.open(tmp_data, create, 0o644, dir_fd=t.data_dir)
-        created.append((t.data_dir, tmp_data))
-        idx_fd = os.open(tmp_index, create, 0o644, dir_fd=t.index_dir)
-        created.append((t.index_dir, tmp_index))
+        try:
+            faults.fail("temp-create", t.data_path)
+            out_fd = os.open(tmp_data, create, 0o644, dir_fd=t.data_dir)
+            created.append((t.data_dir, tmp_data))
+            idx_fd = os.open(tmp_index, create, 0o644, dir_fd=t.index_dir)
+            created.append((t.index_dir, tmp_index))
+        except OSError as exc:
+            raise as_disk_full(exc, "creating", t.data_path) from exc
         filled = fill(out_fd, idx_fd)
+        try:
+            faults.fail("data-write", t.data_path)
+        except OSError as exc:
+            raise as_disk_full(exc, "writing", t.data_path) from exc
         for fd, path in ((out_fd, t.data_path), (idx_fd, t.index_path)):
             if durable:
                 try:
@@ -101,8 +113,13 @@ def publish_pair(journal: Journal, target: Target, fill: Callable[[int, int], T]
         faults.reached("temps-written")
         record = Record(t.app_id, t.shuffle_id, t.data_where, t.index_where, t.data_name, t.index_name, tmp_data, tmp_index,
                         (data_inode.st_dev, data_inode.st_ino), (index_inode.st_dev, index_inode.st_ino))
-        journal_name = journal.begin(record)
+        try:
+            journal_name = journal.begin(record)
+        except OSError as exc:
+            raise as_disk_full(exc, "recording the merge into", t.data_path) from exc
         faults.reached("recorded")
+        if cancel is not None:
+            cancel.commit(t.data_path)
         _link(t.data_dir, tmp_data, t.data_name, t.data_path)
         if durable and t.index_dir != t.data_dir:
             os.fsync(t.data_dir)  # the data's link is on disk before the index's can be
@@ -122,15 +139,22 @@ def publish_pair(journal: Journal, target: Target, fill: Callable[[int, int], T]
         if journal_name is not None:
             journal.abandon(journal_name)
         raise
-    # published: from here on nothing can undo it; an interrupted tail is finished by recovery
-    for dir_fd, name in created:
-        unlink_quietly(dir_fd, name)
-    faults.reached("temps-removed")
-    if durable:
-        os.fsync(t.data_dir)
-        if t.index_dir != t.data_dir:
-            os.fsync(t.index_dir)
-    journal.commit(journal_name, record)
+    # published: a crash from here on is finished by recovery; a failure (a full disk for the app's record dir)
+    # is undone, since the client has not been told of the pair and Cleanup could not find it unrecorded
+    try:
+        for dir_fd, name in created:
+            unlink_quietly(dir_fd, name)
+        faults.reached("temps-removed")
+        if durable:
+            os.fsync(t.data_dir)
+            if t.index_dir != t.data_dir:
+                os.fsync(t.index_dir)
+        journal.commit(journal_name, record)
+    except OSError as exc:
+        unlink_if_ours(t.index_dir, t.index_name, record.index_inode)
+        unlink_if_ours(t.data_dir, t.data_name, record.data_inode)
+        journal.abandon(journal_name)
+        raise as_disk_full(exc, "recording the merge into", t.data_path) from exc
     faults.reached("committed")
     return filled
 

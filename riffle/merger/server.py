@@ -19,9 +19,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from riffle.merger.engine import fds_needed
 from riffle.merger.journal import Journal
 from riffle.merger.paths import Roots
+from riffle.merger.private_file import read_private_file
 from riffle.merger.publish import remove_stale_temps
 from riffle.merger.service import MAX_FAN_IN, MAX_LOCAL_DIRS, Config, MergerService
-from riffle.protocol import pb_grpc
+from riffle.protocol import SERVER_MESSAGE_LIMITS, pb_grpc
 
 log = logging.getLogger("riffle.merger")
 SERVICE_NAME = "riffle.v1.Merger"
@@ -97,25 +98,23 @@ class MergerDaemon:
             raise ValueError("--tls-cert and --tls-key go together")
         self.tls_pair = None
         if options.tls_cert:
-            self.tls_pair = (Path(options.tls_key).read_bytes(), Path(options.tls_cert).read_bytes())  # type: ignore[arg-type]
+            assert options.tls_key is not None
+            self.tls_pair = (read_private_file(options.tls_key, "--tls-key"), Path(options.tls_cert).read_bytes())
         nofile = raise_open_file_limit()
         config = options.config
         config.fd_budget = max(nofile - FD_RESERVE, 64)
         config.max_fan_in = min(config.max_fan_in, fan_in_limit(config.fd_budget))
         self.roots = Roots(options.local_dirs)
-        self.journal = Journal(self.roots, options.state_dir, durable=config.fsync)
-        if self.journal.alone:
-            kept, undone = self.journal.recover()
-            if kept or undone:
-                log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)
-            pruned = self.journal.prune()
-            if pruned:
-                log.info("forgot %d merged pairs whose files are gone", pruned)
-            removed = remove_stale_temps(self.roots)
-            if removed:
-                log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(removed[:5]))
-        else:
-            log.warning("another merger is running on state dir %s: start-up recovery skipped", self.journal.path)
+        self.journal = Journal(self.roots, options.state_dir, durable=config.fsync, faults=config.faults)
+        kept, undone = self.journal.recover()
+        if kept or undone:
+            log.warning("recovered interrupted publishes of an earlier run: %d completed, %d undone", kept, undone)
+        pruned = self.journal.prune()
+        if pruned:
+            log.info("forgot %d merged pairs whose files are gone", pruned)
+        removed = remove_stale_temps(self.roots)
+        if removed:
+            log.warning("removed %d temp files left by an earlier run: %s", len(removed), ", ".join(removed[:5]))
         self.service = MergerService(self.roots, self.journal, config)
         self.metrics_port = self.service.metrics.serve(options.metrics_listen) if options.metrics_listen else None
         self.port = 0
@@ -124,7 +123,7 @@ class MergerDaemon:
     async def _serve(self) -> None:
         o = self.options
         interceptors = [TokenAuth(o.token)] if o.token else []
-        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
+        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0), *SERVER_MESSAGE_LIMITS])
         pb_grpc.add_MergerServicer_to_server(self.service, server)
         health_service = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
@@ -143,9 +142,9 @@ class MergerDaemon:
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
         c = o.config
         log.info("riffle merger %s listening on %s (port %d), local dirs %s, state %s, memory %d MiB, read buffer %d KiB, "
-                 "write buffer %d KiB, %d merge threads, max queue %d, max fan-in %d, auth %s, tls %s, metrics %s",
+                 "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, auth %s, tls %s, metrics %s",
                  self.service.version, o.listen, self.port, self.roots.paths, self.journal.path, c.memory >> 20,
-                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_fan_in,
+                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_queue_memory >> 20, c.max_fan_in,
                  "token" if o.token else "none", "on" if self.tls_pair else "off",
                  f"port {self.metrics_port}" if self.metrics_port else "off")
         stop = asyncio.Event()
@@ -153,10 +152,9 @@ class MergerDaemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         self._started.set()
-        pruner = asyncio.create_task(self._prune_periodically()) if self.journal.alone else None
+        pruner = asyncio.create_task(self._prune_periodically())
         await stop.wait()
-        if pruner is not None:
-            pruner.cancel()
+        pruner.cancel()
         # whatever the merges do, the process ends within the grace period plus a few seconds
         watchdog = threading.Timer(o.grace_seconds + HARD_EXIT_SLACK, _hard_exit)
         watchdog.daemon = True
@@ -199,6 +197,7 @@ class MergerDaemon:
             log.error("%d merges did not stop after cancellation (blocked in I/O); exiting anyway", stuck)
             _hard_exit()
         self.service.merge_pool.shutdown(wait=False)
+        self.service.metrics.close()
         self.journal.close()
         self.roots.close()
         log.info("merger stopped")

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
 
+from riffle.merger.cancel import CancelToken
 from riffle.merger.concat import memory_needed
 from riffle.merger.engine import MergeResult, MergeSpec, fds_needed, merge_map_outputs
-from riffle.merger.errors import DiskFull, MergeCancelled
+from riffle.merger.errors import DISK_FULL_ERRNOS, DiskFull, MergeCancelled, shown
 from riffle.merger.faults import NO_FAULTS, Faults
 from riffle.merger.journal import Journal, under_any
 from riffle.merger.memory import Aborted, Admission, Overloaded, Ticket, plan_buffers
@@ -33,6 +34,32 @@ MAX_PARTITIONS = 1 << 24
 MAX_FAN_IN = 4096
 MAX_LOCAL_DIRS = 64
 MAX_PENDING_CLEANUPS = 32  # Cleanups waiting for or running in the cleanup pool; more are refused, not queued
+CLEANUP_WAIT_SECONDS = 20.0  # how long a Cleanup waits for its application's merges to stop
+MAX_ID = 256               # characters of a request id or application id
+MAX_PATH = 4096            # characters of a local dir (PATH_MAX)
+MAX_NAME = 255             # characters of one of its components (NAME_MAX)
+MAX_MESSAGE = 1024         # characters of an error message sent back or logged
+EXECUTOR_ID = re.compile(r"[A-Za-z0-9._:-]{0,128}")  # Spark's executor ids: "driver", "0", "17"
+
+
+QUEUED_BASE_BYTES = 16 << 10  # gRPC's and the handler's own state per waiting call
+QUEUED_BYTES_PER_BYTE = 5     # a waiting request's decoded message, its paths as strings and located, per byte it took on the wire
+
+
+def queued_cost(request: pb.MergeRequest) -> int:
+    """Memory a request holds while it waits for admission (measured: about 4 bytes of RSS per byte of message)."""
+    return QUEUED_BASE_BYTES + QUEUED_BYTES_PER_BYTE * request.ByteSize()
+
+
+def check_id(field: str, value: str) -> None:
+    """A request or application id: 1 to MAX_ID printable characters (it is logged and recorded)."""
+    if not 0 < len(value) <= MAX_ID or not value.isprintable():
+        raise ValueError(f"{field} must be 1 to {MAX_ID} printable characters, got {shown(value)!r}")
+
+
+def check_local_dir(path: str) -> None:
+    if len(path) > MAX_PATH or any(len(part) > MAX_NAME for part in path.split("/")):
+        raise ValueError(f"local dir {shown(path)!r} is longer than {MAX_PATH} characters or has a component longer than {MAX_NAME}")
 
 
 @dataclass
@@ -41,6 +68,7 @@ class Config:
     write_buffer: int = 16 << 20
     memory: int = 2 << 30
     max_queue: int = 1024
+    max_queue_memory: int = 32 << 20  # what waiting requests may hold (see queued_cost); inside the 64 MB over --memory
     fsync: bool = True  # False matches Spark, which never fsyncs its own shuffle files
     merge_threads: int = 8
     fd_budget: int = 1024
@@ -59,17 +87,21 @@ class _Counters:
 
 @dataclass
 class _InFlight:
-    output: tuple
-    cancel: threading.Event = field(default_factory=threading.Event)
+    output: tuple  # (Location, sub dir, data file name)
+    app_id: str
+    shuffle_id: int
+    cancel: CancelToken = field(default_factory=CancelToken)
     ticket: Ticket | None = None
     remaining_bytes: int = 0
     running: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)  # set once its thread (or its wait) is over
+    orphaned: bool = False  # its application was cleaned up while it ran: whatever it publishes is deleted
 
 
 class MergerService(pb_grpc.MergerServicer):
     def __init__(self, roots: Roots, journal: Journal, config: Config):
         self.roots, self.journal, self.config = roots, journal, config
-        self.admission = Admission(config.memory, config.fd_budget, config.merge_threads, config.max_queue)
+        self.admission = Admission(config.memory, config.fd_budget, config.merge_threads, config.max_queue, config.max_queue_memory)
         self.counters = _Counters()
         self._inflight: dict[str, _InFlight] = {}
         self._outputs: set[tuple] = set()
@@ -82,10 +114,10 @@ class MergerService(pb_grpc.MergerServicer):
 
     # -- helpers -------------------------------------------------------------------------------
     def _validate(self, req: pb.MergeRequest) -> tuple[MergeSpec, list[Location]]:
-        if not req.request_id or len(req.request_id) > 256:
-            raise ValueError("request_id must be 1 to 256 characters")
-        if not req.app_id or len(req.app_id) > 256:
-            raise ValueError("app_id must be 1 to 256 characters (Cleanup deletes per application)")
+        check_id("request_id", req.request_id)
+        check_id("app_id", req.app_id)
+        if not EXECUTOR_ID.fullmatch(req.executor_id):
+            raise ValueError(f"executor_id must be up to 128 letters, digits and ._:- characters, got {shown(req.executor_id)!r}")
         if req.shuffle_id < 0:
             raise ValueError(f"shuffle_id must be >= 0, got {req.shuffle_id}")
         if not 0 < req.num_partitions <= MAX_PARTITIONS:
@@ -108,6 +140,8 @@ class MergerService(pb_grpc.MergerServicer):
     def _locate(self, local_dirs) -> list[Location]:
         if len(local_dirs) > MAX_LOCAL_DIRS:
             raise ValueError(f"at most {MAX_LOCAL_DIRS} local dirs per executor, got {len(local_dirs)}")
+        for d in local_dirs:
+            check_local_dir(d)
         locs = [self.roots.locate(d) for d in local_dirs]
         if not locs:
             raise PathRefused("the request names no executor local dirs")
@@ -115,6 +149,7 @@ class MergerService(pb_grpc.MergerServicer):
 
     @staticmethod
     async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+        message = shown(message, MAX_MESSAGE)
         log.warning("request refused: %s: %s", code.name, message)
         await context.abort(code, message)
 
@@ -141,14 +176,15 @@ class MergerService(pb_grpc.MergerServicer):
         try:
             read_buf, write_buf = plan_buffers(fan_in, c.read_buffer, c.write_buffer, c.memory,
                                                lambda r, w: memory_needed(fan_in, spec.num_partitions, r, w))
-            ticket = self.admission.ticket(memory_needed(fan_in, spec.num_partitions, read_buf, write_buf), fds_needed(fan_in, len(locs)))
+            ticket = self.admission.ticket(memory_needed(fan_in, spec.num_partitions, read_buf, write_buf), fds_needed(fan_in, len(locs)),
+                                           queued_cost(request))
         except Overloaded as exc:
             self.metrics.merges.labels("rejected").inc()
             await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except ValueError as exc:
             self.metrics.merges.labels("rejected").inc()
             await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-        entry = _InFlight(output, ticket=ticket)
+        entry = _InFlight(output, spec.app_id, spec.shuffle_id, ticket=ticket)
         self._inflight[request.request_id] = entry
         self._outputs.add(output)
         self.metrics.inputs.observe(fan_in)
@@ -160,7 +196,7 @@ class MergerService(pb_grpc.MergerServicer):
                 self._count("cancelled")
                 await self._abort(context, grpc.StatusCode.CANCELLED, str(exc))
             except asyncio.CancelledError:
-                self._count("cancelled")
+                self._caller_gone(request.request_id, "queued")
                 raise
             entry.running = True
             loop = asyncio.get_running_loop()
@@ -171,8 +207,8 @@ class MergerService(pb_grpc.MergerServicer):
             try:
                 result = await asyncio.wrap_future(work)
             except asyncio.CancelledError:  # the caller went away or its deadline passed
-                entry.cancel.set()
-                self._count("cancelled")
+                entry.cancel.cancel()
+                self._caller_gone(request.request_id, "running")
                 raise
             except BaseException as exc:
                 code, message = _status_for(exc)
@@ -213,6 +249,18 @@ class MergerService(pb_grpc.MergerServicer):
         if self._inflight.get(request_id) is entry:
             del self._inflight[request_id]
         self._outputs.discard(entry.output)
+        entry.done.set()
+        if entry.orphaned:  # published after its application's Cleanup gave up waiting: delete it now
+            loc, sub, name = entry.output
+            where = (self.roots.paths[loc.root], *loc.parts, sub)
+            self.io_pool.submit(self.journal.delete, entry.app_id, lambda rec: rec.data_dir != where or rec.data != name)
+
+    def _caller_gone(self, request_id: str, stage: str) -> None:
+        """A call gRPC cancelled (the client went away, or its deadline passed): counted and logged, since its
+        client sees CANCELLED and nothing else would show it."""
+        self._count("cancelled")
+        self.metrics.rpc_cancelled.labels(stage).inc()
+        log.warning("merge %s ended while %s: the caller cancelled it or its deadline passed", request_id, stage)
 
     def _count(self, outcome: str) -> None:
         if outcome == "cancelled":
@@ -221,26 +269,29 @@ class MergerService(pb_grpc.MergerServicer):
             self.counters.failed += 1
         self.metrics.merges.labels(outcome).inc()
 
+    def _cancel(self, request_id: str, entry: _InFlight, reason: str) -> bool:
+        """Cancel one merge; False when it is too late (it committed to publishing and will)."""
+        if not entry.cancel.cancel():
+            return False
+        if entry.ticket is not None:
+            self.admission.abort(entry.ticket, reason)
+        return True
+
     async def Cancel(self, request: pb.CancelRequest, context: grpc.aio.ServicerContext) -> pb.CancelResponse:
         entry = self._inflight.get(request.request_id)
+        found = entry is not None and self._cancel(request.request_id, entry, f"merge {request.request_id} cancelled while waiting for admission")
         if entry is not None:
-            entry.cancel.set()
-            if entry.ticket is not None:
-                self.admission.abort(entry.ticket, f"merge {request.request_id} cancelled while waiting for admission")
-            log.info("cancel requested for merge %s", request.request_id)
-        return pb.CancelResponse(found=entry is not None)
+            log.info("cancel requested for merge %s%s", request.request_id, "" if found else ": too late, it is publishing")
+        return pb.CancelResponse(found=found)
 
     def cancel_all(self, reason: str) -> None:
-        for entry in self._inflight.values():
-            entry.cancel.set()
-            if entry.ticket is not None:
-                self.admission.abort(entry.ticket, reason)
+        for rid, entry in list(self._inflight.items()):
+            self._cancel(rid, entry, reason)
 
     def abort_queued(self, reason: str) -> None:
-        for entry in self._inflight.values():
-            if not entry.running and entry.ticket is not None:
-                entry.cancel.set()
-                self.admission.abort(entry.ticket, reason)
+        for rid, entry in list(self._inflight.items()):
+            if not entry.running:
+                self._cancel(rid, entry, reason)
 
     def in_flight(self) -> int:
         return len(self._inflight)
@@ -260,8 +311,10 @@ class MergerService(pb_grpc.MergerServicer):
             version=self.version, max_queue=a.max_queue, max_fan_in=self.config.max_fan_in)
 
     async def Cleanup(self, request: pb.CleanupRequest, context: grpc.aio.ServicerContext) -> pb.CleanupResponse:
-        if not request.app_id:
-            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "cleanup needs the app_id whose merged files are deleted")
+        try:
+            check_id("app_id", request.app_id)
+        except ValueError as exc:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"cleanup needs the app_id whose merged files are deleted: {exc}")
         has_shuffle = request.HasField("shuffle_id")
         if not has_shuffle and not request.all_shuffles:
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "cleanup needs a shuffle_id, or all_shuffles set explicitly")
@@ -281,6 +334,7 @@ class MergerService(pb_grpc.MergerServicer):
         sid = request.shuffle_id if has_shuffle else None
         self.cleanups_pending += 1
         try:
+            await self._end_merges_of(request.app_id, sid, locs)
             files, freed = await asyncio.get_running_loop().run_in_executor(
                 self.io_pool, self.journal.delete, request.app_id,
                 lambda rec: not under_any(rec, self.roots, locs) or (sid is not None and rec.shuffle_id != sid))
@@ -289,6 +343,26 @@ class MergerService(pb_grpc.MergerServicer):
         log.info("cleanup of app %s %s: %d merged files, %d bytes", request.app_id,
                  "all shuffles" if sid is None else f"shuffle {sid}", files, freed)
         return pb.CleanupResponse(files_deleted=files, bytes_freed=freed)
+
+
+    async def _end_merges_of(self, app_id: str, shuffle_id: int | None, locs: list[Location]) -> None:
+        """Cancel the app's merges into ``locs`` and wait them out, so none publishes after its Cleanup; one that is
+        past cancelling publishes first (and Cleanup then deletes it), one that outlasts the wait is deleted when it ends."""
+        ending = [(rid, e) for rid, e in self._inflight.items()
+                  if e.app_id == app_id and (shuffle_id is None or e.shuffle_id == shuffle_id) and e.output[0] in locs]
+        if not ending:
+            return
+        for rid, entry in ending:
+            self._cancel(rid, entry, f"application {app_id} cleaned up")
+        log.info("cleanup of app %s waits for %d of its merges to end", app_id, len(ending))
+        try:
+            await asyncio.wait_for(asyncio.gather(*(e.done.wait() for _, e in ending)), CLEANUP_WAIT_SECONDS)
+        except TimeoutError:
+            stuck = [e for _, e in ending if not e.done.is_set()]
+            log.warning("cleanup of app %s: %d merges did not end within %.0fs; their output is deleted when they do",
+                        app_id, len(stuck), CLEANUP_WAIT_SECONDS)
+            for e in stuck:
+                e.orphaned = True
 
 
 def _status_for(exc: BaseException) -> tuple[grpc.StatusCode | None, str]:
@@ -302,6 +376,8 @@ def _status_for(exc: BaseException) -> tuple[grpc.StatusCode | None, str]:
         return grpc.StatusCode.DATA_LOSS, f"corrupt map output: {exc}"
     if isinstance(exc, DiskFull):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc.strerror or exc)
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:  # any other step the disk filled at
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, f"disk full: {exc}"
     if isinstance(exc, FileExistsError):
         return grpc.StatusCode.ALREADY_EXISTS, str(exc)
     if isinstance(exc, OSError):

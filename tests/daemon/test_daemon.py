@@ -208,29 +208,69 @@ def test_index_for_empty_partitions(daemon, dirs):
     assert list(resp.partition_lengths) == [0, 0, 0] and resp.bytes_written == 0
 
 
-def test_tls_with_token(root, dirs, tmp_path):
-    from riffle.merger.client import MergerClient
-    from srlab.riffle_bench.daemon_proc import free_port
-
+@pytest.fixture
+def tls_files(tmp_path):
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                     "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
                    check=True, capture_output=True)
-    make_outputs(dirs, 3, [0, 1], 4)
-    port = free_port()  # started by hand: DaemonProcess's readiness probe speaks plaintext
+    key.chmod(0o600)  # the daemon refuses a key others can read, like a token file
+    return key, cert
+
+
+def start_tls_daemon(root, key, cert, token="tt"):
+    """Started by hand: DaemonProcess's readiness probe speaks plaintext."""
+    from srlab.riffle_bench.daemon_proc import free_port
+
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "riffle.merger.cli", "serve", "--listen", f"127.0.0.1:{port}", "--local-dir", str(root),
-                             "--tls-cert", str(cert), "--tls-key", str(key)], env={**os.environ, "RIFFLE_MERGER_TOKEN": "tt"},
+                             "--tls-cert", str(cert), "--tls-key", str(key), "--no-fsync"], env={**os.environ, "RIFFLE_MERGER_TOKEN": token},
                             stderr=subprocess.DEVNULL)
+    return proc, f"127.0.0.1:{port}"
+
+
+def wait_healthy(client, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not client.healthy() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_tls_with_token(root, dirs, tls_files):
+    from riffle.merger.client import MergerClient
+
+    key, cert = tls_files
+    make_outputs(dirs, 3, [0, 1], 4)
+    proc, address = start_tls_daemon(root, key, cert)
     try:
-        with MergerClient(f"127.0.0.1:{port}", token="tt", tls_ca=str(cert)) as secure, \
-                MergerClient(f"127.0.0.1:{port}", token="tt", timeout=5) as plaintext:
-            deadline = time.monotonic() + 30
-            while not secure.healthy() and time.monotonic() < deadline:
-                time.sleep(0.1)
+        with MergerClient(address, token="tt", tls_ca=str(cert)) as secure, MergerClient(address, token="tt", timeout=5) as plaintext:
+            wait_healthy(secure)
             assert secure.merge("tls", 3, [0, 1], dirs, 4, M + 20, app_id="app").bytes_written > 0
             assert rpc_error(plaintext.status).code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_a_reply_over_4mib_reaches_a_tls_client_like_a_plaintext_one(root, dirs, tls_files):
+    """Both clients take replies up to the same limit: 4.5 million partition lengths of one byte each make a
+    reply of 4.5 MB, over gRPC's default 4 MiB receive limit."""
+    from riffle.merger.client import MergerClient
+
+    key, cert = tls_files
+    parts = 4_500_000
+    data, index = block_file_path(dirs, data_file_name(9, 0)), block_file_path(dirs, index_file_name(9, 0))
+    for path in (data, index):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    data.write_bytes(b"x" * parts)
+    index.write_bytes(encode_index([1] * parts))
+    proc, address = start_tls_daemon(root, key, cert)
+    try:
+        with MergerClient(address, token="tt", tls_ca=str(cert)) as secure:
+            wait_healthy(secure)
+            resp = secure.merge("big-reply", 9, [0], dirs, parts, M + 30, app_id="app", timeout=300)
+            assert len(resp.partition_lengths) == parts and resp.ByteSize() > 4 << 20
     finally:
         proc.terminate()
         proc.wait(30)

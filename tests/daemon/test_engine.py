@@ -2,12 +2,12 @@ import os
 import struct
 import subprocess
 import sys
-import threading
 
 import grpc
 import pytest
 
 from riffle.merger import paths as paths_module
+from riffle.merger.cancel import CancelToken
 from riffle.merger.engine import MergeSpec, merge_map_outputs
 from riffle.merger.errors import MergeCancelled, MissingInput
 from riffle.merger.faults import CRASH_ENV, CRASH_EXIT_CODE, NO_FAULTS, Faults
@@ -145,17 +145,38 @@ def test_existing_output_never_rewritten(roots, journal, dirs):
 def test_cancel_leaves_nothing(roots, journal, dirs, root):
     make_outputs(dirs, 1, [0, 1], 50)
     before = all_files(root)
-    cancel = threading.Event()
+    cancel = CancelToken()
     calls = []
 
     def progress(n):
         calls.append(n)
         if len(calls) == 3:
-            cancel.set()
+            assert cancel.cancel()
 
     with pytest.raises(MergeCancelled):
         merge(roots, journal, dirs, 1, [0, 1], 50, cancel=cancel, progress=progress)
     assert all_files(root) == before
+
+
+def test_cancel_after_the_copy_loop_publishes_nothing_and_a_late_one_is_refused(roots, journal, dirs, root):
+    """Up to the first link a cancel undoes the merge; from there on the token refuses it, so a Cancel that
+    reports success never meets a published pair."""
+    blocks = make_outputs(dirs, 1, [0, 1], 5)
+    left = [sum(len(b) for m in (0, 1) for b in blocks[m])]
+    before = all_files(root)
+    cancel = CancelToken()
+
+    def cancel_once_all_is_copied(n):
+        left[0] -= n
+        if left[0] == 0:
+            assert cancel.cancel()
+
+    with pytest.raises(MergeCancelled, match="cancelled before publishing"):
+        merge(roots, journal, dirs, 1, [0, 1], 5, cancel=cancel, progress=cancel_once_all_is_copied)
+    assert all_files(root) == before
+    late = CancelToken()
+    merge(roots, journal, dirs, 1, [0, 1], 5, cancel=late)
+    assert late.cancel() is False
 
 
 def test_symlinked_input_refused(roots, journal, dirs, root, tmp_path):
@@ -212,15 +233,14 @@ def test_journal_forgets_pairs_whose_files_are_gone(roots, journal, dirs):
     assert journal.delete("app", lambda rec: False) == (0, 0)
 
 
-def test_only_a_daemon_alone_on_its_state_dir_recovers(roots, journal):
-    from riffle.merger.journal import Journal
+def test_a_second_journal_on_a_state_dir_is_refused_until_the_first_closes(roots, journal):
+    from riffle.merger.journal import Journal, StateDirBusy
 
-    assert journal.alone
-    second = Journal(roots, durable=False)
-    try:
-        assert not second.alone and second.recover() == (0, 0)
-    finally:
-        second.close()
+    with pytest.raises(StateDirBusy, match="another merger is running on state dir"):
+        Journal(roots, durable=False)
+    journal.close()
+    journal.close()  # twice is harmless
+    Journal(roots, durable=False).close()
 
 
 def test_output_dir_removed_while_being_created_is_not_found(roots, journal, dirs, root, monkeypatch):
@@ -241,6 +261,8 @@ def test_output_dir_removed_while_being_created_is_not_found(roots, journal, dir
 
 
 def test_faults_are_passed_in_not_read_from_the_environment(roots, journal, dirs, root, monkeypatch):
+    from riffle.merger.journal import Journal
+
     """A merge crashing where its Faults say (here in a child process, between the two links) leaves what recovery undoes."""
     monkeypatch.setenv(CRASH_ENV, "recorded")  # ignored: only the daemon's start-up reads the environment
     assert Faults.from_env().crash_at == "recorded" and Faults.from_env({}) == NO_FAULTS
@@ -257,10 +279,15 @@ roots = Roots([{str(root)!r}])
 merge_map_outputs(roots, Journal(roots, durable=False), [roots.locate(d) for d in {dirs!r}], MergeSpec("app", 1, (0, 1), {MERGED}, 4, 64),
                   4096, 8192, durable=False, faults=Faults("data-linked"))
 """
+    journal.close()  # the child is the state dir's only daemon
     out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
     assert out.returncode == CRASH_EXIT_CODE, out.stderr
     data, index = out_paths(dirs, 1)
     assert data.exists() and not index.exists()
-    assert journal.recover() == (0, 1)
-    assert all_files(root) == before
-    assert merge(roots, journal, dirs, 1, [0, 1], 4).bytes_written > 0  # no fault passed: none happens
+    again = Journal(roots, durable=False)
+    try:
+        assert again.recover() == (0, 1)
+        assert all_files(root) == before
+        assert merge(roots, again, dirs, 1, [0, 1], 4).bytes_written > 0  # no fault passed: none happens
+    finally:
+        again.close()

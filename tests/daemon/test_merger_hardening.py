@@ -13,8 +13,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from riffle.merger.faults import CRASH_ENV
-from riffle.merger.publish import PUBLISH_STEPS, TEMP_PREFIX
+from riffle.merger.faults import CRASH_ENV, FAIL_ENV, FAIL_STEPS, PAUSE_ENV, PUBLISH_STEPS
+from riffle.merger.publish import TEMP_PREFIX
 from riffle.protocol import pb
 from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,
@@ -426,3 +426,155 @@ def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
     assert len(refused) == 5 and all(r.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for r in refused)
     assert sum(isinstance(r, pb.CleanupResponse) for r in results) == MAX_PENDING_CLEANUPS
     assert service.cleanups_pending == 0
+
+
+# -- 5. every request field bounded ---------------------------------------------------------------
+def test_every_request_field_is_bounded_and_errors_never_echo_it_whole(root, dirs):
+    make_outputs(dirs, 4, [0, 1], 3)
+    long_component = f"{dirs[0]}/{'x' * 300}"
+    deep = f"{dirs[0]}/" + "/".join(["y" * 200] * 30)  # over PATH_MAX
+    outside = "/elsewhere/" + "/".join(["z" * 200] * 19)  # within PATH_MAX, outside the roots
+    with DaemonProcess([root]) as d:
+        cases = [
+            ({"executor_id": "exec\n" * 200_000}, grpc.StatusCode.INVALID_ARGUMENT, "executor_id"),
+            ({"request_id": "a\nb"}, grpc.StatusCode.INVALID_ARGUMENT, "request_id"),
+            ({"app_id": "a" * 257}, grpc.StatusCode.INVALID_ARGUMENT, "app_id"),
+            ({"local_dirs": [long_component]}, grpc.StatusCode.INVALID_ARGUMENT, "longer than"),
+            ({"local_dirs": [deep]}, grpc.StatusCode.INVALID_ARGUMENT, "longer than"),
+            ({"local_dirs": [outside]}, grpc.StatusCode.PERMISSION_DENIED, "outside"),
+        ]
+        for change, code, text in cases:
+            args = {"request_id": "r", "app_id": "app", "shuffle_id": 4, "map_ids": [0, 1], "local_dirs": dirs,
+                    "num_partitions": 3, "merged_map_id": M + 1, "executor_id": "1"}
+            args.update(change)
+            with pytest.raises(grpc.RpcError) as info:
+                d.client.merge(**args)
+            assert info.value.code() == code and text in info.value.details(), (change.keys(), info.value.details()[:300])
+            assert len(info.value.details()) < 600, len(info.value.details())
+        bad_cleanup = pb.CleanupRequest(local_dirs=dirs, app_id="a\x00" * 1000, all_shuffles=True)
+        assert rpc_code(lambda: d.client.stub.Cleanup(bad_cleanup, metadata=d.client.metadata, timeout=10)) == \
+            grpc.StatusCode.INVALID_ARGUMENT
+        assert d.client.merge("ok", 4, [0, 1], dirs, 3, M + 1, app_id="app", executor_id="driver").bytes_written > 0
+        log = d.log()
+    assert "exec\\nexec\\nexec\\nexec" not in log and "x" * 300 not in log and "z" * 200 + "/" + "z" * 200 not in log
+    assert len(log) < 20_000, len(log)
+
+
+def test_index_offsets_at_the_int64_limits_are_data_loss(root, dirs):
+    """Offsets a difference of which overflows int64: DATA_LOSS (corrupt input), not INTERNAL with a traceback."""
+    make_outputs(dirs, 5, [0], 2)
+    for m, offsets in ((1, (0, (1 << 63) - 1, -(1 << 63))), (2, (0, (1 << 63) - 1, (1 << 63) - 1)), (3, (-(1 << 63), 0, 0))):
+        data, index = block_file_path(dirs, data_file_name(5, m)), block_file_path(dirs, index_file_name(5, m))
+        for path in (data, index):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        data.write_bytes(b"0123456789")
+        index.write_bytes(b"".join(o.to_bytes(8, "big", signed=True) for o in offsets))
+    with DaemonProcess([root]) as d:
+        for m in (1, 2, 3):
+            with pytest.raises(grpc.RpcError) as info:
+                d.client.merge(f"i{m}", 5, [0, m], dirs, 2, M + m, app_id="app")
+            assert info.value.code() == grpc.StatusCode.DATA_LOSS, (m, info.value.details())
+        assert "Traceback" not in d.log()
+
+
+# -- 6. cancel and cleanup that hold --------------------------------------------------------------
+def wait_for_log(d, text, timeout=30):
+    deadline = time.monotonic() + timeout
+    while text not in d.log():
+        assert time.monotonic() < deadline, f"{text!r} never logged: {d.log()[-2000:]}"
+        time.sleep(0.02)
+
+
+def merged_pair(dirs, sid, mid):
+    return block_file_path(dirs, data_file_name(sid, mid)), block_file_path(dirs, index_file_name(sid, mid))
+
+
+def test_cancel_after_the_copy_loop_never_publishes_and_a_late_one_says_so(root, dirs):
+    """A Cancel that finds the merge means nothing is published; past the first link it is too late and says found=false."""
+    make_outputs(dirs, 3, [0, 1], 6)
+    before = all_files(root)
+    with DaemonProcess([root], env={PAUSE_ENV: "temps-written:3"}) as d:
+        future = d.client.stub.Merge.future(request("c", 3, [0, 1], dirs, 6, M + 1), metadata=d.client.metadata, timeout=60)
+        wait_for_log(d, "fault injected: pausing")  # the copy loop is over, nothing is published yet
+        assert d.client.cancel("c") is True
+        assert future.exception(timeout=30).code() == grpc.StatusCode.CANCELLED
+        assert all_files(root) == before and not os.listdir(root / ".riffle-merger" / "pending")
+        assert d.client.status().merges_cancelled == 1
+    with DaemonProcess([root], env={PAUSE_ENV: "index-linked:2"}) as d:
+        future = d.client.stub.Merge.future(request("late", 3, [0, 1], dirs, 6, M + 2), metadata=d.client.metadata, timeout=60)
+        wait_for_log(d, "fault injected: pausing")
+        assert d.client.cancel("late") is False  # too late: it publishes, and says so
+        assert future.result(timeout=30).bytes_written > 0
+        assert all(p.exists() for p in merged_pair(dirs, 3, M + 2))
+
+
+@pytest.mark.parametrize("step", ["temps-written", "index-linked"])
+def test_cleanup_of_an_app_ends_its_running_merges_so_nothing_outlives_it(root, dirs, step):
+    """The driver's stop sends Cancel and Cleanup at once: whether the merge can still be cancelled (paused before
+    publishing) or not (paused after its index is linked), Cleanup returns only once nothing of the app is left."""
+    make_outputs(dirs, 3, [0, 1], 6)
+    before = all_files(root)
+    with DaemonProcess([root], env={PAUSE_ENV: f"{step}:2"}) as d:
+        future = d.client.stub.Merge.future(request("m", 3, [0, 1], dirs, 6, M + 1, app="app-A"), metadata=d.client.metadata,
+                                            timeout=60)
+        wait_for_log(d, "fault injected: pausing")
+        cleaned = d.client.cleanup(dirs, "app-A", all_shuffles=True)
+        assert all_files(root) == before, sorted(all_files(root) - before)
+        assert cleaned.files_deleted == (2 if step == "index-linked" else 0)
+        outcome = future.exception(timeout=30)
+        assert (outcome is None) == (step == "index-linked")  # too late to cancel: it published, and Cleanup deleted it
+        assert all_files(root) == before and not os.listdir(root / ".riffle-merger" / "pending")
+        assert not os.listdir(root / ".riffle-merger" / "apps")
+
+
+# -- 7. a full disk at every step -----------------------------------------------------------------
+@pytest.mark.parametrize("errno_name", ["ENOSPC", "EDQUOT"])
+@pytest.mark.parametrize("step", FAIL_STEPS)
+def test_disk_full_at_every_step_is_resource_exhausted_and_leaves_nothing(root, dirs, step, errno_name):
+    """Out of space (or quota) creating the output's sub dir, its temps, writing them, writing the journal record,
+    or creating the app's record dir after the links: RESOURCE_EXHAUSTED, nothing published, nothing pending."""
+    make_outputs(dirs, 3, [0, 1], 6)
+    before = all_files(root)
+    with DaemonProcess([root], env={FAIL_ENV: f"{step}:{errno_name}"}) as d:
+        with pytest.raises(grpc.RpcError) as info:
+            d.client.merge("full", 3, [0, 1], dirs, 6, M + 1, app_id="app")
+        assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, info.value.details()
+        assert "disk full" in info.value.details() and "fault injected" in info.value.details()
+        assert all_files(root) == before, sorted(all_files(root) - before)
+        state = root / ".riffle-merger"
+        assert not os.listdir(state / "pending") and not os.listdir(state / "apps")
+        status = d.client.status()
+        assert status.merges_failed == 1 and status.memory_in_use == 0
+        assert d.client.cleanup(dirs, "app", all_shuffles=True).files_deleted == 0
+        assert "Traceback" not in d.log()
+
+
+# -- 8. memory of waiting requests ----------------------------------------------------------------
+def test_waiting_requests_stay_within_memory_plus_64mb(root, dirs):
+    """A request waiting for admission holds its decoded message and located paths (about 1 MB for one of 64 long
+    local dirs): what waiting requests hold is bounded (--max-queue-memory, 32m), past it new ones are refused."""
+    make_outputs(dirs, 1, [0, 1], 4)
+    long_dirs = [str(root) + "/" + "/".join(f"d{j:03d}" + "x" * 200 for j in range(19)) + f"/{i}" for i in range(64)]
+    with DaemonProcess([root], "--memory", "64m", "--workers", "1", "--grace", "1", env={PAUSE_ENV: "temps-written:60"}) as d:
+        meta = d.client.metadata
+        first = d.client.stub.Merge.future(request("first", 1, [0, 1], dirs, 4, M), metadata=meta, timeout=60)
+        wait_for_log(d, "fault injected: pausing")  # the one worker is busy: everything after waits
+        base = d.rss_mb()
+        waiting = []
+        for batch in range(30):  # ten at a time: the requests gRPC holds before the daemon sees them are not the daemon's
+            waiting += [d.client.stub.Merge.future(request(f"w{i}", 1, [0, 1], long_dirs, 4, M + 1 + i), metadata=meta, timeout=60)
+                        for i in range(batch * 10, batch * 10 + 10)]
+            deadline = time.monotonic() + 30
+            while (lambda st: st.queued + st.merges_rejected)(d.client.status()) < len(waiting):
+                assert time.monotonic() < deadline, d.client.status()
+                time.sleep(0.02)
+        status = d.client.status()
+        assert 0 < status.queued < 100 and status.merges_rejected == 300 - status.queued, status
+        refused = [f for f in waiting if f.done()]
+        assert all(f.exception().code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "--max-queue-memory" in f.exception().details()
+                   for f in refused)
+        peak = d.peak_rss_mb()
+        assert peak <= 64 + 64, f"peak RSS {peak:.1f} MB (from {base:.1f}, now {d.rss_mb():.1f}, {status.queued} queued) over --memory 64m + 64 MB"
+        for i in range(300):
+            d.client.cancel(f"w{i}")
+        first.cancel()

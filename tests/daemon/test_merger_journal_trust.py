@@ -110,3 +110,31 @@ def test_half_written_record_of_a_crash_is_removed_at_start(root):
     (pending / ".0123.json.4567").write_text('{"app_id": "ap')
     with DaemonProcess([root]):
         assert os.listdir(pending) == []
+
+
+def test_fifos_in_the_state_dir_hang_neither_start_up_nor_cleanup(root, dirs):
+    """The state dir's files are opened like inputs (no symlink, non-blocking, a regular file on the descriptor):
+    a FIFO named like a record must not block start-up's recovery or a cleanup thread for good."""
+    make_outputs(dirs, 1, [0, 1], 4)
+    state = root / STATE_DIR_NAME
+    for sub in ("pending", f"apps/{app_key('app')}"):
+        (state / sub).mkdir(parents=True, mode=0o700)
+        os.mkfifo(state / sub / "0000-fifo.json")
+    t0 = time.monotonic()
+    with DaemonProcess([root]) as d:
+        assert time.monotonic() - t0 < 20
+        resp = d.client.merge("m", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app")
+        t0 = time.monotonic()
+        assert d.client.cleanup(dirs, "app", all_shuffles=True).files_deleted == 2
+        assert time.monotonic() - t0 < 5 and not Path(resp.data_path).exists()
+        assert "ignoring unreadable merge record 0000-fifo.json" in d.log()
+
+
+def test_a_fifo_for_the_lock_file_is_refused_in_one_line(root):
+    state = root / STATE_DIR_NAME
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / "lock")
+    out = subprocess.run([sys.executable, "-m", "riffle.merger.cli", "serve", "--local-dir", str(root)],
+                         capture_output=True, text=True, timeout=30)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and "lock is not a regular file" in lines[0], out.stderr

@@ -2,8 +2,10 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -41,14 +43,29 @@ def refusals(root, tmp_path, token_file):
         "empty token file": (["--token-file", str(empty), *r], "is empty"),
         "missing local dir": (["--local-dir", str(tmp_path / "missing")], "does not exist"),
         "tls cert without key": (["--tls-cert", str(token_file), *r], "go together"),
+        "tls key readable by others": (["--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "loose-key.pem"), *r],
+                                       f"--tls-key {tmp_path / 'loose-key.pem'} is readable by group or others"),
         "missing tls files": (["--tls-cert", str(tmp_path / "c.pem"), "--tls-key", str(tmp_path / "k.pem"), *r], "No such file"),
+        "metrics off loopback": (["--metrics-listen", "0.0.0.0:9100", *r], "refusing to serve metrics on 0.0.0.0:9100 off loopback"),
         "bad metrics address": (["--metrics-listen", "nowhere", *r], "HOST:PORT"),
+        "metrics address not on this host": (["--insecure", "--metrics-listen", "192.0.2.1:9100", *r], "--metrics-listen 192.0.2.1:9100: cannot listen"),
+        "metrics port out of range": (["--metrics-listen", "127.0.0.1:70000", *r], "--metrics-listen port must be in 0..65535"),
+        "listen port out of range": (["--listen", "127.0.0.1:99999", *r], "--listen port must be in 0..65535"),
+        "memory below the minimum": (["--memory", "1", *r], "--memory must be at least 1m"),
+        "read buffer over the memory": (["--memory", "8m", "--read-buffer", "16m", *r], "--read-buffer must be between"),
+        "memory not finite": (["--memory", "inf", *r], "not a positive size"),
+        "negative grace": (["--grace", "-5", *r], "--grace must be in 0.."),
+        "grace not a number": (["--grace", "nan", *r], "--grace must be in 0.."),
+        "no workers": (["--workers", "0", *r], "--workers must be in 1.."),
+        "unknown log level": (["--log-level", "chatty", *r], "argument --log-level: invalid choice"),
+        "negative queue": (["--max-queue", "-1", *r], "--max-queue must be in 0.."),
     }
 
 
 @pytest.mark.parametrize("case", sorted(refusals("/r", Path("/t"), "/f")))
 def test_each_start_up_refusal_is_one_line_and_exit_code_2(root, tmp_path, token_file, case):
-    for name, text, mode in (("loose-token", "s3cret", 0o644), ("empty-token", "", 0o600)):
+    for name, text, mode in (("loose-token", "s3cret", 0o644), ("empty-token", "", 0o600), ("loose-key.pem", "key", 0o640),
+                             ("cert.pem", "cert", 0o644)):
         (tmp_path / name).write_text(text)
         (tmp_path / name).chmod(mode)
     args, text = refusals(root, tmp_path, token_file)[case]
@@ -104,3 +121,66 @@ def test_port_in_use_is_one_error_line_and_exit_code_2(root):
     assert "Traceback" not in out.stderr
     # grpc's C core logs its own line first; ours is the last
     assert out.stderr.strip().splitlines()[-1] == f"riffle-merger: error: cannot listen on {address}: the address is in use or not on this host"
+
+
+def test_second_daemon_on_the_same_state_dir_is_refused(root):
+    """Two daemons on one state dir would each take the other's merges in progress for a crash's leftovers."""
+    with DaemonProcess([root]) as first:
+        out = serve("--listen", f"127.0.0.1:{free_port()}", "--local-dir", str(root))
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "another merger is running on state dir" in lines[0], out.stderr
+        assert first.client.healthy()
+    with DaemonProcess([root]) as again:  # the lock goes with the daemon
+        assert again.client.healthy()
+
+
+def threads_of(pid: int) -> int:
+    return int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("Threads:")))
+
+
+def test_metrics_endpoint_is_bounded_in_connections_and_threads(root, dirs):
+    """Hundreds of idle connections to the metrics port cost no thread each (they are closed past the bound)
+    and leave merges and, once they idle out, scrapes working."""
+    from riffle.merger.metrics import IDLE_TIMEOUT
+
+    make_outputs(dirs, 1, [0, 1], 4)
+    port = free_port()
+    with DaemonProcess([root], "--metrics-listen", f"127.0.0.1:{port}") as d:
+        before = threads_of(d.proc.pid)
+        idle = []
+        try:
+            for _ in range(300):
+                idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            time.sleep(0.5)
+            assert threads_of(d.proc.pid) <= before + 4, (before, threads_of(d.proc.pid))
+            assert d.client.merge("m", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app").bytes_written > 0
+        finally:
+            for sock in idle:
+                sock.close()
+        time.sleep(IDLE_TIMEOUT + 0.5)
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        refused = float(next(line.split()[1] for line in body.splitlines() if line.startswith("riffle_metrics_connections_refused_total")))
+        assert refused > 0  # how many depends on how many were accepted before the close freed the slots
+        assert threads_of(d.proc.pid) <= before + 4
+
+
+def test_calls_grpc_cancels_are_counted_and_logged(root, dirs):
+    """A caller whose deadline passes sees CANCELLED or DEADLINE_EXCEEDED; the daemon counts and logs it."""
+    import grpc
+
+    from riffle.merger.faults import PAUSE_ENV
+
+    make_outputs(dirs, 1, [0, 1], 4)
+    port = free_port()
+    with DaemonProcess([root], "--metrics-listen", f"127.0.0.1:{port}", env={PAUSE_ENV: "temps-written:2"}) as d:
+        with pytest.raises(grpc.RpcError) as info:
+            d.client.merge("gone", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app", timeout=0.5)
+        assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        deadline = time.monotonic() + 10
+        while "merge gone ended while running: the caller cancelled it" not in d.log():
+            assert time.monotonic() < deadline, d.log()[-2000:]
+            time.sleep(0.05)
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert 'riffle_rpc_cancelled_total{stage="running"} 1.0' in body
+        assert d.client.status().merges_cancelled == 1
