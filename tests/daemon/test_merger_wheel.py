@@ -10,6 +10,7 @@ the wheel (asserted).
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,12 @@ pytestmark = pytest.mark.slow  # builds a wheel and a virtual environment
 REPO = Path(__file__).resolve().parents[2]
 
 
+# what the installed commands run with: a PYTHONPATH (a checkout run from its tree) would shadow the wheel
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def run(*args, **kw):
+    kw.setdefault("env", CLEAN_ENV)
     out = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300, **kw)
     assert out.returncode == 0, f"{args}: {out.stdout}\n{out.stderr}"
     return out.stdout
@@ -91,7 +97,7 @@ def test_installed_wheel_serves_a_real_merge(installed, root, dirs):
     blocks = make_outputs(dirs, 3, [0, 1, 2], 20)
     port = free_port()
     proc = subprocess.Popen([venv / "bin" / "riffle-merger", "serve", "--listen", f"127.0.0.1:{port}", "--local-dir", root,
-                             "--no-fsync"], cwd=tmp, stderr=subprocess.PIPE, text=True)
+                             "--no-fsync"], cwd=tmp, stderr=subprocess.PIPE, text=True, env=CLEAN_ENV)
     try:
         with MergerClient(f"127.0.0.1:{port}") as client:
             deadline = time.monotonic() + 30
@@ -105,7 +111,7 @@ def test_installed_wheel_serves_a_real_merge(installed, root, dirs):
         assert rows[0]["health"] == "SERVING" and rows[0]["completed"] == 1
         for command in ("riffle", "riffle-merger", "slaq", "slaq-riffle"):
             assert run(venv / "bin" / command, "--version", cwd=tmp).split()[0] == command
-        lab = subprocess.run([venv / "bin" / "riffle", "bench", "merge"], capture_output=True, text=True, cwd=tmp)
+        lab = subprocess.run([venv / "bin" / "riffle", "bench", "merge"], capture_output=True, text=True, cwd=tmp, env=CLEAN_ENV)
         assert lab.returncode == 2 and "lab" in lab.stderr, lab.stderr  # the verb says where it lives
     finally:
         proc.terminate()

@@ -54,7 +54,7 @@ def path_without_javac(bin_dir: Path) -> str:
             continue
         for entry in os.scandir(directory):
             target = Path(entry.path).resolve()
-            jdk_tool = (target.parent / "javac").exists() or (target.parent.name == "bin" and (target.parents[1] / "release").exists())
+            jdk_tool = target.parent.name == "bin" and (target.parents[1] / "release").exists()  # <java home>/bin/<tool>
             if (jdk_tool and entry.name not in JDK_TOOLS_KEPT) or (bin_dir / entry.name).exists() or not os.access(entry.path, os.X_OK):
                 continue
             (bin_dir / entry.name).symlink_to(target)
