@@ -1,21 +1,53 @@
-"""Build hook: the riffle.v1 gRPC stubs are generated from proto/ into the build, so wheels ship them."""
+"""Build hook: what a wheel ships that is generated, not committed.
 
+- the riffle.v1 gRPC stubs, generated from proto/;
+- the shim jar, compiled from sparkshim/java against the build environment's pyspark jars (so drivers
+  never compile; the build needs a JDK 17 and pyspark, e.g. ``pip wheel --no-build-isolation .``);
+- the start-up hook, a ``.pth`` file at the top of site-packages, so ``pip install`` alone makes
+  ``--conf spark.slaq.enabled=true`` / ``spark.riffle.enabled=true`` work in pyspark.
+
+Editable installs get none of these from here: scripts/setup.sh generates them in the checkout.
+"""
+
+import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
 
-class BuildWithStubs(build_py):
+def source_module(relative: str) -> ModuleType:
+    """A module of this source tree loaded from its file: an installed slaq-riffle's start-up hook
+    may already have imported ``sparkshim`` from site-packages (or another checkout)."""
+    spec = importlib.util.spec_from_file_location(f"_setup_{Path(relative).stem}", HERE / relative)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BuildGenerated(build_py):
     def run(self) -> None:
         super().run()
+        if self.editable_mode:
+            return
         from riffle import proto_build
+        build, starthook = source_module("sparkshim/build.py"), source_module("sparkshim/starthook.py")
 
-        if not self.editable_mode:  # editable installs use the checkout's stubs (python -m riffle.proto_build)
-            proto_build.build(Path(self.build_lib), force=True)
+        lib = Path(self.build_lib)
+        proto_build.build(lib, force=True)
+        try:
+            jar = build.compile_jar(lib / build.PACKAGED_JAR.relative_to(HERE))
+        except build.BuildError as exc:
+            raise SystemExit(f"sparkshim: {exc}\n(a wheel is built without isolation, in an environment with pyspark and a JDK 17: "
+                             "pip wheel --no-build-isolation --no-deps .)") from None
+        print(f"sparkshim: built {jar.name} against Spark {build.jar_manifest(jar)[build.SPARK_VERSION_ATTR]}")
+        (lib / starthook.PTH_NAME).write_text(starthook.PTH_LINE)
 
 
-setup(cmdclass={"build_py": BuildWithStubs})
+setup(cmdclass={"build_py": BuildGenerated})

@@ -53,8 +53,10 @@ if [ "$MERGER_ONLY" = 1 ]; then
   echo "setup: ready for a merger-only node (.venv/bin/riffle-merger, .venv/bin/riffle); Java shim skipped"
   exit 0
 fi
-# The Java shim (SLAQ pools, Riffle tracker), compiled against this pyspark, and the start-up hook
-# that attaches SLAQ/Riffle when spark.slaq.enabled / spark.riffle.enabled is set.
+# The Java shim (SLAQ pools, Riffle tracker), compiled against this pyspark into sparkshim/jars/ (where a
+# wheel carries it; drivers never compile), and the start-up hook that attaches SLAQ/Riffle when
+# spark.slaq.enabled / spark.riffle.enabled is set (a wheel installs that hook itself).
+rm -rf sparkshim/_build  # where earlier checkouts cached the jar
 .venv/bin/python -m sparkshim.build
 .venv/bin/python -m sparkshim.autoload install >/dev/null
 # Headless Chromium for the Spark UI tab test (tests/spark/test_ui_tab.py); not needed to run SLAQ.

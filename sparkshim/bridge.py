@@ -1,8 +1,10 @@
 """Load the shim into a running driver JVM through py4j, once per SparkContext.
 
-The jar is added with a child ``URLClassLoader`` of Spark's own loader, so the user adds no jar to
-the command line; if the jar is already on the driver class path (``spark.driver.extraClassPath``)
-the parent's copy wins. :func:`shim_for` gives a context's :class:`Shim`, whose :meth:`Shim.riffle`
+The jar ships inside the package (:data:`sparkshim.build.PACKAGED_JAR`: built with the wheel, or by
+scripts/setup.sh in a checkout); loading it never compiles, so a driver needs only a Java runtime. It
+is added with a child ``URLClassLoader`` of Spark's own loader, so the user adds no jar to the command
+line; if the jar is already on the driver class path (``spark.driver.extraClassPath``) the parent's
+copy wins. :func:`shim_for` gives a context's :class:`Shim`, whose :meth:`Shim.riffle`
 and :meth:`Shim.slaq` attach one product each: the JVM loads only the classes of the products used.
 Callers make a few coarse calls on what they return (one per epoch), never one per task.
 """
@@ -14,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sparkshim.build import BuildError, build
+from sparkshim.build import PACKAGED_JAR, SPARK_VERSION_ATTR, is_current, jar_manifest
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -31,6 +33,56 @@ class ShimUnavailable(RuntimeError):
     """The shim could not be built or loaded into this driver."""
 
 
+def in_checkout(package_dir: Path) -> bool:
+    """The package runs from a source checkout (editable install or PYTHONPATH), not from a wheel."""
+    return (package_dir.parent / "pyproject.toml").exists()
+
+
+def packaged_jar(jar: Path | None = None) -> Path:
+    """The shim jar to load (default: the package's), or ``ShimUnavailable`` naming why it cannot be and the fix."""
+    jar = jar or PACKAGED_JAR
+    checkout = in_checkout(jar.parents[1])
+    if not jar.exists():
+        if checkout:
+            raise ShimUnavailable(f"this checkout's shim jar is not built ({jar} is missing): run `bash scripts/setup.sh` "
+                                  "(or `python -m sparkshim.build`, which needs a JDK 17)")
+        raise ShimUnavailable(f"the installed slaq-riffle has no shim jar ({jar} is missing): reinstall the slaq-riffle wheel "
+                              "(pip install --force-reinstall --no-deps slaq-riffle)")
+    if checkout and not is_current(jar):
+        raise ShimUnavailable(f"this checkout's shim jar ({jar}) is older than the Java sources next to it: "
+                              "run `python -m sparkshim.build` (or `bash scripts/setup.sh`)")
+    return jar
+
+
+def major_minor(version: str) -> tuple[int, ...] | None:
+    parts = version.split(".")[:2]
+    try:
+        return tuple(int(p) for p in parts) if len(parts) == 2 else None
+    except ValueError:
+        return None
+
+
+def spark_line_mismatch(built: str, running: str) -> str | None:
+    """One WARN line when the jar was compiled against another Spark line than the one running, else None.
+
+    The jar still loads: the features that depend on Spark internals are each switched off by
+    ``SparkInternals``' own check when what they need is not there.
+    """
+    if major_minor(built) is not None and major_minor(built) == major_minor(running):
+        return None
+    return (f"sparkshim: the shim jar was built against Spark {built or 'an unrecorded version'} but this driver runs Spark "
+            f"{running or 'of an unknown version'}; it still loads, and any feature whose Spark internals differ is switched off "
+            "by the shim's self-check (a wheel built against this Spark line avoids this)")
+
+
+def running_spark_version(gateway: Any) -> str:
+    """The driver JVM's Spark version, from spark-core's manifest."""
+    try:
+        return str(gateway.jvm.java.lang.Class.forName("org.apache.spark.SparkContext").getPackage().getImplementationVersion() or "")
+    except Exception:  # a JVM whose spark-core jar has no manifest version
+        return ""
+
+
 def jar_class(gateway: Any, jar: Path, name: str) -> Any:
     """The ``java.lang.Class`` ``name`` (fully qualified) from ``jar`` in ``gateway``'s JVM, loading the jar once per JVM."""
     jvm = gateway.jvm
@@ -42,17 +94,17 @@ def jar_class(gateway: Any, jar: Path, name: str) -> Any:
             urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
             parent = jvm.java.lang.Class.forName(_CONTEXT).getClassLoader()
             entry = _loaders[key] = (gateway, jvm.java.net.URLClassLoader(urls, parent))
-            log.info("sparkshim: loaded %s into the driver JVM", jar.name)
+            log.info("sparkshim: loaded %s into the driver JVM", jar)
+            built = jar_manifest(jar).get(SPARK_VERSION_ATTR, "")
+            warning = spark_line_mismatch(built, running_spark_version(gateway)) if built else None
+            if warning:
+                log.warning(warning)
     return jvm.java.lang.Class.forName(name, True, entry[1])
 
 
 def shim_class(gateway: Any, name: str) -> Any:
     """The ``java.lang.Class`` of ``io.slaqriffle.<name>`` (e.g. ``"seam.Messages"``) in ``gateway``'s JVM."""
-    try:
-        jar = build()
-    except BuildError as exc:
-        raise ShimUnavailable(str(exc)) from exc
-    return jar_class(gateway, jar, f"{PACKAGE}.{name}")
+    return jar_class(gateway, packaged_jar(), f"{PACKAGE}.{name}")
 
 
 def instantiate(gateway: Any, cls: Any, *args: Any) -> Any:

@@ -1,9 +1,11 @@
-"""Compile Java sources against the installed pyspark jars into a cached jar.
+"""Compile the shim's Java sources against pyspark's jars into the jar that ships inside the package.
 
-Run at install time (``python -m sparkshim.build``, called by scripts/setup.sh) and lazily by the
-bridge when the jar is missing. The jar's name carries a hash of the sources, its resources and the
-pyspark version, so an upgrade of either rebuilds it instead of loading a stale one. The shim is the
-default; another source root (the benchmarks' lab classes) builds its own jar the same way.
+Run when the wheel is built (setup.py's ``build_py``) and, in a source checkout, by scripts/setup.sh
+(``python -m sparkshim.build``); never on import or attach, so a driver needs a Java runtime, not a
+JDK. The jar's manifest records the Spark version it was compiled against and a fingerprint of its
+sources, which :mod:`sparkshim.bridge` compares at load (a different Spark line, a checkout whose
+sources changed since the build). The lab's own classes build the same way into a jar of their own
+(:class:`JarSpec`).
 """
 
 from __future__ import annotations
@@ -11,17 +13,35 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SOURCES = Path(__file__).parent / "java"
+JAR_NAME = "slaq-riffle-shim.jar"
+PACKAGED_JAR = Path(__file__).parent / "jars" / JAR_NAME  # the one place the jar lives, in a wheel and in a checkout
 # Files packed next to the classes: the message schema, which the JVM reads its shared names from (Names.java)
 RESOURCES: Mapping[str, Path] = {"io/slaqriffle/seam/messages.json": Path(__file__).with_name("messages.json")}
+SPARK_VERSION_ATTR = "Spark-Version"
+SOURCES_ATTR = "Slaq-Riffle-Sources"
+
+
+@dataclass(frozen=True)
+class JarSpec:
+    """What goes into one jar: the Java files under ``sources``, plus ``resources`` (path in the jar -> file)."""
+
+    sources: Path
+    target: Path
+    resources: Mapping[str, Path] = field(default_factory=dict)
+
+
+SHIM = JarSpec(SOURCES, PACKAGED_JAR, RESOURCES)
 
 
 class BuildError(RuntimeError):
@@ -29,96 +49,148 @@ class BuildError(RuntimeError):
 
 
 def pyspark_jars() -> Path:
-    import pyspark
+    """The directory of Spark's jars: pyspark's own (a pip install), else ``$SPARK_HOME/jars``.
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    if not jars.is_dir():
-        raise BuildError(f"pyspark at {jars.parent} has no jars/ directory; install pyspark from PyPI")
-    return jars
+    Under spark-submit ``pyspark`` may be imported from ``python/lib/pyspark.zip``, which has no jars.
+    """
+    candidates = []
+    try:
+        import pyspark
+
+        candidates.append(Path(pyspark.__file__).parent / "jars")
+    except ImportError:
+        pass
+    if os.environ.get("SPARK_HOME"):
+        candidates.append(Path(os.environ["SPARK_HOME"]) / "jars")
+    for jars in candidates:
+        if jars.is_dir() and any(jars.glob("spark-core_*.jar")):
+            return jars
+    raise BuildError(f"no Spark jars found (looked in {', '.join(map(str, candidates)) or 'nothing: pyspark is not importable'}); "
+                     "build in an environment with pyspark installed from PyPI, or set SPARK_HOME")
 
 
-def java_sources(sources: Path = SOURCES) -> list[Path]:
-    return sorted(sources.rglob("*.java"))
+def spark_version_of(jars: Path) -> str:
+    """The Spark version of a jars/ directory, from spark-core's manifest (or its file name)."""
+    core = sorted(jars.glob("spark-core_*.jar"))
+    if not core:
+        raise BuildError(f"{jars} has no spark-core jar")
+    with zipfile.ZipFile(core[0]) as z:
+        version = manifest_attributes(z.read("META-INF/MANIFEST.MF").decode()).get("Implementation-Version")
+    if version:
+        return version
+    match = re.search(r"spark-core_[\d.]+-(.+)\.jar$", core[0].name)
+    if not match:
+        raise BuildError(f"cannot tell the Spark version of {core[0]}")
+    return match.group(1)
 
 
-def fingerprint(sources: Path = SOURCES, resources: Mapping[str, Path] = RESOURCES) -> str:
-    import pyspark
+def java_sources(spec: JarSpec = SHIM) -> list[Path]:
+    return sorted(spec.sources.rglob("*.java"))
 
-    h = hashlib.sha1(pyspark.__version__.encode())
-    for src in java_sources(sources):
-        h.update(src.relative_to(sources).as_posix().encode())
+
+def sources_fingerprint(spec: JarSpec = SHIM) -> str:
+    """A hash of the Java sources and resources (paths and contents): a jar older than them is detected, not loaded."""
+    h = hashlib.sha1()
+    for src in java_sources(spec):
+        h.update(src.relative_to(spec.sources).as_posix().encode())
         h.update(src.read_bytes())
-    for name, path in sorted(resources.items()):
+    for name, path in sorted(spec.resources.items()):
         h.update(name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
 
 
-def cache_dir() -> Path:
-    here = Path(__file__).parent / "_build"
-    try:
-        here.mkdir(exist_ok=True)
-        if os.access(here, os.W_OK):
-            return here
-    except OSError:
-        pass
-    fallback = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "slaq-riffle"
-    fallback.mkdir(parents=True, exist_ok=True)
-    return fallback
+def manifest_attributes(text: str) -> dict[str, str]:
+    """The main section of a jar manifest (continuation lines start with one space)."""
+    attrs: dict[str, str] = {}
+    last = None
+    for line in text.splitlines():
+        if not line:
+            break
+        if line.startswith(" ") and last:
+            attrs[last] += line[1:]
+        elif ":" in line:
+            last, value = line.split(":", 1)
+            attrs[last] = value.strip()
+    return attrs
 
 
-def jar_path(sources: Path = SOURCES, name: str = "sparkshim", resources: Mapping[str, Path] = RESOURCES) -> Path:
-    return cache_dir() / f"{name}-{fingerprint(sources, resources)}.jar"
+def jar_manifest(jar: Path) -> dict[str, str]:
+    with zipfile.ZipFile(jar) as z:
+        return manifest_attributes(z.read("META-INF/MANIFEST.MF").decode())
 
 
-def build(force: bool = False, sources: Path = SOURCES, name: str = "sparkshim", resources: Mapping[str, Path] = RESOURCES) -> Path:
-    """The jar ``name`` of the Java files under ``sources`` (plus ``resources``: path in the jar -> file)
-    for the installed pyspark, compiling it first when needed. The defaults build the shim."""
-    if not java_sources(sources):
-        raise BuildError(f"no Java sources under {sources}")
-    target = jar_path(sources, name, resources)
-    if target.exists() and not force:
-        return target
-    javac = shutil.which("javac") or (Path(os.environ["JAVA_HOME"]) / "bin" / "javac" if "JAVA_HOME" in os.environ else None)
-    if not javac or not Path(javac).exists():
-        raise BuildError("javac not found: the SLAQ/Riffle shim is compiled at install time and needs a JDK 17 (not just a JRE)")
-    with tempfile.TemporaryDirectory(prefix=f"{name}-") as tmp:
+def find_javac() -> Path:
+    found = shutil.which("javac")
+    if not found and os.environ.get("JAVA_HOME"):
+        candidate = Path(os.environ["JAVA_HOME"]) / "bin" / "javac"
+        found = str(candidate) if candidate.exists() else None
+    if not found:
+        raise BuildError("javac not found: building the SLAQ/Riffle shim needs a JDK 17 (not just a Java runtime); "
+                         "running an application with the built jar needs only the runtime")
+    return Path(found)
+
+
+def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec = SHIM) -> Path:
+    """Compile ``spec``'s sources against ``jars`` (default: :func:`pyspark_jars`) into ``target``, atomically."""
+    sources = java_sources(spec)
+    if not sources:
+        raise BuildError(f"no Java sources under {spec.sources}")
+    jars = jars or pyspark_jars()
+    javac = find_javac()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sparkshim-") as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
-        cmd = [str(javac), "--release", "17", "-nowarn", "-cp", str(pyspark_jars() / "*"), "-d", str(classes)]
-        proc = subprocess.run(cmd + [str(s) for s in java_sources(sources)], capture_output=True, text=True)
+        cmd = [str(javac), "--release", "17", "-nowarn", "-cp", str(jars / "*"), "-d", str(classes)]
+        proc = subprocess.run(cmd + [str(s) for s in sources], capture_output=True, text=True)
         if proc.returncode != 0:
-            raise BuildError(f"javac failed:\n{proc.stderr or proc.stdout}")
-        partial = target.with_suffix(".jar.tmp")
+            raise BuildError(f"javac failed against the Spark {spark_version_of(jars)} jars in {jars}:\n{proc.stderr or proc.stdout}")
+        manifest = ("Manifest-Version: 1.0\nCreated-By: sparkshim.build\n"
+                    f"{SPARK_VERSION_ATTR}: {spark_version_of(jars)}\n{SOURCES_ATTR}: {sources_fingerprint(spec)}\n\n")
+        partial = target.with_name(target.name + ".tmp")
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
-            jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: sparkshim.build\n\n")
+            jar.writestr("META-INF/MANIFEST.MF", manifest)
             for cls in sorted(classes.rglob("*.class")):
                 jar.write(cls, cls.relative_to(classes).as_posix())
-            for entry, path in sorted(resources.items()):
+            for entry, path in sorted(spec.resources.items()):
                 jar.write(path, entry)
         os.replace(partial, target)
-    for old in target.parent.glob(f"{name}-*.jar"):
-        if old != target:
-            old.unlink(missing_ok=True)
     return target
+
+
+def is_current(jar: Path, spec: JarSpec = SHIM) -> bool:
+    """``jar`` exists and was built from ``spec``'s sources as they are now."""
+    try:
+        return jar_manifest(jar).get(SOURCES_ATTR) == sources_fingerprint(spec)
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return False
+
+
+def build(force: bool = False, spec: JarSpec = SHIM) -> Path:
+    """``spec``'s jar (default: the packaged shim jar), compiled first when it is missing or older than its
+    sources (developer tooling: scripts/setup.sh and the lab; the bridge never calls this)."""
+    if force or not is_current(spec.target, spec):
+        compile_jar(spec.target, spec=spec)
+    return spec.target
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkshim.build", description=__doc__.splitlines()[0])
     parser.add_argument("--force", action="store_true", help="rebuild even when an up-to-date jar exists")
     parser.add_argument("--print-path", action="store_true", help="only print where the jar is (building it if needed)")
-    parser.add_argument("--sources", type=Path, help="another Java source root to build instead of the shim (no resources)")
-    parser.add_argument("--name", default=None, help="the jar's name (default: sparkshim, or the source root's parent dir name)")
+    parser.add_argument("--output", type=Path, help="write the jar here instead of the package (always compiles)")
+    parser.add_argument("--spark-jars", type=Path, help="compile against this directory of Spark jars instead of pyspark's")
     args = parser.parse_args(argv)
     try:
-        if args.sources is None:
-            path = build(force=args.force, name=args.name or "sparkshim")
+        if args.output or args.spark_jars:
+            path = compile_jar(args.output or PACKAGED_JAR, args.spark_jars)
         else:
-            path = build(force=args.force, sources=args.sources, name=args.name or args.sources.resolve().parent.name, resources={})
+            path = build(force=args.force)
     except BuildError as exc:
         print(f"sparkshim: {exc}", file=sys.stderr)
         return 1
-    print(path if args.print_path else f"sparkshim: {path}")
+    print(path if args.print_path else f"sparkshim: {path} (Spark {jar_manifest(path).get(SPARK_VERSION_ATTR)})")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Attach SLAQ and Riffle when a SparkContext starts, so ``spark-submit --conf spark.riffle.enabled=true
 app.py`` (or ``spark.slaq.enabled``) works with no change to the application.
 
-``scripts/setup.sh`` (or ``python -m sparkshim.autoload install``) puts a one-line ``.pth`` file in
+The wheel (or, in a checkout, ``scripts/setup.sh`` through ``python -m sparkshim.autoload install``) puts a one-line ``.pth`` file in
 the environment's site-packages; at interpreter start it only registers an import hook, which
 wraps ``SparkContext.__init__`` the first time pyspark's context module is imported. Nothing else
 is imported until an application actually creates a SparkContext with one of the flags on.

@@ -28,10 +28,11 @@ def executor_memory(master: str, mb: int) -> tuple[str, dict[str, str]]:
 
 
 def lab_jar() -> Path:
-    """The lab jar (``io.slaqriffle.lab``: NodeShuffleService, StageMetricsListener), built like the shim's and cached."""
-    from sparkshim.build import build
+    """The lab jar (``io.slaqriffle.lab``: NodeShuffleService, StageMetricsListener), built like the shim's
+    (compiled again only when its sources changed)."""
+    from sparkshim.build import JarSpec, build
 
-    return build(sources=LAB_JAVA, name="lab", resources={})
+    return build(spec=JarSpec(LAB_JAVA, LAB_JAVA.parent / "build" / "slaq-riffle-lab.jar"))
 
 
 def lab_instance(sc: Any, name: str, *args: Any) -> Any:

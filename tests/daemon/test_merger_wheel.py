@@ -1,5 +1,8 @@
 """Ops install: build the wheel from a clean copy of the sources, install it in a fresh venv, run a real merge through it.
 
+The wheel build also compiles the shim jar (so it needs the JDK and pyspark this environment has);
+tests/spark/test_wheel_attach.py runs a Spark application from the same kind of install.
+
 The fresh venv gets the wheel itself (``--no-deps``); its third-party dependencies (grpcio, protobuf,
 prometheus_client) are borrowed from the test's environment through a ``.pth`` line, which exposes
 none of that environment's start-up hooks or its editable install, so ``riffle`` can only come from
@@ -7,6 +10,7 @@ the wheel (asserted).
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,17 +31,19 @@ pytestmark = pytest.mark.slow  # builds a wheel and a virtual environment
 REPO = Path(__file__).resolve().parents[2]
 
 
+# what the installed commands run with: a PYTHONPATH (a checkout run from its tree) would shadow the wheel
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def run(*args, **kw):
+    kw.setdefault("env", CLEAN_ENV)
     out = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300, **kw)
     assert out.returncode == 0, f"{args}: {out.stdout}\n{out.stderr}"
     return out.stdout
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    if shutil.which("git") is None or not (REPO / ".git").exists():
-        pytest.skip("needs a git checkout to copy the sources from")
-    tmp = tmp_path_factory.mktemp("wheel")
+def build_wheel(tmp: Path) -> Path:
+    """The wheel built from a clean copy of the checkout's sources (what git tracks or would track) into ``tmp/dist``."""
     src = tmp / "src"
     files = run("git", "-C", REPO, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split("\0")
     for name in filter(None, files):
@@ -45,24 +51,41 @@ def installed(tmp_path_factory):
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, src / name)
     assert not (src / "riffle" / "v1" / "merger_pb2.py").exists()  # the stubs must come from the build step
+    assert not list(src.rglob("*.jar")), "a jar in the sources: it must come from the build step"
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", tmp / "dist", src)
-    wheel = next((tmp / "dist").glob("slaq_riffle-*.whl"))
+    return next((tmp / "dist").glob("slaq_riffle-*.whl"))
+
+
+def fresh_venv(tmp: Path, wheel: Path) -> Path:
+    """A new virtual environment with ``wheel`` installed alone (``--no-deps``); its third-party
+    dependencies are borrowed from this environment's site-packages through a ``.pth`` line."""
+    venv = tmp / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", venv)
+    site = Path(run(venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+    (site / "borrowed_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "--no-deps", "--no-index", "--quiet", wheel)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout to copy the sources from")
+    tmp = tmp_path_factory.mktemp("wheel")
+    wheel = build_wheel(tmp)
     archive = zipfile.ZipFile(wheel)
     names = archive.namelist()
-    for shipped in ("riffle/v1/merger_pb2.py", "riffle/v1/merger_pb2_grpc.py", "riffle/v1/merger.proto", "riffle/protocol.py"):
+    for shipped in ("riffle/v1/merger_pb2.py", "riffle/v1/merger_pb2_grpc.py", "riffle/v1/merger.proto", "riffle/protocol.py",
+                    "sparkshim/jars/slaq-riffle-shim.jar", "slaq_riffle_autoload.pth"):
         assert shipped in names, shipped
+    assert [n for n in names if n.endswith((".jar", ".class"))] == ["sparkshim/jars/slaq-riffle-shim.jar"]
     lab = [n for n in names if n.split("/")[0] in ("srlab", "sparkcluster", "lab", "examples", "tests") or "/bench/" in n or "reproduce" in n]
     assert not lab, lab  # the product ships no benchmark, reproduction or harness code
     for name in (n for n in names if n.endswith(".py")):
         imports = [line for line in archive.read(name).decode().splitlines()
                    if line.lstrip().startswith(("import ", "from ")) and any(w in line for w in ("matplotlib", "srlab", "bench", "reproduce"))]
         assert not imports, (name, imports)
-    venv = tmp / "venv"
-    run(sys.executable, "-m", "venv", "--without-pip", venv)
-    site = Path(run(venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
-    (site / "borrowed_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "--no-deps", "--no-index", "--quiet", wheel)
-    return venv, tmp
+    return fresh_venv(tmp, wheel), tmp
 
 
 def test_installed_wheel_serves_a_real_merge(installed, root, dirs):
@@ -74,7 +97,7 @@ def test_installed_wheel_serves_a_real_merge(installed, root, dirs):
     blocks = make_outputs(dirs, 3, [0, 1, 2], 20)
     port = free_port()
     proc = subprocess.Popen([venv / "bin" / "riffle-merger", "serve", "--listen", f"127.0.0.1:{port}", "--local-dir", root,
-                             "--no-fsync"], cwd=tmp, stderr=subprocess.PIPE, text=True)
+                             "--no-fsync"], cwd=tmp, stderr=subprocess.PIPE, text=True, env=CLEAN_ENV)
     try:
         with MergerClient(f"127.0.0.1:{port}") as client:
             deadline = time.monotonic() + 30
@@ -86,9 +109,9 @@ def test_installed_wheel_serves_a_real_merge(installed, root, dirs):
                 assert read_partition(Path(resp.data_path), Path(resp.index_path), 20, p) == b"".join(blocks[m][p] for m in (0, 1, 2))
         rows = json.loads(run(venv / "bin" / "riffle", "status", f"127.0.0.1:{port}", "--json", cwd=tmp))
         assert rows[0]["health"] == "SERVING" and rows[0]["completed"] == 1
-        for command in ("riffle", "riffle-merger", "slaq"):
+        for command in ("riffle", "riffle-merger", "slaq", "slaq-riffle"):
             assert run(venv / "bin" / command, "--version", cwd=tmp).split()[0] == command
-        lab = subprocess.run([venv / "bin" / "riffle", "bench", "merge"], capture_output=True, text=True, cwd=tmp)
+        lab = subprocess.run([venv / "bin" / "riffle", "bench", "merge"], capture_output=True, text=True, cwd=tmp, env=CLEAN_ENV)
         assert lab.returncode == 2 and "lab" in lab.stderr, lab.stderr  # the verb says where it lives
     finally:
         proc.terminate()

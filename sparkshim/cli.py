@@ -1,0 +1,49 @@
+"""``slaq-riffle``: what a Spark user needs from the installed package outside Python.
+
+    slaq-riffle jar            the shim jar's path, for ``--jars`` / ``spark.jars``
+    slaq-riffle jar --info     also the Spark version it was built against
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sparkshim.commands import add_version
+
+PROG = "slaq-riffle"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="The SLAQ/Riffle package's Spark-side pieces.")
+    add_version(p, PROG)
+    verbs = p.add_subparsers(dest="verb", required=True)
+    jar = verbs.add_parser("jar", help="print the path of the shim jar (for spark-submit --jars or spark.jars)",
+                           description="Print the path of the shim jar shipped in this package, e.g. spark-submit --jars \"$(slaq-riffle jar)\".")
+    jar.add_argument("--info", action="store_true", help="also print the Spark version the jar was built against")
+    jar.set_defaults(func=_jar)
+    return p
+
+
+def _jar(args: argparse.Namespace) -> int:
+    from sparkshim.bridge import ShimUnavailable, packaged_jar
+    from sparkshim.build import SPARK_VERSION_ATTR, jar_manifest
+
+    try:
+        jar = packaged_jar()
+    except ShimUnavailable as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    print(jar)
+    if args.info:
+        print(f"built against Spark {jar_manifest(jar).get(SPARK_VERSION_ATTR, 'unknown')}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Where the shim jar is found and what loading it says when it cannot be, with no JVM and no compile."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from sparkshim import cli
+from sparkshim.bridge import ShimUnavailable, packaged_jar, spark_line_mismatch
+from sparkshim.build import SOURCES_ATTR, SPARK_VERSION_ATTR, manifest_attributes, sources_fingerprint
+
+
+def make_jar(path, **attrs):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n" + "".join(f"{k}: {v}\n" for k, v in attrs.items()) + "\n")
+    return path
+
+
+def layout(root, checkout):
+    """``root/sparkshim/jars/slaq-riffle-shim.jar``'s path in a checkout (a pyproject.toml beside the package) or a site-packages."""
+    (root / "sparkshim" / "jars").mkdir(parents=True)
+    if checkout:
+        (root / "pyproject.toml").write_text("")
+    return root / "sparkshim" / "jars" / "slaq-riffle-shim.jar"
+
+
+def test_manifest_main_section_with_continuation_lines():
+    text = "Manifest-Version: 1.0\nSpark-Version: 4.3.0\nLong: abc\n def\n\nName: x\nSpark-Version: 9\n"
+    assert manifest_attributes(text) == {"Manifest-Version": "1.0", "Spark-Version": "4.3.0", "Long": "abcdef"}
+
+
+@pytest.mark.parametrize("built, running, warns", [
+    ("4.3.0", "4.3.1", False), ("4.3.0", "4.3.0-SNAPSHOT", False), ("4.3.0", "4.2.1", True), ("4.3.0", "5.0.0", True),
+    ("", "4.3.0", True), ("4.3.0", "", True),
+])
+def test_a_different_spark_line_is_one_warning(built, running, warns):
+    message = spark_line_mismatch(built, running)
+    assert (message is not None) == warns
+    if warns:
+        assert "\n" not in message and "built against Spark" in message and "self-check" in message
+
+
+def test_missing_jar_in_a_checkout_says_run_setup(tmp_path):
+    with pytest.raises(ShimUnavailable, match=r"checkout's shim jar is not built.*scripts/setup\.sh"):
+        packaged_jar(layout(tmp_path, checkout=True))
+
+
+def test_missing_jar_in_an_install_says_reinstall(tmp_path):
+    with pytest.raises(ShimUnavailable, match=r"installed slaq-riffle has no shim jar.*reinstall the slaq-riffle wheel"):
+        packaged_jar(layout(tmp_path, checkout=False))
+
+
+def test_a_checkout_jar_older_than_its_sources_is_not_loaded(tmp_path):
+    jar = make_jar(layout(tmp_path, checkout=True), **{SPARK_VERSION_ATTR: "4.3.0", SOURCES_ATTR: "0" * 12})
+    with pytest.raises(ShimUnavailable, match="older than the Java sources.*python -m sparkshim.build"):
+        packaged_jar(jar)
+    make_jar(jar, **{SPARK_VERSION_ATTR: "4.3.0", SOURCES_ATTR: sources_fingerprint()})
+    assert packaged_jar(jar) == jar
+
+
+def test_an_installed_jar_loads_as_shipped(tmp_path):
+    jar = make_jar(layout(tmp_path, checkout=False), **{SPARK_VERSION_ATTR: "4.3.0"})
+    assert packaged_jar(jar) == jar
+
+
+def test_jar_verb_prints_the_path_or_the_fix(tmp_path, monkeypatch, capsys):
+    jar = make_jar(layout(tmp_path, checkout=False), **{SPARK_VERSION_ATTR: "4.3.0"})
+    monkeypatch.setattr("sparkshim.bridge.PACKAGED_JAR", jar)
+    assert cli.main(["jar", "--info"]) == 0
+    assert capsys.readouterr().out.splitlines() == [str(jar), "built against Spark 4.3.0"]
+    jar.unlink()
+    assert cli.main(["jar"]) == 1
+    assert "reinstall the slaq-riffle wheel" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.startswith("slaq-riffle ")
