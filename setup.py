@@ -27,6 +27,7 @@ def source_module(relative: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"_setup_{Path(relative).stem}", HERE / relative)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is being made
     spec.loader.exec_module(module)
     return module
 
