@@ -305,3 +305,12 @@ def test_a_target_check_per_loss_fits_the_curve_once_per_history_length():
     n, curve = job.curves.fitted
     assert n == 8 and curve is not None
     assert not job.check_target() and job.curves.fitted[1] is curve  # no new loss: the cached fit, not a refit
+
+
+def test_the_attach_line_says_where_the_slaq_tab_is():
+    from types import SimpleNamespace
+
+    from slaq.runtime import tab_location
+
+    assert tab_location(SimpleNamespace(uiWebUrl="http://10.0.0.1:4040")) == "SLAQ tab at http://10.0.0.1:4040/slaq/"
+    assert tab_location(SimpleNamespace(uiWebUrl=None)) == "no SLAQ tab (spark.ui.enabled=false)"
