@@ -1,7 +1,7 @@
-"""``riffle.attach(spark)``: the merge scheduler of a running SparkContext, switched on by its
-``spark.riffle.*`` confs (notebooks call it; the start-up hook calls it for ``spark-submit --conf
-spark.riffle.enabled=true``). One :class:`RiffleRuntime` per context (:mod:`sparkshim.attach`),
-stopped with the context: held reducers are released and merged files deleted.
+"""``riffle.attach(spark)``: the merge scheduler of a running SparkContext, configured by its
+``spark.riffle.*`` confs and switched on by the call itself (notebooks) or, through the start-up hook,
+by ``spark-submit --conf spark.riffle.enabled=true``. One :class:`RiffleRuntime` per context
+(:mod:`sparkshim.attach`), stopped with the context: held reducers are released and merged files deleted.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The user API: ``slaq.attach``, ``slaq.job``, ``job.report``/``slaq.report_loss``, ``job.should_stop``.
 
-With ``spark.slaq.enabled`` unset or false every call still validates its input and keeps the job's
-losses (so ``should_stop`` works), but nothing touches Spark's scheduler: the app runs as plain Spark.
+SLAQ is switched on by ``slaq.attach`` or by ``spark.slaq.enabled=true``; while it is off every call
+still validates its input and keeps the job's losses (so ``should_stop`` works), but nothing touches
+Spark's scheduler: the app runs as plain Spark.
 The scheduling itself is the :class:`~slaq.runtime.SlaqRuntime` of the job's SparkContext.
 """
 
