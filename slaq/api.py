@@ -44,9 +44,7 @@ def _fit_as_job(runtime: SlaqRuntime, estimator: Any, fit: Callable[[], Any]) ->
         return fit()
 
 
-def _make_runtime(sc: Any, config: SlaqConfig | None) -> SlaqRuntime:
-    if config is None:
-        config = SlaqConfig() if sc is None else SlaqConfig.from_conf(lambda k: sc.getConf().get(k))
+def _make_runtime(sc: Any, config: SlaqConfig) -> SlaqRuntime:
     return SlaqRuntime(sc, config, _fit_as_job)
 
 
