@@ -109,7 +109,6 @@ def test_more_than_2000_reduce_partitions(sc_rdd_data, scheduler):
     assert len(result) == 3000 and any(s["partitions"] == 2100 for s in stats)
 
 
-@pytest.mark.parametrize("aqe", ["true", "false"])
 def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, base_config):
     """8 of 12 map tasks write no rows (no ``.data`` file): groups are formed from the 4 that have bytes, and
     none fails; before, a group holding an empty output was refused whole with NOT_FOUND."""
@@ -121,6 +120,7 @@ def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, ba
     assert sum(s["merges_committed"] for s in stats) >= 1, stats  # 4 outputs with data on 2 executors, 2 per group
 
 
+@pytest.mark.parametrize("aqe", ["true", "false"])
 def test_sql_group_by_and_join(spark, scheduler, aqe):
     spark.conf.set("spark.sql.adaptive.enabled", aqe)
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
