@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from riffle.runtime import RiffleRuntime
 
 
-def attach(spark: Any = None, config: Any = None) -> RiffleRuntime:
+def attach(spark: Any = None, config: Any = None, explicit: bool = True) -> RiffleRuntime:
     """See :func:`riffle.runtime.attach`."""
     from riffle.runtime import attach as _attach
 
-    return _attach(spark, config)
+    return _attach(spark, config, explicit)
 
 
 def detach(spark: Any = None) -> None:

@@ -1,7 +1,7 @@
-"""``riffle.attach(spark)``: the merge scheduler of a running SparkContext, switched on by its
-``spark.riffle.*`` confs (notebooks call it; the start-up hook calls it for ``spark-submit --conf
-spark.riffle.enabled=true``). One :class:`RiffleRuntime` per context (:mod:`sparkshim.attach`),
-stopped with the context: held reducers are released and merged files deleted.
+"""``riffle.attach(spark)``: the merge scheduler of a running SparkContext, configured by its
+``spark.riffle.*`` confs and switched on by the call itself (notebooks) or, through the start-up hook,
+by ``spark-submit --conf spark.riffle.enabled=true``. One :class:`RiffleRuntime` per context
+(:mod:`sparkshim.attach`), stopped with the context: held reducers are released and merged files deleted.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from riffle.driver.config import RiffleConfig
+from riffle.driver.config import PREFIX, RiffleConfig
 from riffle.driver.scheduler import MergeScheduler
 from sparkshim.attach import Attachments
 from sparkshim.bridge import shim_for
@@ -24,10 +24,11 @@ class RiffleRuntime:
         self.sc = sc
         self.config = config
         self.scheduler: MergeScheduler | None = None  # between start() and stop()
+        self.reason = off_reason(sc, config)  # why Riffle is off (None while on)
 
     @property
     def enabled(self) -> bool:
-        return self.config.enabled and self.sc is not None
+        return self.reason is None
 
     def start(self) -> RiffleRuntime:
         """Start merging (nothing happens while disabled or already started)."""
@@ -35,7 +36,7 @@ class RiffleRuntime:
             scheduler = MergeScheduler(self.sc, shim_for(self.sc).riffle(), self.config)
             scheduler.start()
             self.scheduler = scheduler
-            log.info("Riffle: attached to %s", self.sc.applicationId)
+            log.info("Riffle: on for %s (%s)", self.sc.applicationId, describe(self.config))
         return self
 
     def stop(self, cleanup: bool = True) -> None:
@@ -45,20 +46,37 @@ class RiffleRuntime:
             scheduler.stop(cleanup)
 
 
-def _make(sc: Any, config: RiffleConfig | None) -> RiffleRuntime:
-    if config is None:
-        config = RiffleConfig() if sc is None else RiffleConfig.from_conf(lambda k: sc.getConf().get(k))
+def off_reason(sc: Any, config: RiffleConfig) -> str | None:
+    """Why Riffle cannot run on ``sc`` with ``config``, with the fix, or None when it can."""
+    if sc is None:
+        return "no active SparkContext: create the SparkSession first, then call riffle.attach(spark)"
+    if not config.enabled:
+        return f"{PREFIX}enabled=false: set it to true (or leave it unset and call riffle.attach) to switch Riffle on"
+    return None
+
+
+def describe(config: RiffleConfig) -> str:
+    """What the attach line says about ``config``: where merges go and when reducers stop waiting."""
+    mergers = ",".join(config.mergers) if config.mergers else f"one per executor host at port {config.merger_port}"
+    grouping = f"n-way {config.nway}" if config.policy == "nway" else f"policy {config.policy}, target block {config.target_block_bytes} bytes"
+    return f"mergers {mergers}, {grouping}, best-effort {config.best_effort:g}, hold timeout {config.hold_timeout:g} s"
+
+
+def _make(sc: Any, config: RiffleConfig) -> RiffleRuntime:
     return RiffleRuntime(sc, config)
 
 
-_runtimes: Attachments[RiffleRuntime] = Attachments("riffle", _make)
+_runtimes: Attachments[RiffleRuntime] = Attachments("riffle", "Riffle", PREFIX, RiffleConfig.from_conf, _make)
 
 
-def attach(spark: Any = None, config: RiffleConfig | None = None) -> RiffleRuntime:
+def attach(spark: Any = None, config: RiffleConfig | None = None, explicit: bool = True) -> RiffleRuntime:
     """Riffle for ``spark`` (a SparkSession or SparkContext; default: the active one), configured from
-    its ``spark.riffle.*`` confs or from ``config``. Idempotent. Always a runtime: ``.enabled`` is False
-    when ``spark.riffle.enabled`` is not true (or no context is active), and the app runs as plain Spark."""
-    return _runtimes.attach(spark, config)
+    its ``spark.riffle.*`` confs or from ``config``. Calling it switches Riffle on unless
+    ``spark.riffle.enabled=false`` (``explicit=False``, the start-up hook's call, attaches only what
+    the confs switch on). Idempotent. Always a runtime: when Riffle cannot run (no active context,
+    the conf or ``config`` says disabled) ``.enabled`` is False, ``.reason`` says why and an explicit
+    call logs that in one WARN line; the app runs as plain Spark."""
+    return _runtimes.attach(spark, config, explicit)
 
 
 def current(spark: Any = None) -> RiffleRuntime | None:

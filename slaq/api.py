@@ -1,7 +1,8 @@
 """The user API: ``slaq.attach``, ``slaq.job``, ``job.report``/``slaq.report_loss``, ``job.should_stop``.
 
-With ``spark.slaq.enabled`` unset or false every call still validates its input and keeps the job's
-losses (so ``should_stop`` works), but nothing touches Spark's scheduler: the app runs as plain Spark.
+SLAQ is switched on by ``slaq.attach`` or by ``spark.slaq.enabled=true``; while it is off every call
+still validates its input and keeps the job's losses (so ``should_stop`` works), but nothing touches
+Spark's scheduler: the app runs as plain Spark.
 The scheduling itself is the :class:`~slaq.runtime.SlaqRuntime` of the job's SparkContext.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from slaq import sparkml
 from slaq.enforce.pools import check_job_name
 from slaq.estimators import reports_loss
-from slaq.live.config import SlaqConfig
+from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.target import Target
 from slaq.runtime import SlaqRuntime, Tracked
 from slaq.stats.history import InvalidReport, finite_number
@@ -43,21 +44,22 @@ def _fit_as_job(runtime: SlaqRuntime, estimator: Any, fit: Callable[[], Any]) ->
         return fit()
 
 
-def _make_runtime(sc: Any, config: SlaqConfig | None) -> SlaqRuntime:
-    if config is None:
-        config = SlaqConfig() if sc is None else SlaqConfig.from_conf(lambda k: sc.getConf().get(k))
+def _make_runtime(sc: Any, config: SlaqConfig) -> SlaqRuntime:
     return SlaqRuntime(sc, config, _fit_as_job)
 
 
-_runtimes: Attachments[SlaqRuntime] = Attachments("slaq", _make_runtime)
+_runtimes: Attachments[SlaqRuntime] = Attachments("slaq", "SLAQ", PREFIX, SlaqConfig.from_conf, _make_runtime)
 _local = threading.local()
 
 
-def attach(spark: Any = None) -> SlaqRuntime:
+def attach(spark: Any = None, explicit: bool = True) -> SlaqRuntime:
     """SLAQ for ``spark`` (a SparkSession or SparkContext; default: the active one), configured from
-    its ``spark.slaq.*`` confs. Idempotent; starts a runtime that was stopped again. Always a runtime:
-    ``.enabled`` is False when ``spark.slaq.enabled`` is not true or no Spark context is active."""
-    return _runtimes.attach(spark)
+    its ``spark.slaq.*`` confs. Calling it switches SLAQ on unless ``spark.slaq.enabled=false``
+    (``explicit=False``, the start-up hook's and ``slaq.job``'s call, attaches only what the confs
+    switch on). Idempotent; starts a runtime that was stopped again. Always a runtime: when SLAQ
+    cannot run (no active context, FIFO scheduling, the conf says false) ``.enabled`` is False,
+    ``.reason`` says why and an explicit call logs that in one WARN line."""
+    return _runtimes.attach(spark, explicit=explicit)
 
 
 def detach(spark: Any = None) -> None:
@@ -126,7 +128,7 @@ class Job:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Job:
-        runtime = self.runtime = attach()
+        runtime = self.runtime = attach(explicit=False)  # a job alone never switches SLAQ on
         runtime.open(self._track)
         self._previous = runtime.enter_thread(self.name)
         stack = getattr(_local, "stack", None)

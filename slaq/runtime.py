@@ -20,7 +20,7 @@ from typing import Any
 
 from slaq import sparkml
 from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, enter_thread, restore_thread, thread_job
-from slaq.live.config import ConfigError, SlaqConfig
+from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.loop import EpochLoop
 from slaq.live.storage import StorageCheck, memory_blocks_on_disk
 from slaq.live.target import Target
@@ -62,6 +62,27 @@ class Tracked:
         return True
 
 
+def off_reason(sc: Any, config: SlaqConfig) -> str | None:
+    """Why SLAQ cannot run on ``sc`` with ``config``, with the fix, or None when it can."""
+    if sc is None:
+        return "no active SparkContext: create the SparkSession first, then call slaq.attach(spark)"
+    if not config.enabled:
+        return f"{PREFIX}enabled=false: set it to true (or leave it unset and call slaq.attach) to switch SLAQ on"
+    mode = (sc.getConf().get("spark.scheduler.mode") or "FIFO").upper()
+    if mode != "FAIR":
+        return f"SLAQ needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode; it is {mode})"
+    return None
+
+
+def tab_location(sc: Any) -> str:
+    """Where the SLAQ tab of ``sc``'s Spark UI is, for the attach line."""
+    try:
+        url = sc.uiWebUrl
+    except Exception:  # a context going away
+        url = None
+    return f"SLAQ tab at {url.rstrip('/')}/slaq/" if url else "no SLAQ tab (spark.ui.enabled=false)"
+
+
 class SlaqRuntime:
     """SLAQ attached to one SparkContext: the shim's pools plus the epoch loop (when enabled)."""
 
@@ -78,11 +99,9 @@ class SlaqRuntime:
         self._fit_seq = itertools.count(1)
         self.attached = False  # between start() and stop()
         self.finished: deque[Any] = deque(maxlen=FINISHED_KEPT)  # owners of the latest closed jobs, oldest first
-        if not config.enabled or sc is None:
+        self.reason = off_reason(sc, config)  # why SLAQ is off (None while on)
+        if self.reason is not None:
             return
-        mode = (sc.getConf().get("spark.scheduler.mode") or "FIFO").upper()
-        if mode != "FAIR":
-            raise ConfigError("spark.slaq.enabled=true needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode)")
         self.pools = PoolBridge(sc)
         self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self._on_epoch,
@@ -105,7 +124,8 @@ class SlaqRuntime:
             self.loop.start()
             if self._fit_as_job is not None:
                 sparkml.install(self._run_fit)
-            log.info("SLAQ: attached (policy %s, epoch %.3g s, work-conserving %s)", c.policy, c.epoch, c.work_conserving)
+            log.info("SLAQ: on (policy %s, epoch %.3g s, work-conserving %s); %s", c.policy, c.epoch,
+                     str(c.work_conserving).lower(), tab_location(self.sc))
         self.attached = True
         return self
 

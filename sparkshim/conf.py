@@ -3,12 +3,15 @@
 Both packages read their confs through :class:`ConfReader`; the start-up hook uses the same
 :func:`enabled` to decide whether to attach, so a value is either used or refused, everywhere alike.
 Booleans follow Spark (``SparkConf.getBoolean``): ``true`` or ``false``, any case, nothing else.
+The known keys are the ones a config class's ``from_conf`` reads (:func:`keys_read`), so a key is
+added in one place and a misspelt one is named with its closest match (:func:`unknown_keys`).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|min)?\s*$")
@@ -99,3 +102,29 @@ def enabled(get: Callable[[str], object], key: str) -> bool:
     """Whether ``key`` (e.g. ``spark.riffle.enabled``) switches a package on; raises ConfigError for anything but true/false."""
     value = get(key)
     return False if value is None else parse_bool(key, str(value))
+
+
+def keys_read(from_conf: Callable[[Callable[[str], Any]], object]) -> tuple[str, ...]:
+    """Every key ``from_conf`` (a config class's parser) looks up, in order: the one list of known keys."""
+    seen: dict[str, None] = {}
+
+    def get(key: str) -> None:
+        seen[key] = None
+        return None
+
+    from_conf(get)
+    return tuple(seen)
+
+
+def unknown_keys(pairs: Iterable[tuple[str, object]], prefix: str, known: Collection[str]) -> list[str]:
+    """One message per key of ``pairs`` (``SparkConf.getAll()``) under ``prefix`` that no config reads,
+    naming the closest known key (compared without the prefix and case, where typos live)."""
+    names = {key[len(prefix):].lower(): key for key in known if key.startswith(prefix)}
+    messages = []
+    for key, _ in pairs:
+        if not key.startswith(prefix) or key in known:
+            continue
+        close = difflib.get_close_matches(key[len(prefix):].lower(), list(names), n=1)
+        hint = f"did you mean {names[close[0]]}?" if close else f"known keys: {', '.join(sorted(known))}"
+        messages.append(f"{key} is not a known key and is ignored; {hint}")
+    return messages

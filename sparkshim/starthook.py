@@ -22,25 +22,39 @@ PTH_NAME = "slaq_riffle_autoload.pth"
 PTH_LINE = 'import sys; exec("try:\\n import sparkshim.starthook as h; h.register()\\nexcept Exception:\\n pass")\n'
 
 
+PACKAGES = (("spark.riffle.", "riffle", "riffle.runtime", "without shuffle merging"),
+            ("spark.slaq.", "slaq", "slaq.api", "with Spark's own scheduling"))
+
+
 def attach_enabled(sc: Any) -> None:
     """Attach whatever ``sc``'s conf switches on (parsed exactly as the packages parse it), through
-    ``slaq.attach``/``riffle.attach``: the runtimes the application later gets from them are these
-    (:mod:`sparkshim.attach` keeps one per context and stops it with the context).
+    ``slaq.attach``/``riffle.attach`` with ``explicit=False``: the runtimes the application later gets
+    from them are these (:mod:`sparkshim.attach` keeps one per context and stops it with the context).
+    A package with any key in the conf is imported to check its keys first, so a misspelt key (even
+    ``enabled``) is a WARN naming the closest known one.
 
     A bad ``spark.slaq.*``/``spark.riffle.*`` value is the user's to fix, so it stops the application
     here, at start, with one line naming the key (the context is stopped and ``ConfigError`` raised;
     a script under spark-submit prints just that line). Any other failure to attach is ours: it is
     logged and the app runs as plain Spark.
     """
+    import importlib
+
+    from sparkshim.attach import registered
     from sparkshim.conf import ConfigError, enabled
 
     conf = sc.getConf()
-    for key, package, without in (("spark.riffle.enabled", "riffle", "without shuffle merging"),
-                                  ("spark.slaq.enabled", "slaq", "with Spark's own scheduling")):
+    keys = [str(k) for k, _ in conf.getAll()]
+    for prefix, package, module, without in PACKAGES:
         try:
-            if not enabled(conf.get, key):
+            if any(k.startswith(prefix) for k in keys):
+                importlib.import_module(module)
+                attachments = registered(package)
+                if attachments is not None:
+                    attachments.check_keys(sc)
+            if not enabled(conf.get, prefix + "enabled"):
                 continue
-            __import__(package).attach(sc)
+            __import__(package).attach(sc, explicit=False)
         except ConfigError as exc:
             _print_config_errors_in_one_line()
             try:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from riffle.driver.policy import MERGE_POLICIES
+from riffle.merger.client import INSECURE_ENV, sends_token_in_cleartext
 from riffle.units import parse_size
 from sparkshim.conf import ConfigError, ConfReader
 
@@ -43,6 +44,12 @@ class RiffleConfig:
                 token = Path(token_file).read_text().strip()
             except OSError as exc:
                 raise ConfigError(f"{conf.key('authTokenFile')}={token_file!r}: {exc.strerror}") from None
+        tls_ca = conf.text("tlsCa")
+        cleartext = [m for m in mergers if sends_token_in_cleartext(m, token, tls_ca)]
+        if cleartext:
+            raise ConfigError(f"{conf.key('authTokenFile' if token_file else 'authToken')} without {conf.key('tlsCa')} "
+                              f"would send the token in cleartext to {', '.join(cleartext)}: set {conf.key('tlsCa')} "
+                              f"(or {INSECURE_ENV}=1 to accept that)")
         return cls(
             enabled=conf.boolean("enabled", d.enabled),
             mergers=mergers,
@@ -54,5 +61,5 @@ class RiffleConfig:
             hold_timeout=conf.seconds("holdTimeout", d.hold_timeout),
             rpc_timeout=conf.seconds("rpcTimeout", d.rpc_timeout),
             token=token or None,
-            tls_ca=conf.text("tlsCa"),
+            tls_ca=tls_ca,
         )

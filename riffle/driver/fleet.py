@@ -1,6 +1,7 @@
-"""The merger daemons as the driver sees them: one client per address, which ones are up, which one
-gets a merge (same host, power of two choices), and where merged files were written so they can be
-deleted. Every failure here leaves outputs unmerged; none stops the scheduler."""
+"""The merger daemons as the driver sees them: one client per address, which ones are up or refuse
+this driver, which one gets a merge (same host, power of two choices), and where merged files were
+written so they can be deleted. Every failure here leaves outputs unmerged; none stops the scheduler,
+and one cause is one WARN line (a merger known to refuse or be down is not asked again at cleanup)."""
 
 from __future__ import annotations
 
@@ -43,18 +44,31 @@ class WarnOnce:
 
 class MergerFleet:
     """``config`` may be replaced at any time (tests and benchmarks switch mergers); clients already
-    open for an address are kept."""
+    open for an address are kept, refusals are forgotten when the token or CA changes."""
 
     def __init__(self, config: RiffleConfig, app_id: str):
-        self.config = config
         self.app_id = app_id
         self.merged_where: dict[int, set[tuple[str, tuple[str, ...]]]] = {}  # shuffle -> {(merger, dirs)} with merged files on disk
         self.warn_once = WarnOnce(log)
+        self.refused: dict[str, str] = {}  # merger -> why it refuses this driver (token, TLS, version): it will not change by itself
         self._clients: dict[str, MergerClient] = {}
         self._down: dict[str, float] = {}
+        self._config = config
         self._loads: dict[str, tuple[float, float]] = {}
         self._rng = random.Random(0)
         self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
+
+    @property
+    def config(self) -> RiffleConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: RiffleConfig) -> None:
+        if (config.token, config.tls_ca) != (self._config.token, self._config.tls_ca):
+            self.refused.clear()
+            for key in [k for k in self.warn_once.keys if k.startswith("refused-")]:
+                self.warn_once.forget(key)
+        self._config = config
 
     # ---------------------------------------------------------------- health and placement
     def reachable(self, host: str) -> list[str]:
@@ -79,6 +93,22 @@ class MergerFleet:
             log.warning("Riffle: merger %s unavailable (%s); leaving its outputs unmerged for %.0f s", address, why, DOWN_SECONDS)
         self._down[address] = time.monotonic() + DOWN_SECONDS
 
+    def refuse(self, address: str, why: str) -> None:
+        """``address`` refuses this driver for a reason that repeats for every request: one WARN, and no
+        cleanup is asked of it (it wrote nothing for a refused merge)."""
+        self.refused[address] = why
+        self.warn_once(f"refused-{address}", "Riffle: merger %s refuses this driver (%s); outputs sent to it stay unmerged "
+                       "until this is fixed", address, why)
+
+    def _failed(self, address: str, exc: grpc.RpcError) -> str:
+        """Records what a failed RPC to ``address`` says about it; returns the failure as text."""
+        error = f"{exc.code().name}: {exc.details()}"
+        if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            self.mark_down(address, error)
+        elif exc.code() in SYSTEMIC:  # every request to that merger will fail the same way: say so once, loudly
+            self.refuse(address, error)
+        return error
+
     def mark_all_up(self) -> None:
         """Forget every down-marking (when the mergers were just switched)."""
         self._down.clear()
@@ -96,8 +126,11 @@ class MergerFleet:
             return cached[0]
         try:
             load = float(self._client(address).status().load)
-        except grpc.RpcError:
-            self.mark_down(address, "status failed")
+        except grpc.RpcError as exc:
+            self._failed(address, exc)
+            load = float("inf")
+        except Exception as exc:  # the client refuses to talk to it (a token without TLS off loopback)
+            self.refuse(address, str(exc))
             load = float("inf")
         self._loads[address] = (load, now)
         return load
@@ -105,8 +138,13 @@ class MergerFleet:
     # ---------------------------------------------------------------- merges
     def send(self, m: Merge, num_partitions: int) -> None:
         """Starts ``m`` on its merger in the background; if it cannot be sent, ``m`` is failed at once."""
-        client = self._client(m.merger)
         executor = m.members[0].executor
+        try:
+            client = self._client(m.merger)
+        except Exception as exc:  # the client refuses to talk to it (a token without TLS off loopback)
+            m.state, m.error = "failed", str(exc)
+            self.refuse(m.merger, m.error)
+            return
         try:
             m.future = self._rpc.submit(client.merge, m.request_id, m.shuffle_id, [o.map_id for o in m.members], m.local_dirs,
                                         num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
@@ -127,12 +165,7 @@ class MergerFleet:
             m.lengths = list(resp.partition_lengths)
             m.state = "done"
         except grpc.RpcError as exc:
-            m.state, m.error = "failed", f"{exc.code().name}: {exc.details()}"
-            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                self.mark_down(m.merger, m.error)
-            elif exc.code() in SYSTEMIC:  # every merge on that merger will fail the same way: say so once, loudly
-                self.warn_once(f"rpc-{m.merger}-{exc.code().name}", "Riffle: merges on %s are refused (%s); their outputs stay "
-                               "unmerged until this is fixed", m.merger, m.error)
+            m.state, m.error = "failed", self._failed(m.merger, exc)
             log.info("Riffle: merge %s of shuffle %d failed (%s); its %d outputs stay unmerged", m.request_id, m.shuffle_id, m.error, len(m.members))
         except Exception as exc:  # a cancelled future, or the client refusing to send (e.g. a token without TLS)
             m.state, m.error = "failed", repr(exc)
@@ -151,12 +184,23 @@ class MergerFleet:
 
     # ---------------------------------------------------------------- cleanup
     def cleanup(self, sid: int) -> None:
-        """Deletes shuffle ``sid``'s merged files on every merger that wrote some."""
+        """Deletes shuffle ``sid``'s merged files on every merger that wrote some. A merger that refuses
+        this driver wrote none; one that is down would fail again (its cause was logged): both are skipped."""
+        now = time.monotonic()
         for address, dirs in self.merged_where.pop(sid, set()):
+            known = self.refused.get(address) or ("down" if self._down.get(address, 0.0) > now else None)
+            if known is not None:
+                log.debug("Riffle: merged files of shuffle %d on %s not deleted: %s", sid, address, known)
+                continue
             try:
                 self._client(address).cleanup(list(dirs), app_id=self.app_id, shuffle_id=sid)
             except grpc.RpcError as exc:
-                log.warning("Riffle: could not delete merged files of shuffle %d on %s: %s", sid, address, exc.details())
+                error = self._failed(address, exc)
+                if address not in self.refused and self._down.get(address, 0.0) <= now:
+                    self.warn_once(f"cleanup-{address}-{exc.code().name}", "Riffle: could not delete merged files of shuffle %d "
+                                   "on %s: %s", sid, address, error)
+            except Exception as exc:
+                self.refuse(address, str(exc))
 
     def cleanup_all(self) -> None:
         for sid in list(self.merged_where):

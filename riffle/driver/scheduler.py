@@ -87,8 +87,7 @@ class MergeScheduler:
 
     # ---------------------------------------------------------------- the loop
     def _run(self) -> None:
-        log.info("Riffle: merge scheduler started (policy %s, mergers %s)", self.config.policy,
-                 ",".join(self.config.mergers) or f"one per executor host at port {self.config.merger_port}")
+        log.debug("Riffle: merge scheduler thread started")  # what is on was said once, at attach
         while not self._stop.is_set():
             try:
                 self.step()

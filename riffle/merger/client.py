@@ -18,14 +18,20 @@ class CleartextToken(ValueError):
     """A token would cross the network unencrypted."""
 
 
+def sends_token_in_cleartext(address: str, token: str | None, tls_ca: str | None, insecure: bool | None = None) -> bool:
+    """Whether a client for ``address`` would send ``token`` unencrypted off this machine, which it refuses
+    unless ``insecure`` (default: the ``RIFFLE_INSECURE=1`` environment variable)."""
+    if insecure is None:
+        insecure = os.environ.get(INSECURE_ENV) == "1"
+    return bool(token) and not tls_ca and not insecure and not is_loopback(address)
+
+
 class MergerClient:
     def __init__(self, address: str, token: str | None = None, tls_ca: str | None = None, timeout: float = 600.0,
                  insecure: bool | None = None):
         """Refuses (:class:`CleartextToken`) to send a token without TLS to a non-loopback address unless ``insecure``
         (default: the ``RIFFLE_INSECURE=1`` environment variable)."""
-        if insecure is None:
-            insecure = os.environ.get(INSECURE_ENV) == "1"
-        if token and not tls_ca and not insecure and not is_loopback(address):
+        if sends_token_in_cleartext(address, token, tls_ca, insecure):
             raise CleartextToken(f"refusing to send the merger token in cleartext to {address}: configure TLS (a CA file) "
                                  f"or set {INSECURE_ENV}=1 to accept that")
         self.address = address

@@ -272,7 +272,7 @@ class EpochLoop:
         return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
-        log.info("SLAQ: epoch loop started (policy %s, epoch %.3g s)", self.policy_name, self.epoch)
+        log.debug("SLAQ: epoch loop started (policy %s, epoch %.3g s)", self.policy_name, self.epoch)  # said at attach
         failing = False
         while not self._stop.is_set():
             started = time.monotonic()

@@ -271,13 +271,19 @@ def test_executor_killed_after_commit(spark, scheduler):
 
 
 def test_merger_refusing_the_driver_is_a_warning_with_its_cause(sc_rdd_data, scheduler, base_config, spark_local_root, caplog):
-    """A token mismatch fails every merge on that merger: one WARN naming the merger and the cause."""
+    """A token mismatch fails every merge on that merger: one WARN naming the merger and the cause, and
+    none more when the shuffles' merged files are cleaned up (that merger wrote none)."""
     guarded = DaemonProcess([spark_local_root], token="the-mergers-secret")
     try:
         scheduler.config = dataclasses.replace(base_config, mergers=(guarded.address,), token=None)
+        before = set(scheduler.stats)
         with caplog.at_level("WARNING", logger="riffle.driver"):
             _, stats = compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 7, x)).reduceByKey(add, 3).collect()),
                                expect_merge=False)
+            refused = [sid for sid in scheduler.stats if sid not in before]
+            assert any(address == guarded.address for sid in refused for address, _ in scheduler.fleet.merged_where.get(sid, ()))
+            for sid in refused:
+                scheduler.fleet.cleanup(sid)
         assert all(s["merges_committed"] == 0 for s in stats)
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and guarded.address in r.getMessage()]
         assert len(warnings) == 1 and "UNAUTHENTICATED" in warnings[0], warnings

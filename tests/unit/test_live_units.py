@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import pytest
@@ -127,6 +128,9 @@ class _ConfOnly:
     def get(self, key):
         return self._conf.get(key)
 
+    def getAll(self):
+        return list(self._conf.items())
+
     def stop(self):
         self.stopped = True
 
@@ -150,9 +154,13 @@ def test_enabled_values_other_than_true_false_are_refused_everywhere_alike(value
 
 
 class _StandInContext(_ConfOnly):
-    """A live-looking SparkContext stand-in (``_jsc`` set) with only a conf: SLAQ and Riffle stay disabled on it."""
+    """A live-looking SparkContext stand-in (``_jsc`` set) with only a conf: SLAQ and Riffle stay disabled on it
+    (both switched off by their confs unless a test says otherwise: an explicit attach would switch them on)."""
 
     _jsc = object()
+
+    def __init__(self, conf):
+        super().__init__({"spark.slaq.enabled": "false", "spark.riffle.enabled": "false"} | conf)
 
 
 def test_slaq_and_riffle_attach_alike_one_runtime_per_context_detached_when_it_stops():
@@ -170,6 +178,90 @@ def test_slaq_and_riffle_attach_alike_one_runtime_per_context_detached_when_it_s
     assert slaq.attach(other) is not s
     slaq.detach(other)
     assert _runtimes.current(other) is None
+
+
+def _warnings(caplog, logger):
+    return [r.getMessage() for r in caplog.records if r.name == logger and r.levelno == logging.WARNING]
+
+
+def test_an_explicit_attach_that_cannot_switch_on_says_why_in_one_warn_line(caplog):
+    import riffle
+
+    sc = _StandInContext({})  # both confs say false: the user's explicit call does not override that
+    with caplog.at_level(logging.INFO):
+        s, r = slaq.attach(sc), riffle.attach(sc)
+        assert slaq.attach(sc) is s and riffle.attach(sc) is r  # idempotent: said once
+    assert not s.enabled and "spark.slaq.enabled=false" in s.reason
+    assert not r.enabled and "spark.riffle.enabled=false" in r.reason
+    assert _warnings(caplog, "slaq") == [f"SLAQ is off: {s.reason}"]
+    assert _warnings(caplog, "riffle") == [f"Riffle is off: {r.reason}"]
+    sc.stop()
+
+
+def test_an_explicit_attach_switches_slaq_on_unless_it_cannot_the_confs_alone_do_not(caplog):
+    from slaq.api import _runtimes
+
+    fifo = _StandInContext({"spark.slaq.enabled": None})  # unset
+    with caplog.at_level(logging.INFO):
+        quiet = _runtimes.attach(fifo, explicit=False)  # what slaq.job and the start-up hook do: nothing switched on, nothing said
+        assert not quiet.config.enabled and _warnings(caplog, "slaq") == []
+        s = slaq.attach(fifo)  # the user's call switches SLAQ on: it tries anew, and FIFO scheduling stops it
+    assert s is not quiet and s.config.enabled and not s.enabled
+    assert _warnings(caplog, "slaq") == [f"SLAQ is off: {s.reason}"] and "spark.scheduler.mode=FAIR" in s.reason
+    fifo.stop()
+    on_by_conf = _StandInContext({"spark.slaq.enabled": "true"})  # switched on by the conf: FIFO is the user's config error
+    with pytest.raises(ConfigError, match="spark.scheduler.mode=FAIR"):
+        _runtimes.attach(on_by_conf, explicit=False)
+    on_by_conf.stop()
+
+
+def test_an_explicit_attach_without_a_spark_context_says_so(caplog):
+    from slaq.api import _runtimes
+
+    _runtimes.detach(None)
+    with caplog.at_level(logging.INFO):
+        s = slaq.attach()  # no SparkContext in the unit tests
+        assert slaq.attach() is s
+    assert not s.enabled and "no active SparkContext" in s.reason and _warnings(caplog, "slaq") == [f"SLAQ is off: {s.reason}"]
+    _runtimes.detach(None)
+
+
+def test_unknown_keys_name_the_closest_known_one():
+    from riffle.driver.config import RiffleConfig
+    from sparkshim.conf import keys_read, unknown_keys
+
+    known = keys_read(RiffleConfig.from_conf)
+    assert {"spark.riffle.enabled", "spark.riffle.nway", "spark.riffle.authTokenFile", "spark.riffle.tlsCa"} <= set(known)
+    pairs = [("spark.riffle.nWay", "4"), ("spark.riffle.nway", "4"), ("spark.riffle.enable", "true"), ("spark.riffle.zzz", "1"),
+             ("spark.other.nWay", "1")]
+    said = unknown_keys(pairs, "spark.riffle.", known)
+    assert said[0] == "spark.riffle.nWay is not a known key and is ignored; did you mean spark.riffle.nway?"
+    assert said[1].endswith("did you mean spark.riffle.enabled?")
+    assert "known keys: spark.riffle.authToken, " in said[2] and len(said) == 3
+    assert keys_read(SlaqConfig.from_conf) == tuple("spark.slaq." + k for k in (
+        "enabled", "policy", "epoch", "workConserving", "failOpenEpochs", "reserveCores"))
+
+
+def test_unknown_keys_are_one_warn_each_once_per_context_at_attach_or_at_start(caplog):
+    import riffle
+    from sparkshim import starthook
+
+    sc = _StandInContext({"spark.riffle.nWay": "4", "spark.slaq.epoc": "1s"})
+    with caplog.at_level(logging.INFO):
+        riffle.attach(sc)
+        slaq.attach(sc)
+        riffle.attach(sc, explicit=True)
+    assert [w for w in _warnings(caplog, "riffle") if "known key" in w] == [
+        "Riffle: spark.riffle.nWay is not a known key and is ignored; did you mean spark.riffle.nway?"]
+    assert [w for w in _warnings(caplog, "slaq") if "known key" in w] == [
+        "SLAQ: spark.slaq.epoc is not a known key and is ignored; did you mean spark.slaq.epoch?"]
+    sc.stop()
+    caplog.clear()
+    typo = _ConfOnly({"spark.riffle.enable": "true"})  # the start-up hook: nothing switched on, and it says why
+    with caplog.at_level(logging.INFO):
+        starthook.attach_enabled(typo)
+    assert _warnings(caplog, "riffle") == ["Riffle: spark.riffle.enable is not a known key and is ignored; "
+                                           "did you mean spark.riffle.enabled?"]
 
 
 def test_the_loop_schedules_on_the_history_its_owner_keeps():
@@ -192,3 +284,12 @@ def test_a_target_check_per_loss_fits_the_curve_once_per_history_length():
     n, curve = job.curves.fitted
     assert n == 8 and curve is not None
     assert not job.check_target() and job.curves.fitted[1] is curve  # no new loss: the cached fit, not a refit
+
+
+def test_the_attach_line_says_where_the_slaq_tab_is():
+    from types import SimpleNamespace
+
+    from slaq.runtime import tab_location
+
+    assert tab_location(SimpleNamespace(uiWebUrl="http://10.0.0.1:4040")) == "SLAQ tab at http://10.0.0.1:4040/slaq/"
+    assert tab_location(SimpleNamespace(uiWebUrl=None)) == "no SLAQ tab (spark.ui.enabled=false)"

@@ -67,7 +67,7 @@ def test_config_parsing_and_errors(tmp_path):
     token.write_text("s3cret\n")
     conf = {"spark.riffle.enabled": "true", "spark.riffle.mergers": "h1:7000, h2:7001", "spark.riffle.nway": "10",
             "spark.riffle.bestEffort": "0.9", "spark.riffle.holdTimeout": "500ms", "spark.riffle.targetBlockSize": "1m",
-            "spark.riffle.authTokenFile": str(token)}
+            "spark.riffle.authTokenFile": str(token), "spark.riffle.tlsCa": "/etc/riffle/ca.pem"}
     c = RiffleConfig.from_conf(conf.get)
     assert (c.enabled, c.mergers, c.nway, c.best_effort, c.hold_timeout, c.target_block_bytes, c.token) == (
         True, ("h1:7000", "h2:7001"), 10, 0.9, 0.5, 1 << 20, "s3cret")
@@ -175,3 +175,57 @@ def test_outputs_without_data_are_never_grouped():
 
     empty, unknown, full = (MapOutput(0, i, i, "e1", "h", b) for i, b in enumerate((0, -1, 10)))
     assert [has_data(o) for o in (empty, unknown, full)] == [False, True, True]
+
+
+def test_a_token_without_tls_for_listed_remote_mergers_is_refused_at_parse_time(monkeypatch, tmp_path):
+    monkeypatch.delenv("RIFFLE_INSECURE", raising=False)
+    remote = {"spark.riffle.mergers": "127.0.0.1:7000,10.0.0.5:7338", "spark.riffle.authToken": "t"}
+    with pytest.raises(ConfigError, match=r"spark.riffle.authToken without spark.riffle.tlsCa .* to 10.0.0.5:7338: set spark.riffle.tlsCa"):
+        RiffleConfig.from_conf(remote.get)
+    token = tmp_path / "token"
+    token.write_text("t")
+    with pytest.raises(ConfigError, match="spark.riffle.authTokenFile without spark.riffle.tlsCa"):
+        RiffleConfig.from_conf({"spark.riffle.mergers": "10.0.0.5:7338", "spark.riffle.authTokenFile": str(token)}.get)
+    assert RiffleConfig.from_conf((remote | {"spark.riffle.tlsCa": "/ca.pem"}).get).tls_ca == "/ca.pem"
+    assert RiffleConfig.from_conf((remote | {"spark.riffle.mergers": "localhost:7000"}).get).token == "t"
+    assert RiffleConfig.from_conf({"spark.riffle.authToken": "t"}.get).token == "t"  # mergers found per executor host: checked when used
+    monkeypatch.setenv("RIFFLE_INSECURE", "1")  # the client's own opt-out applies alike
+    assert RiffleConfig.from_conf(remote.get).mergers == ("127.0.0.1:7000", "10.0.0.5:7338")
+
+
+def test_a_merger_the_client_refuses_is_one_warning_and_no_cleanup(monkeypatch, caplog):
+    """A token, no CA and a merger off loopback (known only once an executor host is): the client refuses
+    at creation; that merger counts as refusing (one WARN), the scheduler's step goes on, cleanup skips it."""
+    monkeypatch.delenv("RIFFLE_INSECURE", raising=False)
+    fleet = MergerFleet(RiffleConfig(enabled=True, token="t", merger_port=7338), "app-1")
+    remote = "10.9.9.9:7338"
+    try:
+        with caplog.at_level("DEBUG", logger="riffle.driver"):
+            for i in range(3):
+                m = Merge(f"r{i}", 3 + i, [out(0), out(1)], 1 << 62, remote, ["/d"])
+                fleet.send(m, 4)  # does not raise
+                assert m.state == "failed" and "cleartext" in m.error
+            assert fleet._load(remote) == float("inf")  # the load check does not raise either
+            fleet.merged_where = {3: {(remote, ("/d",))}}
+            fleet.cleanup_all()
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 1 and remote in warnings[0] and "cleartext" in warnings[0], warnings
+        assert fleet.merged_where == {} and remote in fleet.refused
+        fleet.config = RiffleConfig(enabled=True, token="t", tls_ca="/ca.pem")  # a new CA: the refusal is forgotten
+        assert fleet.refused == {}
+    finally:
+        fleet.close()
+
+
+def test_cleanup_on_a_merger_that_went_down_is_one_warning(caplog):
+    address = closed_port()
+    fleet = MergerFleet(RiffleConfig(enabled=True, mergers=(address,), rpc_timeout=5.0), "app-1")
+    try:
+        fleet.merged_where = {sid: {(address, ("/d",))} for sid in range(8)}
+        with caplog.at_level("WARNING", logger="riffle.driver"):
+            fleet.cleanup_all()
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 1 and "UNAVAILABLE" in warnings[0] and address in warnings[0], warnings
+        assert fleet.merged_where == {}
+    finally:
+        fleet.close()
