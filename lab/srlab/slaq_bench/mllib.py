@@ -245,7 +245,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
     out: dict[str, dict] = {}
     with spark_session(f"slaq-bench-mllib-{config}", master, conf) as spark:
         sc = spark.sparkContext
-        scheduler = slaq.attach(spark)
+        scheduler = slaq.attach(spark, explicit=False)  # the confs decide: the stock configuration runs with SLAQ off
         try:
             data = make_data(spark, work.data)
             clock = IterationClock(sc)

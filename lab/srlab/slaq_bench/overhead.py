@@ -56,7 +56,7 @@ def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: 
         os.environ.setdefault("SPARK_LOCAL_HOSTNAME", "127.0.0.1")
         conf |= {"spark.ui.enabled": "true", "spark.ui.port": "0"}
     with spark_session("slaq-bench-overhead", master, conf) as spark:
-        scheduler = slaq.attach(spark)
+        scheduler = slaq.attach(spark, explicit=False)  # the confs decide: the stock configuration runs with SLAQ off
         loop = scheduler.loop
         assert loop is not None
         stop = threading.Event()

@@ -114,7 +114,7 @@ def default_partitions(total_cores: int) -> int:
 def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, partitions: int | None, rows: int, features: int,
                bucket: float) -> dict:
     sc = spark.sparkContext
-    scheduler = slaq.attach(spark)
+    scheduler = slaq.attach(spark, explicit=False)  # the confs decide: the stock configuration runs with SLAQ off
     try:
         synthetic_blocks(sc, 2, 10, 2, 0).count()  # executors up and Python workers forked before the clock starts
         if partitions is None:
