@@ -195,8 +195,8 @@ def test_unreachable_merger(sc_rdd_data, scheduler, base_config):
     assert all(s["merges_committed"] == 0 for s in stats)
 
 
-def test_merger_killed_mid_merge(sc_rdd_data, scheduler, base_config, spark_local_root):
-    victim = DaemonProcess([spark_local_root])
+def test_merger_killed_mid_merge(sc_rdd_data, scheduler, base_config, spark_local_root, tmp_path):
+    victim = DaemonProcess([spark_local_root], "--state-dir", str(tmp_path / "victim-state"))
     scheduler.config = dataclasses.replace(base_config, mergers=(victim.address,))
     os.kill(victim.proc.pid, signal.SIGSTOP)  # requests arrive and hang: the merges are in flight
     fn = lambda: sorted(sc_rdd_data.map(lambda x: (x % 17, x)).reduceByKey(add, 5).collect())
@@ -213,8 +213,8 @@ def test_merger_killed_mid_merge(sc_rdd_data, scheduler, base_config, spark_loca
     victim.proc.wait(10)
 
 
-def test_merge_timeout(sc_rdd_data, scheduler, base_config, spark_local_root):
-    hung = DaemonProcess([spark_local_root])
+def test_merge_timeout(sc_rdd_data, scheduler, base_config, spark_local_root, tmp_path):
+    hung = DaemonProcess([spark_local_root], "--state-dir", str(tmp_path / "hung-state"))
     os.kill(hung.proc.pid, signal.SIGSTOP)
     try:
         scheduler.config = dataclasses.replace(base_config, mergers=(hung.address,), hold_timeout=2.0, rpc_timeout=60.0)
@@ -270,10 +270,10 @@ def test_executor_killed_after_commit(spark, scheduler):
     assert sc._jsc.sc().getExecutorMemoryStatus().size() >= 3
 
 
-def test_merger_refusing_the_driver_is_a_warning_with_its_cause(sc_rdd_data, scheduler, base_config, spark_local_root, caplog):
+def test_merger_refusing_the_driver_is_a_warning_with_its_cause(sc_rdd_data, scheduler, base_config, spark_local_root, caplog, tmp_path):
     """A token mismatch fails every merge on that merger: one WARN naming the merger and the cause, and
     none more when the shuffles' merged files are cleaned up (that merger wrote none)."""
-    guarded = DaemonProcess([spark_local_root], token="the-mergers-secret")
+    guarded = DaemonProcess([spark_local_root], "--state-dir", str(tmp_path / "guarded-state"), token="the-mergers-secret")
     try:
         scheduler.config = dataclasses.replace(base_config, mergers=(guarded.address,), token=None)
         before = set(scheduler.stats)

@@ -215,12 +215,15 @@ def test_an_explicit_attach_switches_slaq_on_unless_it_cannot_the_confs_alone_do
     on_by_conf.stop()
 
 
-def test_an_explicit_attach_without_a_spark_context_says_so(caplog):
+def test_an_explicit_attach_without_a_spark_context_says_so(caplog, monkeypatch):
+    from pyspark import SparkContext
+
     from slaq.api import _runtimes
 
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # the full suite's shared session may be running
     _runtimes.detach(None)
     with caplog.at_level(logging.INFO):
-        s = slaq.attach()  # no SparkContext in the unit tests
+        s = slaq.attach()
         assert slaq.attach() is s
     assert not s.enabled and "no active SparkContext" in s.reason and _warnings(caplog, "slaq") == [f"SLAQ is off: {s.reason}"]
     _runtimes.detach(None)
