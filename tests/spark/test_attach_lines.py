@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
 import riffle
 import slaq
-
-pytestmark = pytest.mark.spark
 
 
 def test_an_explicit_attach_switches_each_system_on_and_says_so_in_one_info_line(spark, caplog):
