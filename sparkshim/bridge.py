@@ -64,12 +64,14 @@ def major_minor(version: str) -> tuple[int, ...] | None:
 
 
 def spark_line_mismatch(built: str, running: str, supported: str | None = None) -> str | None:
-    """One WARN line when the driver's Spark is outside the supported line (``supported``, the package's
-    pyspark requirement, :mod:`sparkshim.spark_line`) or on another line than the jar was compiled against; else None.
+    """One WARN line when the driver's Spark is outside the supported line (``supported``, default: the
+    package's pyspark requirement, :mod:`sparkshim.spark_line`) or on another line than the jar was compiled
+    against; else None.
 
     The jar still loads: the features that depend on Spark internals are each switched off by
     ``SparkInternals``' own check when what they need is not there.
     """
+    supported = supported_spark() if supported is None else supported
     consequence = "it still loads, and any feature whose Spark internals differ is switched off by the shim's self-check"
     if supported and in_line(running, supported) is False:
         return (f"sparkshim: this driver runs Spark {running}, outside the Spark line slaq-riffle supports (pyspark{supported}; "
@@ -101,7 +103,7 @@ def jar_class(gateway: Any, jar: Path, name: str) -> Any:
             entry = _loaders[key] = (gateway, jvm.java.net.URLClassLoader(urls, parent))
             log.info("sparkshim: loaded %s into the driver JVM", jar)
             built = jar_manifest(jar).get(SPARK_VERSION_ATTR, "")
-            warning = spark_line_mismatch(built, running_spark_version(gateway), supported_spark()) if built else None
+            warning = spark_line_mismatch(built, running_spark_version(gateway)) if built else None
             if warning:
                 log.warning(warning)
     return jvm.java.lang.Class.forName(name, True, entry[1])
