@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkshim.build import PACKAGED_JAR, SPARK_VERSION_ATTR, is_current, jar_manifest
+from sparkshim.spark_line import in_line, supported_spark
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -62,17 +63,23 @@ def major_minor(version: str) -> tuple[int, ...] | None:
         return None
 
 
-def spark_line_mismatch(built: str, running: str) -> str | None:
-    """One WARN line when the jar was compiled against another Spark line than the one running, else None.
+def spark_line_mismatch(built: str, running: str, supported: str | None = None) -> str | None:
+    """One WARN line when the driver's Spark is outside the supported line (``supported``, default: the
+    package's pyspark requirement, :mod:`sparkshim.spark_line`) or on another line than the jar was compiled
+    against; else None.
 
     The jar still loads: the features that depend on Spark internals are each switched off by
     ``SparkInternals``' own check when what they need is not there.
     """
+    supported = supported_spark() if supported is None else supported
+    consequence = "it still loads, and any feature whose Spark internals differ is switched off by the shim's self-check"
+    if supported and in_line(running, supported) is False:
+        return (f"sparkshim: this driver runs Spark {running}, outside the Spark line slaq-riffle supports (pyspark{supported}; "
+                f"the shim jar was built against Spark {built or 'an unrecorded version'}); {consequence}")
     if major_minor(built) is not None and major_minor(built) == major_minor(running):
         return None
     return (f"sparkshim: the shim jar was built against Spark {built or 'an unrecorded version'} but this driver runs Spark "
-            f"{running or 'of an unknown version'}; it still loads, and any feature whose Spark internals differ is switched off "
-            "by the shim's self-check (a wheel built against this Spark line avoids this)")
+            f"{running or 'of an unknown version'}; {consequence} (a wheel built against this Spark line avoids this)")
 
 
 def running_spark_version(gateway: Any) -> str:

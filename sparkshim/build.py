@@ -131,6 +131,21 @@ def find_javac() -> Path:
     return Path(found)
 
 
+def outside_line_hint(version: str) -> str:
+    """Why javac may fail: Spark ``version`` is outside the supported line (empty when it is inside or unknown).
+
+    Imported here, not at module level: setup.py loads this file on its own, and the ``sparkshim`` it
+    would import may be another installed copy."""
+    try:
+        from sparkshim.spark_line import in_line, supported_spark
+    except ImportError:
+        return ""
+    supported = supported_spark()
+    if supported and in_line(version, supported) is False:
+        return f" (outside the supported Spark line, pyspark{supported}, which the sources are written for)"
+    return ""
+
+
 def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec = SHIM) -> Path:
     """Compile ``spec``'s sources against ``jars`` (default: :func:`pyspark_jars`) into ``target``, atomically."""
     sources = java_sources(spec)
@@ -145,7 +160,8 @@ def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec = SHIM) ->
         cmd = [str(javac), "--release", "17", "-nowarn", "-cp", str(jars / "*"), "-d", str(classes)]
         proc = subprocess.run(cmd + [str(s) for s in sources], capture_output=True, text=True)
         if proc.returncode != 0:
-            raise BuildError(f"javac failed against the Spark {spark_version_of(jars)} jars in {jars}:\n{proc.stderr or proc.stdout}")
+            version = spark_version_of(jars)
+            raise BuildError(f"javac failed against the Spark {version} jars in {jars}{outside_line_hint(version)}:\n{proc.stderr or proc.stdout}")
         manifest = ("Manifest-Version: 1.0\nCreated-By: sparkshim.build\n"
                     f"{SPARK_VERSION_ATTR}: {spark_version_of(jars)}\n{SOURCES_ATTR}: {sources_fingerprint(spec)}\n\n")
         partial = target.with_name(target.name + ".tmp")

@@ -2,6 +2,7 @@
 
     slaq-riffle jar            the shim jar's path, for ``--jars`` / ``spark.jars``
     slaq-riffle jar --info     also the Spark version it was built against
+    slaq-riffle bench attach   (the lab, from a clone) attach time: packaged jar vs compiling it first
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sparkshim.commands import add_version
+from sparkshim.commands import add_lab_verbs, add_version
 
 PROG = "slaq-riffle"
 
@@ -22,6 +23,7 @@ def parser() -> argparse.ArgumentParser:
                            description="Print the path of the shim jar shipped in this package, e.g. spark-submit --jars \"$(slaq-riffle jar)\".")
     jar.add_argument("--info", action="store_true", help="also print the Spark version the jar was built against")
     jar.set_defaults(func=_jar)
+    add_lab_verbs(p, verbs, PROG, ("bench",))
     return p
 
 

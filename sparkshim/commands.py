@@ -36,16 +36,16 @@ def emit_json(payload: Any) -> None:
     sys.stdout.write("\n")
 
 
-def add_lab_verbs(parser: argparse.ArgumentParser, verbs: Any, command: str) -> None:
-    """Let the lab add its verbs to ``command`` (``slaq`` or ``riffle``); without the lab, its verbs
-    still parse and say where they live instead of argparse's bare "invalid choice"."""
+def add_lab_verbs(parser: argparse.ArgumentParser, verbs: Any, command: str, lab_verbs: tuple[str, ...] = LAB_VERBS) -> None:
+    """Let the lab add its verbs to ``command`` (``slaq``, ``riffle`` or ``slaq-riffle``); without the lab, its
+    ``lab_verbs`` still parse and say where they live instead of argparse's bare "invalid choice"."""
     for entry in metadata.entry_points(group=LAB_ENTRY_POINTS, name=command):
         try:
             register = entry.load()
         except ImportError:  # a lab registered in this environment but not importable here: as if absent
             continue
         register(parser, verbs)
-    for verb in LAB_VERBS:
+    for verb in lab_verbs:
         if verb not in verbs.choices:
             stub = verbs.add_parser(verb, help="(from a clone of the repository: the project's lab)", add_help=False)
             stub.add_argument("rest", nargs=argparse.REMAINDER)

@@ -1,5 +1,6 @@
 """The lab of slaq-riffle: benchmarks, paper reproductions, the loopback cluster harness and demos.
 
-Not part of the product wheel. ``srlab.cli`` adds the ``bench`` and ``reproduce`` verbs to the
-product's ``slaq`` and ``riffle`` commands (entry point group ``slaq_riffle.cli``).
+Not part of the product wheel. ``slaq_verbs``, ``riffle_verbs`` and ``shim_verbs`` add the ``bench`` and
+``reproduce`` verbs to the product's ``slaq``, ``riffle`` and ``slaq-riffle`` commands (entry point group
+``slaq_riffle.cli``).
 """

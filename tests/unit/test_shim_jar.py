@@ -8,7 +8,8 @@ import pytest
 
 from sparkshim import cli
 from sparkshim.bridge import ShimUnavailable, packaged_jar, spark_line_mismatch
-from sparkshim.build import SOURCES_ATTR, SPARK_VERSION_ATTR, manifest_attributes, sources_fingerprint
+from sparkshim.build import SOURCES_ATTR, SPARK_VERSION_ATTR, manifest_attributes, outside_line_hint, sources_fingerprint
+from sparkshim.spark_line import in_line, pyspark_specifier, supported_spark
 
 
 def make_jar(path, **attrs):
@@ -40,6 +41,32 @@ def test_a_different_spark_line_is_one_warning(built, running, warns):
     assert (message is not None) == warns
     if warns:
         assert "\n" not in message and "built against Spark" in message and "self-check" in message
+
+
+def test_the_supported_line_is_the_declared_pyspark_requirement():
+    import pyspark
+
+    assert supported_spark() == ">=4.3,<4.4"  # pyproject.toml's, read from the checkout
+    assert in_line(pyspark.__version__, supported_spark())  # the tests run on the supported line
+    # a wheel's metadata, as pip writes it (clauses reordered, extras' requirements after ';')
+    assert pyspark_specifier(["numpy>=1.26", "pyspark<4.4,>=4.3", "pyspark[connect]>=4.0; extra == 'connect'"]) == ">=4.3,<4.4"
+    assert pyspark_specifier(["numpy>=1.26"]) is None
+
+
+@pytest.mark.parametrize("version, inside", [
+    ("4.3.0", True), ("4.3.2-SNAPSHOT", True), ("4.2.1", False), ("4.4.0", False), ("4.0", False), ("", None), ("dev", None),
+])
+def test_versions_against_the_supported_line(version, inside):
+    assert in_line(version, ">=4.3,<4.4") is inside
+    assert (outside_line_hint(version) != "") == (inside is False)
+
+
+@pytest.mark.parametrize("built, running, outside", [("4.3.0", "4.2.1", True), ("4.3.0", "4.4.0", True), ("4.3.0", "4.3.1", False)])
+def test_a_driver_outside_the_supported_line_is_told_so(built, running, outside):
+    message = spark_line_mismatch(built, running, ">=4.3,<4.4")
+    assert (message is not None) == outside
+    if outside:
+        assert "outside the Spark line slaq-riffle supports (pyspark>=4.3,<4.4" in message and "\n" not in message
 
 
 def test_missing_jar_in_a_checkout_says_run_setup(tmp_path):
@@ -76,3 +103,17 @@ def test_jar_verb_prints_the_path_or_the_fix(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--version"])
     assert exit_.value.code == 0 and capsys.readouterr().out.startswith("slaq-riffle ")
+
+
+def test_the_lab_adds_bench_attach_to_slaq_riffle():
+    import argparse
+
+    from srlab import shim_verbs
+    from srlab.shim_bench.attach import summarize
+
+    parser = argparse.ArgumentParser(prog="slaq-riffle")
+    shim_verbs.register(parser, parser.add_subparsers(dest="verb", required=True))
+    args = parser.parse_args(["bench", "attach", "--repeat", "3"])
+    assert args.repeat == 3 and args.func is shim_verbs.cmd_bench_attach
+    samples = [{"compile_s": 0.0, "load_s": x, "total_s": x} for x in (3.0, 1.0, 2.0)]
+    assert summarize(samples)["median_total_s"] == 2.0

@@ -58,8 +58,8 @@ import scala.xml.Node;
  *
  * <p>"4.3.0" means checked against that release's bytecode (javap of spark-core_2.13-4.3.0, the
  * pyspark this project runs) and exercised by the live tests; "since" notes come from Spark's source
- * history (JIRA where known). The pinned range is pyspark 4.0 to 4.3 (pyproject.toml); releases
- * before 4.3 are covered by the self-check at attach, not by a build against them.
+ * history (JIRA where known). The supported line is pyproject.toml's pyspark requirement (4.3; the
+ * sources do not compile against 4.0-4.2); a driver on another line gets one WARN at attach and this self-check.
  *
  * <table>
  * <caption>Members reached, and where they were checked</caption>

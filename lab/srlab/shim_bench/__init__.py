@@ -1,0 +1,1 @@
+"""Benchmarks of the shim itself (``slaq-riffle bench ...``)."""

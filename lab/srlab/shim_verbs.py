@@ -1,0 +1,28 @@
+"""The lab's verbs of the ``slaq-riffle`` command: ``slaq-riffle bench attach`` (registered through the
+``slaq_riffle.cli`` entry point)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sparkshim.commands import emit_json, positive
+
+
+def cmd_bench_attach(args: argparse.Namespace) -> int:
+    from srlab.shim_bench.attach import bench_attach
+
+    emit_json(bench_attach(args.repeat))
+    return 0
+
+
+def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
+    """Adds the lab's verbs to ``slaq-riffle``'s sub-command ``verbs`` (called by the product's CLI)."""
+    bench = verbs.add_parser("bench", help="benchmarks that print JSON").add_subparsers(dest="bench", required=True)
+    attach = bench.add_parser("attach", help="attach time: the packaged jar vs compiling the shim first (starts Spark)",
+                              description="Each sample is a fresh local driver: it times attaching the shim's JVM side for SLAQ "
+                                          "and Riffle from the packaged jar, and (alternating) after compiling the shim from its "
+                                          "sources into a temporary copy of the package, as first attaches did before the jar "
+                                          "shipped in the wheel. Prints medians and their ratio as JSON.")
+    attach.add_argument("--repeat", type=positive(int), default=5, help="samples of each kind (default 5)")
+    attach.set_defaults(func=cmd_bench_attach)
