@@ -24,6 +24,7 @@ SYSTEMIC = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSIO
 DOWN_SECONDS = 30.0  # how long an unreachable merger is left out
 LOAD_TTL_SECONDS = 0.2  # a merger's reported load is reused this long (one status RPC per merger, not per merge)
 MAX_RPC_THREADS = 64  # merges in flight at once; each waits on one blocking MergerClient call
+MAX_KEEPALIVE_SECONDS = 60.0  # leases are renewed every lease / 3, and at least this often
 
 
 class WarnOnce:
@@ -57,6 +58,8 @@ class MergerFleet:
         self._loads: dict[str, tuple[float, float]] = {}
         self._rng = random.Random(0)
         self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
+        self._renew_every = MAX_KEEPALIVE_SECONDS
+        self._next_renewal = 0.0
 
     @property
     def config(self) -> RiffleConfig:
@@ -181,6 +184,31 @@ class MergerFleet:
             self._rpc.submit(self._client(m.merger).cancel, m.request_id)
         except Exception:
             log.debug("riffle: cancel of %s not sent", m.request_id, exc_info=True)
+
+    # ---------------------------------------------------------------- leases
+    def keep_alive(self) -> None:
+        """Renews this application's lease on every merger that holds or makes merged files for it (in the
+        background, when due): a merger deletes the files of an application it has not heard from for its lease."""
+        now = time.monotonic()
+        if now < self._next_renewal:
+            return
+        self._next_renewal = now + self._renew_every
+        holders = {address for places in self.merged_where.values() for address, _ in places}
+        for address in sorted(holders - set(self.refused)):
+            try:
+                self._rpc.submit(self._renew, self._client(address))
+            except Exception:  # shutting down, or the client refuses to talk to it
+                log.debug("riffle: lease renewal for %s not sent", address, exc_info=True)
+
+    def _renew(self, client: MergerClient) -> None:
+        try:
+            lease = client.keep_alive(self.app_id).lease_seconds
+        except Exception:  # a down merger is already handled where merges fail; its lease runs on
+            log.debug("riffle: lease renewal on %s failed", client.address, exc_info=True)
+            return
+        if lease > 0:
+            self._renew_every = min(MAX_KEEPALIVE_SECONDS, lease / 3)
+            self._next_renewal = min(self._next_renewal, time.monotonic() + self._renew_every)
 
     # ---------------------------------------------------------------- cleanup
     def cleanup(self, sid: int) -> None:
