@@ -68,10 +68,14 @@ class MergerFleet:
     @config.setter
     def config(self, config: RiffleConfig) -> None:
         if (config.token, config.tls_ca) != (self._config.token, self._config.tls_ca):
-            self.refused.clear()
-            for key in [k for k in self.warn_once.keys if k.startswith("refused-")]:
-                self.warn_once.forget(key)
+            self.forget_refusals()
         self._config = config
+
+    def forget_refusals(self) -> None:
+        """Ask refusing mergers again (their token or TLS was fixed), and warn again if they still refuse."""
+        self.refused.clear()
+        for key in [k for k in self.warn_once.keys if k.startswith("refused-")]:
+            self.warn_once.forget(key)
 
     # ---------------------------------------------------------------- health and placement
     def reachable(self, host: str) -> list[str]:
@@ -97,11 +101,12 @@ class MergerFleet:
         self._down[address] = time.monotonic() + DOWN_SECONDS
 
     def refuse(self, address: str, why: str) -> None:
-        """``address`` refuses this driver for a reason that repeats for every request: one WARN, and no
-        cleanup is asked of it (it wrote nothing for a refused merge)."""
+        """``address`` refuses this driver for a reason that repeats for every request: one WARN per reason (a token
+        rotated on every merger is one line, not one per merger), and no cleanup is asked of it (it wrote nothing
+        for a refused merge)."""
         self.refused[address] = why
-        self.warn_once(f"refused-{address}", "Riffle: merger %s refuses this driver (%s); outputs sent to it stay unmerged "
-                       "until this is fixed", address, why)
+        self.warn_once(f"refused-{why}", "Riffle: merger %s refuses this driver (%s); outputs sent to it, or to any other merger "
+                       "refusing for this reason, stay unmerged until this is fixed", address, why)
 
     def _failed(self, address: str, exc: grpc.RpcError) -> str:
         """Records what a failed RPC to ``address`` says about it; returns the failure as text."""
