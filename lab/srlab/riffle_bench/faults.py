@@ -76,9 +76,11 @@ def riffle_files(cluster: Cluster) -> list[str]:
     return sorted(found)
 
 
-def app_dirs(cluster: Cluster) -> list[str]:
-    """Spark's own per-application dirs the workers made under the nodes' local dirs."""
-    return sorted(str(p) for n in cluster.layout.nodes for p in Path(n.local_dir).glob("spark-*"))
+def app_files(cluster: Cluster) -> list[str]:
+    """Files (not dirs: a standalone worker leaves each application's emptied ``spark-*`` dir) of Spark's own
+    under the nodes' local dirs."""
+    return sorted(str(p) for n in cluster.layout.nodes for p in Path(n.local_dir).rglob("*")
+                  if p.is_file() and ".riffle-merger" not in p.parts)
 
 
 def merger_pid(cluster: Cluster, node: NodeLayout) -> int:
@@ -386,7 +388,7 @@ job(sc)
 def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> dict:
     """A driver (spark-submit, its own process group) SIGKILLed while its merges are in flight (every merger
     stalls each merge ``pause`` s at its publish step "temps-written"); returns how long until nothing of
-    Riffle's and none of the application's dirs are left on any node."""
+    Riffle's and no file of the application is left on any node."""
     env = {PAUSE_ENV: f"temps-written:{pause}"}
     for node in cluster.layout.nodes:
         restart_merger(cluster, node, env=env)
@@ -418,7 +420,7 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
         proc.wait(30)
         left: list[str] = []
         while time.monotonic() - killed < 120:
-            left = riffle_files(cluster) + app_dirs(cluster)
+            left = riffle_files(cluster) + app_files(cluster)
             if not left:
                 break
             time.sleep(0.1)
@@ -451,6 +453,8 @@ def bench_faults(base_dir: Path, repeat: int = 1) -> dict:
                 spark.sparkContext.setLogLevel("ERROR")
                 wait_executors(spark.sparkContext, 3)
                 scheduler = riffle.attach(spark).scheduler
+                if scheduler is None:
+                    raise RuntimeError("spark.riffle.enabled=true did not attach Riffle")
                 scheduler.set_merging(False)
                 job(spark.sparkContext)  # warm-up: Python workers on every executor
                 vanilla = _timed(lambda: job(spark.sparkContext), repeat)
@@ -488,6 +492,3 @@ def _median(xs: list[float]) -> float:
     xs = sorted(xs)
     return round(xs[len(xs) // 2], 3)
 
-
-def main_json(base_dir: Path, repeat: int) -> str:
-    return json.dumps(bench_faults(base_dir, repeat), indent=1)
