@@ -211,3 +211,26 @@ def test_an_application_silent_for_its_lease_loses_its_merged_files(root, dirs):
         assert "application app-dead sent nothing for 2s (its lease): its merges cancelled, its 2 merged files deleted" in d.log()
         apps = root / ".riffle-merger" / "apps"
         assert len(list(apps.iterdir())) == 1  # only app-live's records are left
+
+
+def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs):
+    """The driver's fleet renews its application's lease on the mergers holding its merged files (every lease / 3,
+    as the daemon's reply says): the files outlive several leases, and go once the renewals stop."""
+    from riffle.driver.config import RiffleConfig
+    from riffle.driver.fleet import MergerFleet
+
+    make_outputs(dirs, 1, [0, 1], 4)
+    with DaemonProcess([root], "--app-lease", "2") as d:
+        out = d.client.merge("m", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app-x")
+        fleet = MergerFleet(RiffleConfig(enabled=True, mergers=(d.address,)), "app-x")
+        fleet.merged_where[1] = {(d.address, tuple(dirs))}
+        until = time.monotonic() + 5  # two and a half leases
+        while time.monotonic() < until:
+            fleet.keep_alive()  # the scheduler's loop calls it every step; it sends only when due
+            time.sleep(0.05)
+        assert Path(out.data_path).exists(), d.log()[-2000:]
+        fleet.close()
+        deadline = time.monotonic() + 2 + 0.5 + 3
+        while Path(out.data_path).exists():
+            assert time.monotonic() < deadline, d.log()[-2000:]
+            time.sleep(0.1)
