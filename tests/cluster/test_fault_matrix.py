@@ -10,9 +10,11 @@ cleanup nothing of Riffle's (merged files, temps, merge records) is left on any 
 - node 3's local dir (a 64 MB tmpfs) filled when that node reports its second map output: its merges fail
   with disk full, Spark retries its failing map tasks on the other nodes. Mounting needs root; without it
   node 3's merger fails its writes with ENOSPC by fault injection instead (the test says which it ran);
-- the driver SIGKILLed while merges are in flight (its own process, first, while the cluster's cores are
-  free): within the mergers' application lease (4 s here) plus its check interval, nothing of Riffle's
-  or of the application is left on any node.
+- the driver SIGKILLed while merges are in flight (published and recorded, the replies held back by fault
+  injection; its own process, first, while the cluster's cores are free): the worker deletes the
+  application's dirs, and within the mergers' application lease (4 s here) plus its check interval they
+  delete its merge records and whatever merged files are left: nothing of Riffle's or of the
+  application is left on any node.
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
 
 def test_driver_killed_with_merges_in_flight(cluster, tmp_path):
     out = faults.run_driver_killed(cluster, tmp_path, pause=PAUSE)
-    assert out["files_at_kill"] > 0, out  # merge temps were on disk when the driver died
+    assert out["files_at_kill"] > 0, out  # merged files and their records were on disk when the driver died
     assert not out["left"], out
-    # the lease and its check interval, the stalled merge's pause, and the master noticing the dead driver
+    # the lease and its check interval, the held merge's pause, and the master noticing the dead driver
     assert out["clean_seconds"] <= faults.APP_LEASE * 1.25 + PAUSE + 5, out
+    assert out["merger_log"], out  # the mergers' leases ran out: they deleted the application's records (and files)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +92,7 @@ def test_merger_restarted_between_merge_and_commit(cluster, session):
 
 def test_token_rotated_while_the_application_runs(cluster, session):
     o = run(cluster, session, "token-rotated")
-    assert o.merges and all("UNAUTHENTICATED" in m["error"] for m in o.merges), o
+    assert o.committed_on() == 0 and any("UNAUTHENTICATED" in m["error"] for m in o.merges), o
     refusals = [line for line in o.warnings if "refuses this driver" in line]
     assert len(refusals) == 1, o.warnings
 

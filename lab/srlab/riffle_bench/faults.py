@@ -386,10 +386,11 @@ job(sc)
 
 
 def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> dict:
-    """A driver (spark-submit, its own process group) SIGKILLed while its merges are in flight (every merger
-    stalls each merge ``pause`` s at its publish step "temps-written"); returns how long until nothing of
-    Riffle's and no file of the application is left on any node."""
-    env = {PAUSE_ENV: f"temps-written:{pause}"}
+    """A driver (spark-submit, its own process group) SIGKILLed while its merges are in flight: every merger
+    holds each merge ``pause`` s at its last publish step, "committed" (the pair published and recorded, the
+    reply not yet sent). Returns how long until nothing of Riffle's (merged files, temps, merge records) and
+    no file of the application is left on any node, and the mergers' lease lines."""
+    env = {PAUSE_ENV: f"committed:{pause}"}
     for node in cluster.layout.nodes:
         restart_merger(cluster, node, env=env)
     watches = [LogWatch(cluster, f"merger-{n.index}") for n in cluster.layout.nodes]
@@ -425,7 +426,7 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
                 break
             time.sleep(0.1)
         outcome |= {"clean_seconds": round(time.monotonic() - killed, 3), "left": left,
-                    "merger_log": [line for w in watches for line in w.text().splitlines() if "lease" in line][:3]}
+                    "merger_log": [json.loads(line)["msg"] for w in watches for line in w.text().splitlines() if "(its lease)" in line]}
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -438,7 +439,8 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
 
 # ---------------------------------------------------------------- the benchmark
 def bench_faults(base_dir: Path, repeat: int = 1) -> dict:
-    """Every case timed against undisturbed runs of the same job (and merge width) in one session."""
+    """Every case timed against an undisturbed run of the same job (and merge width) just before it, in one
+    session; medians over ``repeat`` pairs, slowdown the median of the pairs' ratios."""
     import riffle
     from srlab.session import shutdown_gateway, spark_session
 
@@ -458,22 +460,24 @@ def bench_faults(base_dir: Path, repeat: int = 1) -> dict:
                 scheduler.set_merging(False)
                 job(spark.sparkContext)  # warm-up: Python workers on every executor
                 vanilla = _timed(lambda: job(spark.sparkContext), repeat)
-                baseline: dict[int, float] = {}
-                for case in CASES.values():
-                    if case.nway not in baseline:
-                        baseline[case.nway] = _median([run_case(cluster, spark, scheduler, dataclasses.replace(CASES["undisturbed"],
-                                                       nway=case.nway)).seconds for _ in range(repeat)])
-                    if case.name == "undisturbed":
-                        continue
-                    outcomes = [run_case(cluster, spark, scheduler, case) for _ in range(repeat)]
-                    seconds = _median([o.seconds for o in outcomes])
-                    o = outcomes[-1]
-                    report["cases"].append({"case": case.name, "seconds": seconds, "undisturbed_seconds": baseline[case.nway],
-                                            "slowdown": round(seconds / baseline[case.nway], 2), "correct": all(x.correct for x in outcomes),
-                                            "merges_committed": o.committed_on(), "merges_failed": sum(m["state"] == "failed" for m in o.merges),
-                                            "orphans": len(o.orphans), "detail": {k: v for k, v in o.detail.items() if k != "watch"}})
+                undisturbed = CASES["undisturbed"]
+                for nway in sorted({c.nway for c in CASES.values()}):  # warm-up with merging
+                    run_case(cluster, spark, scheduler, dataclasses.replace(undisturbed, nway=nway))
+                runs: dict[str, list[tuple[Outcome, float]]] = {name: [] for name in CASES if name != "undisturbed"}
+                for _ in range(repeat):  # each case right after an undisturbed run of the same job and merge width
+                    for name in runs:
+                        case = CASES[name]
+                        base = run_case(cluster, spark, scheduler, dataclasses.replace(undisturbed, nway=case.nway)).seconds
+                        runs[name].append((run_case(cluster, spark, scheduler, case), base))
+                for name, pairs in runs.items():
+                    o = pairs[-1][0]
+                    report["cases"].append({
+                        "case": name, "seconds": _median([x.seconds for x, _ in pairs]), "undisturbed_seconds": _median([b for _, b in pairs]),
+                        "slowdown": round(_median([x.seconds / b for x, b in pairs]), 2), "correct": all(x.correct for x, _ in pairs),
+                        "orphans": max(len(x.orphans) for x, _ in pairs), "merges_committed": o.committed_on(),
+                        "merges_failed": sum(m["state"] == "failed" for m in o.merges),
+                        "detail": {k: v for k, v in o.detail.items() if k not in ("watch", "fired", "outputs_seen")}})
                 report["vanilla_seconds"] = vanilla
-                report["undisturbed_seconds"] = baseline
         finally:
             shutdown_gateway()
     return report
