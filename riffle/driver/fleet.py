@@ -58,8 +58,9 @@ class MergerFleet:
         self._loads: dict[str, tuple[float, float]] = {}
         self._rng = random.Random(0)
         self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
-        self._renew_every = MAX_KEEPALIVE_SECONDS
+        self._renew_every = MAX_KEEPALIVE_SECONDS  # the shortest lease / 3 a merger reported, at most this
         self._next_renewal = 0.0
+        self._renewing: set[str] = set()  # mergers whose lease this driver renews (scheduler thread only)
 
     @property
     def config(self) -> RiffleConfig:
@@ -193,13 +194,15 @@ class MergerFleet:
     # ---------------------------------------------------------------- leases
     def keep_alive(self) -> None:
         """Renews this application's lease on every merger that holds or makes merged files for it (in the
-        background, when due): a merger deletes the files of an application it has not heard from for its lease."""
+        background): on a merger new to it at once (which also learns the merger's lease), then every lease / 3.
+        A merger deletes the files of an application it has not heard from for its lease."""
         now = time.monotonic()
-        if now < self._next_renewal:
-            return
-        self._next_renewal = now + self._renew_every
-        holders = {address for places in self.merged_where.values() for address, _ in places}
-        for address in sorted(holders - set(self.refused)):
+        holders = {address for places in self.merged_where.values() for address, _ in places} - set(self.refused)
+        due = holders if now >= self._next_renewal else holders - self._renewing
+        if now >= self._next_renewal:
+            self._next_renewal = now + self._renew_every
+        for address in sorted(due):
+            self._renewing.add(address)
             try:
                 self._rpc.submit(self._renew, self._client(address))
             except Exception:  # shutting down, or the client refuses to talk to it
@@ -211,8 +214,8 @@ class MergerFleet:
         except Exception:  # a down merger is already handled where merges fail; its lease runs on
             log.debug("riffle: lease renewal on %s failed", client.address, exc_info=True)
             return
-        if lease > 0:
-            self._renew_every = min(MAX_KEEPALIVE_SECONDS, lease / 3)
+        if lease > 0 and lease / 3 < self._renew_every:
+            self._renew_every = lease / 3
             self._next_renewal = min(self._next_renewal, time.monotonic() + self._renew_every)
 
     # ---------------------------------------------------------------- cleanup

@@ -214,8 +214,9 @@ def test_an_application_silent_for_its_lease_loses_its_merged_files(root, dirs):
 
 
 def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs):
-    """The driver's fleet renews its application's lease on the mergers holding its merged files (every lease / 3,
-    as the daemon's reply says): the files outlive several leases, and go once the renewals stop."""
+    """The driver's fleet renews its application's lease on the mergers holding its merged files (at once on a
+    merger new to it, then every lease / 3 as the daemon's reply says): the files outlive several leases, and go
+    once the renewals stop."""
     from riffle.driver.config import RiffleConfig
     from riffle.driver.fleet import MergerFleet
 
@@ -223,7 +224,8 @@ def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs):
     with DaemonProcess([root], "--app-lease", "2") as d:
         out = d.client.merge("m", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app-x")
         fleet = MergerFleet(RiffleConfig(enabled=True, mergers=(d.address,)), "app-x")
-        fleet.merged_where[1] = {(d.address, tuple(dirs))}
+        fleet.keep_alive()  # nothing merged yet: nothing renewed, the next periodic renewal is a minute away
+        fleet.merged_where[1] = {(d.address, tuple(dirs))}  # a merger new to the fleet is renewed at once
         until = time.monotonic() + 5  # two and a half leases
         while time.monotonic() < until:
             fleet.keep_alive()  # the scheduler's loop calls it every step; it sends only when due

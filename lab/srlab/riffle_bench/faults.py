@@ -112,7 +112,10 @@ class LogWatch:
 def can_mount_tmpfs(where: Path) -> bool:
     """Whether this process may mount a small tmpfs (root, or CAP_SYS_ADMIN); probes once and unmounts."""
     where.mkdir(parents=True, exist_ok=True)
-    ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True).returncode == 0
+    try:
+        ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True).returncode == 0
+    except OSError:  # no mount command
+        return False
     if ok:
         subprocess.run(["umount", str(where)], check=True)
     return ok
