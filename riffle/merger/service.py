@@ -37,6 +37,7 @@ MAX_PENDING_CLEANUPS = 32  # Cleanups waiting for or running in the cleanup pool
 CLEANUP_WAIT_SECONDS = 20.0  # how long a Cleanup waits for its application's merges to stop
 DEFAULT_APP_LEASE = 600.0  # seconds an application may send nothing (no Merge, no KeepAlive) before its merged files go
 MAX_LEASE_CHECK_SECONDS = 30.0  # expired leases are looked for every min(lease / 4, this)
+MAX_LEASES = 1 << 16  # applications whose lease is tracked; KeepAlive of one more is refused until some expire
 MAX_ID = 256               # characters of a request id or application id
 MAX_PATH = 4096            # characters of a local dir (PATH_MAX)
 MAX_NAME = 255             # characters of one of its components (NAME_MAX)
@@ -360,6 +361,9 @@ class MergerService(pb_grpc.MergerServicer):
             check_id("app_id", request.app_id)
         except ValueError as exc:
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if request.app_id not in self._seen and len(self._seen) >= MAX_LEASES:
+            await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"{len(self._seen)} application leases already held (at most {MAX_LEASES}); retry later")
         self._seen[request.app_id] = time.monotonic()
         return pb.KeepAliveResponse(lease_seconds=self.config.app_lease)
 
