@@ -9,7 +9,7 @@ cleanup nothing of Riffle's (merged files, temps, merge records) is left on any 
 - the mergers restarted with a new token once the map stage is submitted: one WARN line, no merge;
 - node 3's local dir (a 64 MB tmpfs) filled when that node reports its second map output: its merges fail
   with disk full, Spark retries its failing map tasks on the other nodes. Mounting needs root; without it
-  node 3's merger fails its writes with ENOSPC by fault injection instead (the test says which it ran);
+  node 3's merger fails its writes with ENOSPC by fault injection instead (the outcome's detail says which ran);
 - the driver SIGKILLed while merges are in flight (published and recorded, the replies held back by fault
   injection; its own process, first, while the cluster's cores are free): the worker deletes the
   application's dirs, and within the mergers' application lease (4 s here) plus its check interval they
