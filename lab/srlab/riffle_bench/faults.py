@@ -126,8 +126,8 @@ def fault_cluster(base_dir: Path, small_disk: bool | None = None) -> Iterator[Cl
     """Three nodes (token + TLS, short application lease); node 3's local dir a ``DISK_MB`` tmpfs when allowed."""
     base_dir = Path(base_dir)
     disk = base_dir / "node-3" / "local"
-    if small_disk is None:
-        small_disk = can_mount_tmpfs(base_dir / "probe")
+    if small_disk is None:  # SRLAB_FAULTS_SMALL_DISK=0 forces the injected variant (what a CI runner without root gets)
+        small_disk = os.environ.get("SRLAB_FAULTS_SMALL_DISK") != "0" and can_mount_tmpfs(base_dir / "probe")
     if small_disk:
         disk.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m,mode=0755", "tmpfs", str(disk)], check=True)
