@@ -39,6 +39,17 @@ def cmd_bench_load(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_faults(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from srlab.riffle_bench.faults import bench_faults
+
+    with tempfile.TemporaryDirectory(prefix="riffle-faults-", dir=args.dir) as base:
+        emit_json(bench_faults(Path(base), args.repeat))
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -90,6 +101,14 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     spark.add_argument("--merger-fsync", action="store_true", help="let the mergers fsync merged files (vanilla Spark does not)")
     spark.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
     spark.set_defaults(func=cmd_bench_spark)
+    faults = bench.add_parser("faults", help="the fault matrix on a 3-node loopback cluster: each case's time vs undisturbed",
+                              description="Starts a 3-node standalone cluster (a merger per node, token + TLS), kills a driver "
+                                          "with merges in flight, then runs each fault case and undisturbed runs of the same "
+                                          "job in one session (starts Spark; a small tmpfs for node 3 when run as root).")
+    faults.add_argument("--repeat", type=positive(int), default=1)
+    faults.add_argument("--dir", help="where the cluster's dirs go (default: system temp dir)")
+    faults.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
+    faults.set_defaults(func=cmd_bench_faults)
     rep = verbs.add_parser("reproduce", help="regenerate the thesis's Fig. 4.9/4.10 on local-cluster Spark (PNG + JSON)",
                            description="Runs `bench spark` once and writes out/<figure>.png and .json (starts Spark).")
     rep.add_argument("figure", nargs="?", choices=["fig4.9", "fig4.10"], help="figure to regenerate (default: both)")

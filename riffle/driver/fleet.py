@@ -24,6 +24,7 @@ SYSTEMIC = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSIO
 DOWN_SECONDS = 30.0  # how long an unreachable merger is left out
 LOAD_TTL_SECONDS = 0.2  # a merger's reported load is reused this long (one status RPC per merger, not per merge)
 MAX_RPC_THREADS = 64  # merges in flight at once; each waits on one blocking MergerClient call
+MAX_KEEPALIVE_SECONDS = 60.0  # leases are renewed every lease / 3, and at least this often
 
 
 class WarnOnce:
@@ -57,6 +58,9 @@ class MergerFleet:
         self._loads: dict[str, tuple[float, float]] = {}
         self._rng = random.Random(0)
         self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
+        self._renew_every = MAX_KEEPALIVE_SECONDS  # the shortest lease / 3 a merger reported, at most this
+        self._next_renewal = 0.0
+        self._renewing: set[str] = set()  # mergers whose lease this driver renews (scheduler thread only)
 
     @property
     def config(self) -> RiffleConfig:
@@ -65,10 +69,14 @@ class MergerFleet:
     @config.setter
     def config(self, config: RiffleConfig) -> None:
         if (config.token, config.tls_ca) != (self._config.token, self._config.tls_ca):
-            self.refused.clear()
-            for key in [k for k in self.warn_once.keys if k.startswith("refused-")]:
-                self.warn_once.forget(key)
+            self.forget_refusals()
         self._config = config
+
+    def forget_refusals(self) -> None:
+        """Ask refusing mergers again (their token or TLS was fixed), and warn again if they still refuse."""
+        self.refused.clear()
+        for key in [k for k in self.warn_once.keys if k.startswith("refused-")]:
+            self.warn_once.forget(key)
 
     # ---------------------------------------------------------------- health and placement
     def reachable(self, host: str) -> list[str]:
@@ -94,11 +102,12 @@ class MergerFleet:
         self._down[address] = time.monotonic() + DOWN_SECONDS
 
     def refuse(self, address: str, why: str) -> None:
-        """``address`` refuses this driver for a reason that repeats for every request: one WARN, and no
-        cleanup is asked of it (it wrote nothing for a refused merge)."""
+        """``address`` refuses this driver for a reason that repeats for every request: one WARN per reason (a token
+        rotated on every merger is one line, not one per merger), and no cleanup is asked of it (it wrote nothing
+        for a refused merge)."""
         self.refused[address] = why
-        self.warn_once(f"refused-{address}", "Riffle: merger %s refuses this driver (%s); outputs sent to it stay unmerged "
-                       "until this is fixed", address, why)
+        self.warn_once(f"refused-{why}", "Riffle: merger %s refuses this driver (%s); outputs sent to it, or to any other merger "
+                       "refusing for this reason, stay unmerged until this is fixed", address, why)
 
     def _failed(self, address: str, exc: grpc.RpcError) -> str:
         """Records what a failed RPC to ``address`` says about it; returns the failure as text."""
@@ -181,6 +190,33 @@ class MergerFleet:
             self._rpc.submit(self._client(m.merger).cancel, m.request_id)
         except Exception:
             log.debug("riffle: cancel of %s not sent", m.request_id, exc_info=True)
+
+    # ---------------------------------------------------------------- leases
+    def keep_alive(self) -> None:
+        """Renews this application's lease on every merger that holds or makes merged files for it (in the
+        background): on a merger new to it at once (which also learns the merger's lease), then every lease / 3.
+        A merger deletes the files of an application it has not heard from for its lease."""
+        now = time.monotonic()
+        holders = {address for places in self.merged_where.values() for address, _ in places} - set(self.refused)
+        due = holders if now >= self._next_renewal else holders - self._renewing
+        if now >= self._next_renewal:
+            self._next_renewal = now + self._renew_every
+        for address in sorted(due):
+            self._renewing.add(address)
+            try:
+                self._rpc.submit(self._renew, self._client(address))
+            except Exception:  # shutting down, or the client refuses to talk to it
+                log.debug("riffle: lease renewal for %s not sent", address, exc_info=True)
+
+    def _renew(self, client: MergerClient) -> None:
+        try:
+            lease = client.keep_alive(self.app_id).lease_seconds
+        except Exception:  # a down merger is already handled where merges fail; its lease runs on
+            log.debug("riffle: lease renewal on %s failed", client.address, exc_info=True)
+            return
+        if lease > 0 and lease / 3 < self._renew_every:
+            self._renew_every = lease / 3
+            self._next_renewal = min(self._next_renewal, time.monotonic() + self._renew_every)
 
     # ---------------------------------------------------------------- cleanup
     def cleanup(self, sid: int) -> None:

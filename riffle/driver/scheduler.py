@@ -109,6 +109,7 @@ class MergeScheduler:
         for s in list(self.shuffles.values()):
             if not s.finalized and s.held:
                 self._progress(s, now)
+        self.fleet.keep_alive()
 
     def _event(self, e: Any) -> None:
         if isinstance(e, messages.MapStageSubmitted):

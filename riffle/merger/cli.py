@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--prune-interval", type=float, default=3600.0, metavar="SECONDS",
                        help="how often the daemon forgets merged files that are gone, e.g. removed with their "
                             "application's dirs (default %(default)s)")
+    serve.add_argument("--app-lease", type=float, default=600.0, metavar="SECONDS",
+                       help="delete the merged files of an application whose driver sent nothing (no merge, no keep-alive) "
+                            "for this long: it died without cleaning up (default %(default)s; drivers renew every "
+                            "lease / 3, at most every 60 s)")
     serve.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics over HTTP here (default off)")
     serve.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
                        help="fsync merged files before they are reported (default on; --no-fsync matches Spark, which never "
@@ -124,6 +128,7 @@ def check_ranges(args: argparse.Namespace) -> None:
         raise StartupError(f"--max-queue-memory must be at least {MIN_MEMORY >> 20}m, got {args.max_queue_memory} bytes")
     _in_range("--grace", args.grace, 0, MAX_SECONDS, " seconds")
     _in_range("--prune-interval", args.prune_interval, 0.1, MAX_SECONDS, " seconds")
+    _in_range("--app-lease", args.app_lease, 1, MAX_SECONDS, " seconds")
 
 
 def check_exposure(listen: str, token: str | None, tls: bool, insecure: bool) -> None:
@@ -160,7 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             listen=args.listen, local_dirs=tuple(args.local_dir),
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
                           max_queue_memory=args.max_queue_memory,
-                          fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env()),
+                          fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env(),
+                          app_lease=args.app_lease),
             token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
             metrics_listen=args.metrics_listen, prune_interval=args.prune_interval))
     except Exception as exc:  # every start-up failure is one line and exit code 2, never a traceback

@@ -66,6 +66,10 @@ class MergerClient:
             req.shuffle_id = shuffle_id
         return self.stub.Cleanup(req, timeout=60, metadata=self.metadata)
 
+    def keep_alive(self, app_id: str, timeout: float = 5) -> pb.KeepAliveResponse:
+        """Renew ``app_id``'s lease (its merged files are deleted if its driver goes silent for longer)."""
+        return self.stub.KeepAlive(pb.KeepAliveRequest(app_id=app_id), timeout=timeout, metadata=self.metadata)
+
     def healthy(self, service: str = "") -> bool:
         try:
             resp = self.health_stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)

@@ -301,6 +301,20 @@ class Journal:
             self._drop_if_empty(key)
         return dropped
 
+    def apps(self) -> set[str]:
+        """The applications with published pairs on record (their ids, read from one record each)."""
+        found: set[str] = set()
+        for key in os.listdir(self.apps_fd):
+            try:
+                app_fd = open_dir_at(self.apps_fd, key, "app state")
+            except OSError:
+                continue
+            try:
+                found.update(rec.app_id for _, rec in self._records(app_fd)[:1])
+            finally:
+                os.close(app_fd)
+        return found
+
     def delete(self, app_id: str, keep: Callable[[Record], bool]) -> tuple[int, int]:
         """Delete the published pairs of ``app_id`` that ``keep`` rejects; returns (files, bytes)."""
         try:

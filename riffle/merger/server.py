@@ -142,9 +142,9 @@ class MergerDaemon:
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
         c = o.config
         log.info("riffle merger %s listening on %s (port %d), local dirs %s, state %s, memory %d MiB, read buffer %d KiB, "
-                 "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, auth %s, tls %s, metrics %s",
+                 "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, app lease %.0fs, auth %s, tls %s, metrics %s",
                  self.service.version, o.listen, self.port, self.roots.paths, self.journal.path, c.memory >> 20,
-                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_queue_memory >> 20, c.max_fan_in,
+                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_queue_memory >> 20, c.max_fan_in, c.app_lease,
                  "token" if o.token else "none", "on" if self.tls_pair else "off",
                  f"port {self.metrics_port}" if self.metrics_port else "off")
         stop = asyncio.Event()
@@ -153,8 +153,10 @@ class MergerDaemon:
             loop.add_signal_handler(sig, stop.set)
         self._started.set()
         pruner = asyncio.create_task(self._prune_periodically())
+        expirer = asyncio.create_task(self._expire_periodically())
         await stop.wait()
         pruner.cancel()
+        expirer.cancel()
         # whatever the merges do, the process ends within the grace period plus a few seconds
         watchdog = threading.Timer(o.grace_seconds + HARD_EXIT_SLACK, _hard_exit)
         watchdog.daemon = True
@@ -174,6 +176,22 @@ class MergerDaemon:
                 continue
             if dropped:
                 log.info("forgot %d merged pairs whose files are gone", dropped)
+
+    async def _expire_periodically(self) -> None:
+        """Every lease check interval, end the applications whose lease ran out (see ``MergerService.expire_leases``).
+        A tick much later than planned means the process was stopped: that time does not count against any lease."""
+        interval = self.options.config.lease_check_seconds
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            if now - last > 2 * interval:
+                self.service.paused(now - last - interval)
+            last = now
+            try:
+                await self.service.expire_leases()
+            except OSError as exc:
+                log.warning("expiring application leases failed: %s", exc)
 
     async def _shutdown(self, server: grpc.aio.Server, health_service: health.aio.HealthServicer) -> None:
         """Stop taking merges, let running ones finish for the grace period, then cancel the rest."""

@@ -35,6 +35,9 @@ MAX_FAN_IN = 4096
 MAX_LOCAL_DIRS = 64
 MAX_PENDING_CLEANUPS = 32  # Cleanups waiting for or running in the cleanup pool; more are refused, not queued
 CLEANUP_WAIT_SECONDS = 20.0  # how long a Cleanup waits for its application's merges to stop
+DEFAULT_APP_LEASE = 600.0  # seconds an application may send nothing (no Merge, no KeepAlive) before its merged files go
+MAX_LEASE_CHECK_SECONDS = 30.0  # expired leases are looked for every min(lease / 4, this)
+MAX_LEASES = 1 << 16  # applications whose lease is tracked; KeepAlive of one more is refused until some expire
 MAX_ID = 256               # characters of a request id or application id
 MAX_PATH = 4096            # characters of a local dir (PATH_MAX)
 MAX_NAME = 255             # characters of one of its components (NAME_MAX)
@@ -74,6 +77,11 @@ class Config:
     fd_budget: int = 1024
     max_fan_in: int = MAX_FAN_IN
     faults: Faults = NO_FAULTS  # crash injection for the crash tests; riffle-merger serve reads it from the environment
+    app_lease: float = DEFAULT_APP_LEASE
+
+    @property
+    def lease_check_seconds(self) -> float:
+        return min(self.app_lease / 4, MAX_LEASE_CHECK_SECONDS)
 
 
 @dataclass
@@ -108,6 +116,8 @@ class MergerService(pb_grpc.MergerServicer):
         self.merge_pool = ThreadPoolExecutor(config.merge_threads, thread_name_prefix="merge")
         self.io_pool = ThreadPoolExecutor(2, thread_name_prefix="cleanup")
         self.cleanups_pending = 0  # only touched on the event loop
+        self._seen: dict[str, float] = {}  # application -> when it last sent a Merge or KeepAlive (event loop only)
+        self._since = time.monotonic()  # what an application on record but not heard from since start-up counts from
         self.shutting_down = False
         self.version = package_version()
         self.metrics = Metrics(lambda: self.admission.queued, lambda: self.admission.in_use, lambda: self.admission.running)
@@ -163,6 +173,7 @@ class MergerService(pb_grpc.MergerServicer):
             await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         if self.shutting_down:
             await self._abort(context, grpc.StatusCode.UNAVAILABLE, "merger is shutting down")
+        self._seen[spec.app_id] = time.monotonic()
         name = data_file_name(spec.shuffle_id, spec.merged_map_id)
         index, sub = block_location(len(locs), name, spec.sub_dirs)
         output = (locs[index], sub, name)
@@ -345,11 +356,47 @@ class MergerService(pb_grpc.MergerServicer):
         return pb.CleanupResponse(files_deleted=files, bytes_freed=freed)
 
 
-    async def _end_merges_of(self, app_id: str, shuffle_id: int | None, locs: list[Location]) -> None:
+    async def KeepAlive(self, request: pb.KeepAliveRequest, context: grpc.aio.ServicerContext) -> pb.KeepAliveResponse:
+        try:
+            check_id("app_id", request.app_id)
+        except ValueError as exc:
+            await self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if request.app_id not in self._seen and len(self._seen) >= MAX_LEASES:
+            await self._abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"{len(self._seen)} application leases already held (at most {MAX_LEASES}); retry later")
+        self._seen[request.app_id] = time.monotonic()
+        return pb.KeepAliveResponse(lease_seconds=self.config.app_lease)
+
+    def paused(self, seconds: float) -> None:
+        """The daemon did not run for ``seconds`` (SIGSTOP, a frozen VM): nobody could reach it, so no lease
+        runs down for that time."""
+        self._seen = {app: t + seconds for app, t in self._seen.items()}
+        self._since += seconds
+
+    async def expire_leases(self) -> list[str]:
+        """Delete the merged files (and cancel the merges) of every application silent for longer than its lease:
+        its driver died without Cleanup. Returns the applications expired."""
+        loop = asyncio.get_running_loop()
+        now = time.monotonic()
+        recorded = await loop.run_in_executor(self.io_pool, self.journal.apps)
+        running = {e.app_id for e in self._inflight.values()}
+        expired = [app for app in recorded | running | set(self._seen)
+                   if now - self._seen.get(app, self._since) > self.config.app_lease]
+        for app in expired:
+            self._seen.pop(app, None)
+            if app not in recorded and app not in running:
+                continue  # it cleaned up after itself
+            await self._end_merges_of(app, None, None)
+            files, freed = await loop.run_in_executor(self.io_pool, self.journal.delete, app, lambda rec: False)
+            log.warning("application %s sent nothing for %.0fs (its lease): its merges cancelled, its %d merged files "
+                        "deleted (%d bytes)", app, self.config.app_lease, files, freed)
+        return expired
+
+    async def _end_merges_of(self, app_id: str, shuffle_id: int | None, locs: list[Location] | None) -> None:
         """Cancel the app's merges into ``locs`` and wait them out, so none publishes after its Cleanup; one that is
         past cancelling publishes first (and Cleanup then deletes it), one that outlasts the wait is deleted when it ends."""
         ending = [(rid, e) for rid, e in self._inflight.items()
-                  if e.app_id == app_id and (shuffle_id is None or e.shuffle_id == shuffle_id) and e.output[0] in locs]
+                  if e.app_id == app_id and (shuffle_id is None or e.shuffle_id == shuffle_id) and (locs is None or e.output[0] in locs)]
         if not ending:
             return
         for rid, entry in ending:

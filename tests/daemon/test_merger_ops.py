@@ -184,3 +184,55 @@ def test_calls_grpc_cancels_are_counted_and_logged(root, dirs):
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         assert 'riffle_rpc_cancelled_total{stage="running"} 1.0' in body
         assert d.client.status().merges_cancelled == 1
+
+
+def test_an_application_silent_for_its_lease_loses_its_merged_files(root, dirs):
+    """A driver that died without Cleanup: once it has sent nothing for ``--app-lease`` seconds, the daemon deletes
+    its merged files and records; an application that keeps renewing (KeepAlive) keeps them, and a SIGSTOP of the
+    daemon itself does not count against anyone's lease."""
+    import signal
+
+    make_outputs(dirs, 1, [0, 1, 2, 3], 4)
+    with DaemonProcess([root], "--app-lease", "2") as d:
+        dead = d.client.merge("m-dead", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app-dead")
+        live = d.client.merge("m-live", 1, [2, 3], dirs, 4, SYNTHETIC_MAP_ID_BASE + 2, app_id="app-live")
+        assert d.client.keep_alive("app-live").lease_seconds == 2
+        os.kill(d.proc.pid, signal.SIGSTOP)  # longer than the lease: nobody's lease runs down meanwhile
+        time.sleep(3)
+        os.kill(d.proc.pid, signal.SIGCONT)
+        time.sleep(0.6)
+        assert Path(dead.data_path).exists(), d.log()[-2000:]
+        deadline = time.monotonic() + 2 + 0.5 + 3  # the lease, its check interval (lease / 4), slack
+        while Path(dead.data_path).exists() or Path(dead.index_path).exists():
+            assert time.monotonic() < deadline, d.log()[-2000:]
+            d.client.keep_alive("app-live")
+            time.sleep(0.2)
+        assert Path(live.data_path).exists() and Path(live.index_path).exists()
+        assert "application app-dead sent nothing for 2s (its lease): its merges cancelled, its 2 merged files deleted" in d.log()
+        apps = root / ".riffle-merger" / "apps"
+        assert len(list(apps.iterdir())) == 1  # only app-live's records are left
+
+
+def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs):
+    """The driver's fleet renews its application's lease on the mergers holding its merged files (at once on a
+    merger new to it, then every lease / 3 as the daemon's reply says): the files outlive several leases, and go
+    once the renewals stop."""
+    from riffle.driver.config import RiffleConfig
+    from riffle.driver.fleet import MergerFleet
+
+    make_outputs(dirs, 1, [0, 1], 4)
+    with DaemonProcess([root], "--app-lease", "2") as d:
+        out = d.client.merge("m", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app-x")
+        fleet = MergerFleet(RiffleConfig(enabled=True, mergers=(d.address,)), "app-x")
+        fleet.keep_alive()  # nothing merged yet: nothing renewed, the next periodic renewal is a minute away
+        fleet.merged_where[1] = {(d.address, tuple(dirs))}  # a merger new to the fleet is renewed at once
+        until = time.monotonic() + 5  # two and a half leases
+        while time.monotonic() < until:
+            fleet.keep_alive()  # the scheduler's loop calls it every step; it sends only when due
+            time.sleep(0.05)
+        assert Path(out.data_path).exists(), d.log()[-2000:]
+        fleet.close()
+        deadline = time.monotonic() + 2 + 0.5 + 3
+        while Path(out.data_path).exists():
+            assert time.monotonic() < deadline, d.log()[-2000:]
+            time.sleep(0.1)

@@ -229,3 +229,20 @@ def test_cleanup_on_a_merger_that_went_down_is_one_warning(caplog):
         assert fleet.merged_where == {}
     finally:
         fleet.close()
+
+
+def test_mergers_refusing_for_one_reason_are_one_warning(caplog):
+    """A token rotated on every merger: each refuses with the same cause, and the driver says so once."""
+    fleet = MergerFleet(RiffleConfig(enabled=True, mergers=("127.0.0.2:7000", "127.0.0.3:7000")), "app-1")
+    try:
+        with caplog.at_level("WARNING", logger="riffle.driver"):
+            for address in ("127.0.0.2:7000", "127.0.0.3:7000"):
+                fleet.refuse(address, "UNAUTHENTICATED: missing or wrong bearer token")
+            fleet.refuse("127.0.0.3:7000", "UNIMPLEMENTED: unknown method")
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 2 and "UNAUTHENTICATED" in warnings[0] and "UNIMPLEMENTED" in warnings[1], warnings
+        assert set(fleet.refused) == {"127.0.0.2:7000", "127.0.0.3:7000"}
+        fleet.forget_refusals()
+        assert fleet.refused == {}
+    finally:
+        fleet.close()

@@ -217,8 +217,25 @@ class Cluster:
             self._spawn(f"worker-{node.index}", lay.worker_command(spark_class, node), base_env | lay.worker_env(node))
         self._wait_ready(progress)
 
-    def start_merger(self, node: NodeLayout, extra: tuple[str, ...] = ()) -> int:
-        return self._spawn(f"merger-{node.index}", self.layout.merger_command(node, *extra))
+    def start_merger(self, node: NodeLayout, extra: tuple[str, ...] = (), env: dict[str, str] | None = None) -> int:
+        """Starts ``node``'s merger (``extra`` flags after the layout's, so they win; ``env`` e.g. fault injection)."""
+        return self._spawn(f"merger-{node.index}", self.layout.merger_command(node, *extra), env)
+
+    def restart_merger(self, node: NodeLayout, extra: tuple[str, ...] = (), env: dict[str, str] | None = None,
+                       kill: bool = False) -> None:
+        """Stops ``node``'s merger (SIGTERM, or SIGKILL like a crash with ``kill``) and starts it again; returns once it serves."""
+        role = f"merger-{node.index}"
+        if kill:
+            self.kill_role(role)
+        else:
+            self.stop_role(role)
+        self.start_merger(node, extra, env)
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.merger_healthy(node):
+            self._check_running(role)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{role} not healthy {START_TIMEOUT:.0f}s after a restart; see {self.layout.log_file(role)}")
+            time.sleep(0.05)
 
     def _start_shuffle_service(self, node: NodeLayout) -> None:
         from sparkshim.build import pyspark_jars
@@ -327,6 +344,17 @@ class Cluster:
                     os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+    def kill_role(self, role: str) -> None:
+        """SIGKILL one role's process group and reap it (a crash of that process alone)."""
+        pid = self.pids.get(role)
+        if pid is None:
+            return
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        _stop_group(pid, timeout=5.0)
 
     def stop_role(self, role: str) -> None:
         pid = self.pids.get(role)
