@@ -117,6 +117,23 @@ def test_page_renders_the_model_escaped_in_sparks_page(app):
     assert f'<td data-cause="merger_down">{rows(app)["B"].groups_fell_back["merger_down"]}</td>' in html
 
 
+def test_tab_in_sparks_navigation_renders_in_headless_chromium(app, tmp_path):
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("Debian's chromium is not installed (scripts/setup.sh)")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
+    url = app["ui"] + "/riffle/"
+    dom = subprocess.run([str(chromium), *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert re.search(r'<a class="nav-link[^"]*" href="[^"]*/riffle/">Riffle</a>', dom.stdout), dom.stdout[:3000]
+    assert "Fell back: merger down" in dom.stdout and MARK not in dom.stdout
+    shot = tmp_path / "riffle-tab.png"
+    run = subprocess.run([str(chromium), *flags, "--window-size=1280,1400", f"--screenshot={shot}", url], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", run.stderr[-2000:]
+
+
 def test_prometheus_scrape_has_slaq_and_riffle_series_matching_the_json(app):
     scrape = get(app["ui"] + "/metrics/prometheus")
     series = {name: float(value) for name, value in SERIES.findall(scrape)}
