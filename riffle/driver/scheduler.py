@@ -125,7 +125,7 @@ class MergeScheduler:
     def status(self) -> Any:
         """The ``riffle_status`` message of now: shuffles by id, mergers, totals."""
         label = policy_label(self.config.policy, self.config.nway, self.config.target_block_bytes)
-        rows = [shuffle_row(s, self.stats.get(sid), label) for sid, s in sorted(self.shuffles.items())]
+        rows = [shuffle_row(s, self.stats.get(sid), label) for sid, s in sorted(list(self.shuffles.items()))]  # any thread may ask
         return riffle_status(time.monotonic() - self._started, rows, self.fleet.merger_rows(), self.totals)
 
     def publish(self) -> None:
