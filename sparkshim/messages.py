@@ -24,6 +24,7 @@ JOB_PROPERTY: str = NAMES["job_property"]  # local property naming the SLAQ job 
 POOL_PREFIX: str = NAMES["pool_prefix"]  # a SLAQ job's scheduler pool is this + the job name
 BREEZE_LOGGER: str = NAMES["breeze_logger"]  # breeze's optimizers log their iterations under this logger
 BREEZE_ITERATION_LINE: str = NAMES["breeze_iteration_line"]  # how breeze's per-iteration line starts
+FALLBACK_CAUSES: tuple[str, ...] = tuple(NAMES["fallback_causes"].split())  # why a Riffle merge group stayed unmerged
 
 
 _INT_BITS = {"int": 32, "long": 64}
@@ -69,8 +70,15 @@ JobStatus: Any = CLASSES["job_status"]
 EpochStatus: Any = CLASSES["epoch_status"]  # one per epoch, shown by the SLAQ UI tab (docs/ui.md)
 # JVM -> REST clients (the SLAQ tab's /slaq/json)
 StatusReport: Any = CLASSES["status_report"]
+SlaqSummary: Any = CLASSES["slaq_summary"]  # what SLAQ did over the application (the summary at its end)
+SlaqJobSummary: Any = CLASSES["slaq_job_summary"]
 MergeGroup: Any = CLASSES["merge_group"]
 Commit: Any = CLASSES["commit"]
+# Python -> JVM -> REST clients (the Riffle tab's /riffle/json, its metrics and the summary at application end)
+RiffleStatus: Any = CLASSES["riffle_status"]
+RiffleShuffle: Any = CLASSES["riffle_shuffle"]
+RiffleMerger: Any = CLASSES["riffle_merger"]
+RiffleTotals: Any = CLASSES["riffle_totals"]
 
 
 def _check(kind: str, name: str, spec: str, value: Any) -> Any:

@@ -8,13 +8,16 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import grpc
 
 from riffle.driver.config import RiffleConfig
 from riffle.driver.merges import Merge
 from riffle.driver.placement import candidates, two_choices
+from riffle.driver.status import DOWN, OTHER, REFUSED, UP, cause_of_code, merger_row
 from riffle.merger.client import MergerClient
 
 log = logging.getLogger("riffle.driver")
@@ -56,6 +59,8 @@ class MergerFleet:
         self._down: dict[str, float] = {}
         self._config = config
         self._loads: dict[str, tuple[float, float]] = {}
+        self._queues: dict[str, tuple[int, int]] = {}  # merger -> (queued, running) at its last status call
+        self.outcomes: dict[str, Counter[str]] = {}  # merger -> its merges by final state (done, failed, cancelled)
         self._rng = random.Random(0)
         self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
         self._renew_every = MAX_KEEPALIVE_SECONDS  # the shortest lease / 3 a merger reported, at most this
@@ -134,7 +139,9 @@ class MergerFleet:
         if cached and now - cached[1] < LOAD_TTL_SECONDS:
             return cached[0]
         try:
-            load = float(self._client(address).status().load)
+            status = self._client(address).status()
+            load = float(status.load)
+            self._queues[address] = (int(status.queued), int(status.running))
         except grpc.RpcError as exc:
             self._failed(address, exc)
             load = float("inf")
@@ -151,7 +158,8 @@ class MergerFleet:
         try:
             client = self._client(m.merger)
         except Exception as exc:  # the client refuses to talk to it (a token without TLS off loopback)
-            m.state, m.error = "failed", str(exc)
+            m.state, m.error, m.cause = "failed", str(exc), REFUSED
+            self._count(m)
             self.refuse(m.merger, m.error)
             return
         try:
@@ -159,7 +167,8 @@ class MergerFleet:
                                         num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
                                         timeout=self.config.rpc_timeout)
         except Exception as exc:
-            m.state, m.error = "failed", str(exc)
+            m.state, m.error, m.cause = "failed", str(exc), OTHER
+            self._count(m)
             self.warn_once(f"submit-{m.merger}-{type(exc).__name__}", "Riffle: cannot send merges to %s (%s); their outputs stay unmerged",
                            m.merger, m.error)
             return
@@ -174,16 +183,32 @@ class MergerFleet:
             m.lengths = list(resp.partition_lengths)
             m.state = "done"
         except grpc.RpcError as exc:
-            m.state, m.error = "failed", self._failed(m.merger, exc)
+            m.state, m.error, m.cause = "failed", self._failed(m.merger, exc), cause_of_code(exc.code())
             log.info("Riffle: merge %s of shuffle %d failed (%s); its %d outputs stay unmerged", m.request_id, m.shuffle_id, m.error, len(m.members))
         except Exception as exc:  # a cancelled future, or the client refusing to send (e.g. a token without TLS)
-            m.state, m.error = "failed", repr(exc)
+            m.state, m.error, m.cause = "failed", repr(exc), m.cause or OTHER
             if not m.future.cancelled():
                 self.warn_once(f"error-{m.merger}-{type(exc).__name__}", "Riffle: merges on %s fail (%s); their outputs stay unmerged",
                                m.merger, m.error)
+        self._count(m)
+
+    def health(self, address: str) -> str:
+        """``refused`` (it will not change by itself), ``down`` (left out for now) or ``up``."""
+        if address in self.refused:
+            return REFUSED
+        return DOWN if self._down.get(address, 0.0) > time.monotonic() else UP
+
+    def merger_rows(self) -> list[Any]:
+        """Every merger configured or contacted, as ``riffle_merger`` messages (the Riffle tab's mergers table)."""
+        addresses = dict.fromkeys([*self.config.mergers, *self._clients, *self._down, *self.refused, *self.outcomes])
+        return [merger_row(a, self.health(a), *self._queues.get(a, (0, 0)), self.outcomes.get(a, Counter())) for a in addresses]
+
+    def _count(self, m: Merge) -> None:
+        self.outcomes.setdefault(m.merger, Counter())[m.state] += 1
 
     def cancel(self, m: Merge) -> None:
         """Stops waiting for ``m`` and asks its merger to drop it; fire and forget: a hung merger must not stall the scheduler."""
+        self._count(m)
         if m.future is not None:
             m.future.cancel()
         try:

@@ -27,6 +27,7 @@ class Merge:
     state: str = "running"  # running, done, failed, cancelled
     lengths: list[int] = field(default_factory=list)
     error: str = ""
+    cause: str = ""  # why it did not merge, once failed or cancelled (riffle.driver.status causes)
 
 
 @dataclass
@@ -44,6 +45,8 @@ class ShuffleState:
     settled: bool = False  # finalized, reducers released and stats recorded
     committed: int = 0
     map_bytes: int = 0
+    name: str = ""  # the map stage's name (its call site; user input)
+    unsent: Counter[str] = field(default_factory=Counter)  # groups never sent to a merger, by cause
 
 
 def settle_reason(map_done_at: float | None, states: Sequence[str], now: float, best_effort: float,

@@ -23,12 +23,14 @@ from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet, WarnOnce
 from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.policy import MapOutput, has_data, make_merge_policy
+from riffle.driver.status import MERGER_DOWN, OTHER, add_to_totals, cause_of_release, no_totals, policy_label, riffle_status, shuffle_row
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from sparkshim import messages
 
 log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01
 MAX_SETTLED_SHUFFLES = 256  # settled shuffles (and their stats) kept when Spark does not clean them up
+PUBLISH_SECONDS = 1.0  # the Riffle tab's model is pushed at least this often (merger health), and at once when a shuffle settles
 
 
 class MergeScheduler:
@@ -49,6 +51,10 @@ class MergeScheduler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="riffle-merge-scheduler", daemon=True)
         self.errors = 0
+        self.totals = no_totals()  # every settled shuffle summed (the Riffle tab, metrics and summary at application end)
+        self._published = float("-inf")
+        self._changed = False
+        self._started = time.monotonic()
 
     @property
     def config(self) -> RiffleConfig:
@@ -75,6 +81,7 @@ class MergeScheduler:
             for s in list(self.shuffles.values()):
                 if not s.finalized:
                     self._abandon(s, "Riffle stopped")
+            self.publish()
         except Exception:  # the JVM may already be gone at interpreter exit
             log.debug("riffle: could not release shuffles on stop", exc_info=True)
         if cleanup:
@@ -110,6 +117,23 @@ class MergeScheduler:
             if not s.finalized and s.held:
                 self._progress(s, now)
         self.fleet.keep_alive()
+        if self._changed or now - self._published >= PUBLISH_SECONDS:
+            try:
+                self.publish()
+            except Exception as exc:  # the tab shows stale numbers; merging must not stop for it
+                self._warn_once("publish", "Riffle: cannot update the Riffle tab and metrics: %s", exc)
+
+    def status(self) -> Any:
+        """The ``riffle_status`` message of now: shuffles by id, mergers, totals."""
+        label = policy_label(self.config.policy, self.config.nway, self.config.target_block_bytes)
+        rows = [shuffle_row(s, self.stats.get(sid), label) for sid, s in sorted(list(self.shuffles.items()))]  # any thread may ask
+        return riffle_status(time.monotonic() - self._started, rows, self.fleet.merger_rows(), self.totals)
+
+    def publish(self) -> None:
+        """Pushes :meth:`status` to the driver JVM (the Riffle tab, its JSON, metrics, summary at application end)."""
+        self._changed = False
+        self._published = time.monotonic()
+        self.tracker.publishStatus(messages.encode(self.status()))
 
     def _event(self, e: Any) -> None:
         if isinstance(e, messages.MapStageSubmitted):
@@ -149,7 +173,8 @@ class MergeScheduler:
                 self._abandon(old, "map stage retried")
             return
         policy = make_merge_policy(self.config.policy, self.config.nway, self.config.target_block_bytes, e.partitions) if e.held else None
-        self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, e.held, policy)
+        self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, e.held, policy, name=e.name)
+        self._changed = True
         if not e.held:
             s = self.shuffles[e.shuffle]
             s.finalized = s.settled = True  # nothing to merge or release: it only counts its outputs
@@ -204,9 +229,11 @@ class MergeScheduler:
         dirs = self._local_dirs(executor)
         if not dirs:
             self._warn_once(f"dirs-{executor}", "Riffle: local dirs of executor %s unknown; its outputs stay unmerged", executor)
+            s.unsent[OTHER] += 1
             return
         address = self.fleet.choose(host)
         if address is None:
+            s.unsent[MERGER_DOWN] += 1
             return
         merged_id = SYNTHETIC_MAP_ID_BASE + next(self._ids)
         m = Merge(f"{self.app_id}-{s.shuffle_id}-{uuid.uuid4().hex[:12]}", s.shuffle_id, list(group), merged_id, address, dirs)
@@ -227,7 +254,7 @@ class MergeScheduler:
         s.finalized = True
         for m in s.merges:
             if m.state == "running":
-                m.state = "cancelled"
+                m.state, m.cause = "cancelled", cause_of_release(reason)
                 self.fleet.cancel(m)
         done = [m for m in s.merges if m.state == "done"]
         committed = 0
@@ -247,6 +274,9 @@ class MergeScheduler:
     def _record(self, s: ShuffleState, reason: str) -> None:
         stats = self.stats[s.shuffle_id] = shuffle_stats(s, reason, time.monotonic())
         _cap(self.stats)
+        if s.held:
+            self.totals = add_to_totals(self.totals, shuffle_row(s, stats, ""))
+        self._changed = True
         if s.held:
             log.info("Riffle: shuffle %d: %d merges requested, %d committed, %d cancelled, %d failed; map files %d -> %d "
                      "(blocks %d -> %d, %d bytes); reducers held %.3f s after the map stage (%s)",

@@ -96,6 +96,9 @@ class TrackerStandIn:
         self.lookups += 1
         return [f"/local/{executor}/v{self.lookups}"]
 
+    def publishStatus(self, text):
+        self.published = messages.decode(text)
+
 
 def test_executor_removed_invalidates_cached_local_dirs():
     from riffle.driver.scheduler import MergeScheduler

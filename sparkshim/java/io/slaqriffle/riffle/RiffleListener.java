@@ -75,7 +75,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     if (hold) {
       partitions.put(shuffle, parts);
     }
-    tracker.emit(new Messages.MapStageSubmitted(shuffle, info.stageId(), info.attemptNumber(), info.numTasks(), parts, hold,
+    tracker.emit(new Messages.MapStageSubmitted(shuffle, info.stageId(), info.name(), info.attemptNumber(), info.numTasks(), parts, hold,
         unsafe == null ? "" : unsafe));
   }
 
@@ -113,6 +113,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   @Override
   public void onApplicationEnd(SparkListenerApplicationEnd event) {
     tracker.emit(new Messages.ApplicationEnd());
+    tracker.applicationEnded();
   }
 
   @Override

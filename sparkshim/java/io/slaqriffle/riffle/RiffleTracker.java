@@ -38,6 +38,7 @@ public final class RiffleTracker {
   private final ReducerGate gate;
   private final RiffleListener listener;
   private final String unavailable;
+  private final RiffleStatus status = new RiffleStatus();
   private final ConcurrentLinkedQueue<Messages.Message> events = new ConcurrentLinkedQueue<>();
   private final AtomicInteger pending = new AtomicInteger();
   private volatile boolean merging = true;
@@ -47,7 +48,8 @@ public final class RiffleTracker {
 
   private RiffleTracker(SparkContext sc) {
     this.sc = sc;
-    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS, Feature.CLEANER));
+    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS, Feature.CLEANER,
+        Feature.UI_TAB, Feature.METRICS));
     missing.keySet().retainAll(MERGING);
     String why = missing.isEmpty() ? null : "Spark internals changed (" + missing + ")";
     this.ts = missing.containsKey(Feature.GATE) ? null : SparkInternals.taskScheduler(sc);
@@ -69,6 +71,8 @@ public final class RiffleTracker {
     this.unavailable = why;
     sc.addSparkListener(listener);
     SparkInternals.attachCleanerListener(sc, listener);
+    SparkInternals.attachTab(sc, ui -> new RiffleTab(ui, status));
+    SparkInternals.registerSource(sc, "riffle", status.metrics());
   }
 
   /** The tracker of {@code sc}, created (and its listener registered) on first use; the Python bridge calls this. */
@@ -80,6 +84,16 @@ public final class RiffleTracker {
   public void configure(boolean merging, double holdTimeoutSeconds) {
     this.merging = merging;
     gate.setTimeout(holdTimeoutSeconds);
+  }
+
+  /** Replaces what the Riffle tab, its JSON, the metrics and the application-end summary show ({@code riffle_status} JSON). */
+  public void publishStatus(String riffleStatusJson) {
+    status.publish(riffleStatusJson);
+  }
+
+  /** The latest {@code riffle_status} message (the tab's JSON). */
+  public String statusJson() {
+    return status.reportJson();
   }
 
   /** Why merging cannot work on this Spark, or null when it can. */
@@ -151,6 +165,10 @@ public final class RiffleTracker {
   }
 
   // ---------------------------------------------------------------- for the listener
+  void applicationEnded() {
+    status.logSummary();
+  }
+
   boolean merging() {
     return merging;
   }

@@ -29,13 +29,15 @@ public final class Messages {
     @JsonSubTypes.Type(HoldExpired.class), @JsonSubTypes.Type(ShuffleCleaned.class), @JsonSubTypes.Type(ExecutorRemoved.class),
     @JsonSubTypes.Type(ApplicationEnd.class), @JsonSubTypes.Type(Iteration.class), @JsonSubTypes.Type(PoolState.class),
     @JsonSubTypes.Type(Allocation.class), @JsonSubTypes.Type(MergeGroup.class), @JsonSubTypes.Type(Commit.class),
-    @JsonSubTypes.Type(JobStatus.class), @JsonSubTypes.Type(EpochStatus.class), @JsonSubTypes.Type(StatusReport.class)
+    @JsonSubTypes.Type(JobStatus.class), @JsonSubTypes.Type(EpochStatus.class), @JsonSubTypes.Type(StatusReport.class),
+    @JsonSubTypes.Type(SlaqJobSummary.class), @JsonSubTypes.Type(SlaqSummary.class), @JsonSubTypes.Type(RiffleShuffle.class),
+    @JsonSubTypes.Type(RiffleMerger.class), @JsonSubTypes.Type(RiffleTotals.class), @JsonSubTypes.Type(RiffleStatus.class)
   })
   public interface Message {}
 
   // ---------------------------------------------------------------- Riffle: JVM -> Python
   @JsonTypeName("map_stage_submitted")
-  public record MapStageSubmitted(int shuffle, int stage, int attempt, int tasks, int partitions, boolean held, String unsafe)
+  public record MapStageSubmitted(int shuffle, int stage, String name, int attempt, int tasks, int partitions, boolean held, String unsafe)
       implements Message {}
 
   @JsonTypeName("map_output")
@@ -78,9 +80,17 @@ public final class Messages {
   public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs) implements Message {}
 
   // ---------------------------------------------------------------- JVM -> REST clients (/slaq/json)
-  /** What the SLAQ tab shows: the retained epochs (oldest first) and the jobs that have left the loop. */
+  /** One job over the whole application: seconds from its first epoch to normalized loss 0.1 (-1: not reached), its core-seconds and their share. */
+  @JsonTypeName("slaq_job_summary")
+  public record SlaqJobSummary(String job, double secondsToNinety, double coreSeconds, double share) implements Message {}
+
+  /** What SLAQ did over the application (logged once at its end): per job, and the mean time to 90% over the jobs that reached it. */
+  @JsonTypeName("slaq_summary")
+  public record SlaqSummary(List<SlaqJobSummary> jobs, int reachedNinety, double meanSecondsToNinety) implements Message {}
+
+  /** What the SLAQ tab shows: the retained epochs (oldest first), the jobs that have left the loop, and the application's summary. */
   @JsonTypeName("status_report")
-  public record StatusReport(List<EpochStatus> history, List<JobStatus> finished) implements Message {}
+  public record StatusReport(List<EpochStatus> history, List<JobStatus> finished, SlaqSummary summary) implements Message {}
 
   /** One merged group: statuses at {@code mapIndexes} (with {@code mapIds}) become the merged file at {@code owner}. */
   @JsonTypeName("merge_group")
@@ -89,6 +99,27 @@ public final class Messages {
 
   @JsonTypeName("commit")
   public record Commit(int shuffle, List<MergeGroup> groups) implements Message {}
+
+  // ---------------------------------------------------------------- Riffle: Python -> JVM -> REST clients (/riffle/json)
+  /** One shuffle as the merge scheduler saw it; {@code groupsFellBack} counts unmerged groups by cause. */
+  @JsonTypeName("riffle_shuffle")
+  public record RiffleShuffle(int shuffle, int stage, String name, int maps, int reducers, String policy, String state, int groupsMerged,
+      Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged, long blocksMerged, double gateWaitSeconds, String reason)
+      implements Message {}
+
+  /** One merger daemon: its health as the driver sees it, its queue at the last status call, and what its merges came to. */
+  @JsonTypeName("riffle_merger")
+  public record RiffleMerger(String address, String health, int queued, int running, int mergesDone, int mergesFailed, int mergesCancelled)
+      implements Message {}
+
+  /** Every settled shuffle of the application summed (not capped like the shuffle list). */
+  @JsonTypeName("riffle_totals")
+  public record RiffleTotals(int shuffles, int groupsMerged, Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged,
+      long blocksMerged, double gateWaitSeconds) implements Message {}
+
+  /** The Riffle tab's whole model, pushed by the Python merge scheduler: one serialisable object. */
+  @JsonTypeName("riffle_status")
+  public record RiffleStatus(double t, List<RiffleShuffle> shuffles, List<RiffleMerger> mergers, RiffleTotals totals) implements Message {}
 
   // ---------------------------------------------------------------- codec
   private static final ObjectMapper JSON = JsonMapper.builder()

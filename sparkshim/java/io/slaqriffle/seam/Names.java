@@ -24,6 +24,14 @@ public final class Names {
   /** How breeze's per-iteration line starts ({@code "Val and Grad Norm: %.6g (rel: %.3g) %.6g"}). */
   public static final String BREEZE_ITERATION_LINE = name("breeze_iteration_line");
 
+  /** Why a Riffle merge group stayed unmerged: the keys of {@code riffle_shuffle.groups_fell_back}, space-separated, in the order the UI shows them. */
+  public static final String FALLBACK_CAUSES = name("fallback_causes");
+
+  /** {@link #FALLBACK_CAUSES} as a list. */
+  public static java.util.List<String> fallbackCauses() {
+    return java.util.List.of(FALLBACK_CAUSES.split(" "));
+  }
+
   private Names() {}
 
   private static JsonNode load() {

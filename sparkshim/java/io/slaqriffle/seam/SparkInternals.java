@@ -98,6 +98,9 @@ import scala.xml.Node;
  * <tr><td>{@code SparkContext.ui()}, {@code WebUI.attachTab}, {@code SparkUITab}/{@code WebUIPage} (subclassed),
  *     {@code UIUtils.headerSparkPage/prependBaseUri} (all private[spark]; the SQL and Streaming tabs use them)</td>
  *     <td>UI_TAB</td><td>4.3.0</td></tr>
+ * <tr><td>{@code SparkEnv.metricsSystem()}, {@code MetricsSystem.registerSource(Source)}, {@code Source} (implemented by
+ *     {@link MetricSource}; all private[spark], as Spark's own sources and SparkPlugin metric registries use them)</td>
+ *     <td>METRICS</td><td>4.3.0 (since 1.x)</td></tr>
  * </table>
  */
 public final class SparkInternals {
@@ -115,8 +118,10 @@ public final class SparkInternals {
     CLEANER("Riffle", "merged files of cleaned shuffles are deleted only when the application ends"),
     /** SLAQ's token pools under the task scheduler's root pool. */
     POOLS("SLAQ", "allocations are not enforced: jobs share cores as Spark's scheduler decides"),
-    /** SLAQ's tab in the driver's Spark UI. */
-    UI_TAB("SLAQ", "the Spark UI has no SLAQ tab; scheduling is unaffected and the status stays in the driver log");
+    /** SLAQ's and Riffle's tabs in the driver's Spark UI. */
+    UI_TAB("SLAQ/Riffle", "the Spark UI has no SLAQ or Riffle tab; scheduling and merging are unaffected and the status stays in the driver log"),
+    /** SLAQ's and Riffle's metric sources in the driver's metrics system. */
+    METRICS("SLAQ/Riffle", "no slaq.* or riffle.* metrics reach the configured sinks; the tabs and the driver log still show the numbers");
 
     private final String product;
     private final String consequence;
@@ -273,6 +278,15 @@ public final class SparkInternals {
             "jakarta.servlet.http.HttpServletRequest", "java.lang.String", "java.lang.String");
         requireMethod(problems, "org.apache.spark.ui.UIUtils", "headerSparkPage", "jakarta.servlet.http.HttpServletRequest",
             "java.lang.String", "scala.Function0", "org.apache.spark.ui.SparkUITab", "scala.Option", "boolean", "boolean", "boolean");
+      }
+      case METRICS -> {
+        // called, not looked up: reflecting over SparkEnv's methods loads types missing from pyspark's jars
+        if (sc.env() == null || sc.env().metricsSystem() == null) {
+          problems.add("the context has no metrics system");
+        }
+        requireMethod(problems, "org.apache.spark.metrics.MetricsSystem", "registerSource", "org.apache.spark.metrics.source.Source");
+        requireMethod(problems, "org.apache.spark.metrics.source.Source", "sourceName");
+        requireMethod(problems, "org.apache.spark.metrics.source.Source", "metricRegistry");
       }
       default -> throw new IllegalArgumentException(feature.toString());
     }
@@ -481,7 +495,7 @@ public final class SparkInternals {
       ui.get().attachTab(tab.apply(ui.get()));
       return true;
     } catch (RuntimeException | LinkageError e) {
-      LOG.warn("SLAQ: the Spark UI tab is switched off on Spark {}: {}. Scheduling is unaffected; the status stays in the driver log.",
+      LOG.warn("SLAQ/Riffle: a Spark UI tab is switched off on Spark {}: {}. Scheduling and merging are unaffected; the status stays in the driver log.",
           sc.version(), e.toString());
       return false;
     }
@@ -495,6 +509,30 @@ public final class SparkInternals {
   /** A page with Spark's header, navigation and styles around {@code content}. */
   public static Seq<Node> sparkPage(HttpServletRequest request, String title, Function0<Seq<Node>> content, SparkUITab tab) {
     return UIUtils.headerSparkPage(request, title, content, tab, Option.empty(), false, false, false);
+  }
+
+  // ---------------------------------------------------------------- METRICS
+
+  /**
+   * Registers {@code registry} as the driver metrics system's source {@code name}, so every configured
+   * sink (PrometheusServlet, JMX, CSV, ...) exports its metrics as {@code <namespace>.driver.<name>.*};
+   * false when METRICS is off or the context has no running metrics system.
+   */
+  public static boolean registerSource(SparkContext sc, String name, com.codahale.metrics.MetricRegistry registry) {
+    if (!available(Feature.METRICS)) {
+      return false;
+    }
+    try {
+      SparkEnv env = sc.env();
+      if (env == null) {
+        return false;
+      }
+      env.metricsSystem().registerSource(new MetricSource(name, registry));
+      return true;
+    } catch (RuntimeException | LinkageError e) {
+      LOG.warn("SLAQ/Riffle: the {} metric source is switched off on Spark {}: {}.", name, sc.version(), e.toString());
+      return false;
+    }
   }
 
   // ---------------------------------------------------------------- COMMIT

@@ -50,6 +50,13 @@ public final class SlaqPools {
       SparkInternals.rootPool(ts).addSchedulable(parent);
     }
     SparkInternals.attachTab(sc, ui -> new SlaqTab(ui, status));
+    SparkInternals.registerSource(sc, "slaq", status.metrics());
+    sc.addSparkListener(new org.apache.spark.scheduler.SparkListener() {
+      @Override
+      public void onApplicationEnd(org.apache.spark.scheduler.SparkListenerApplicationEnd event) {
+        status.logSummary();
+      }
+    });
   }
 
   /**
@@ -62,7 +69,7 @@ public final class SlaqPools {
   }
 
   private static SlaqPools create(SparkContext sc) {
-    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB));
+    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB, Feature.METRICS));
     if (missing.containsKey(Feature.POOLS)) {
       throw new IllegalStateException("SLAQ cannot enforce allocations on Spark " + sc.version() + ": " + missing.get(Feature.POOLS));
     }

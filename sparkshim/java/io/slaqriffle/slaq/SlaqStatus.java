@@ -1,5 +1,7 @@
 package io.slaqriffle.slaq;
 
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.MetricRegistry;
 import io.slaqriffle.seam.Messages;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -10,6 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,7 +21,8 @@ import org.slf4j.LoggerFactory;
  * messages, one py4j call per epoch): a bounded window of recent epochs for the UI tab's charts, the
  * last status of every job that left the loop, and one INFO line per epoch in the driver's log4j log
  * (logger {@code io.slaqriffle.slaq.SlaqStatus}). While no job is registered only the first idle epoch is
- * kept and logged.
+ * kept and logged. It also keeps, per job, what the application-end summary reports (time to 90%,
+ * core-seconds allocated) and the gauges of SLAQ's metric source.
  */
 public final class SlaqStatus {
   private static final Logger LOG = LoggerFactory.getLogger(SlaqStatus.class);
@@ -28,9 +32,29 @@ public final class SlaqStatus {
   static final int MAX_FINISHED = 500;
   /** Jobs named in one log line; the rest are counted. */
   static final int LOG_JOBS = 8;
+  /** Normalized loss at which a job counts as 90% converged (the paper's "time to 90%"). */
+  static final double NINETY = 0.1;
+  /** Jobs the summary remembers; the oldest are dropped first. */
+  static final int MAX_TALLIES = 2 * MAX_FINISHED;
+  /** Jobs named in the summary block; the rest are counted. */
+  static final int SUMMARY_JOBS = 20;
 
   private final Deque<Messages.EpochStatus> history = new ArrayDeque<>();
   private final LinkedHashMap<String, Messages.JobStatus> finished = new LinkedHashMap<>();
+  private final LinkedHashMap<String, Tally> tallies = new LinkedHashMap<>();
+  private final AtomicBoolean summarized = new AtomicBoolean();
+  private double lastEpochSeconds;
+
+  /** One job over the application: when it first appeared, when it reached {@link #NINETY} (-1: not yet), cores x seconds allocated. */
+  private static final class Tally {
+    final double firstT;
+    double t90 = -1;
+    double coreSeconds;
+
+    Tally(double firstT) {
+      this.firstT = firstT;
+    }
+  }
 
   /** Records one epoch ({@code epoch_status} JSON) and logs its INFO line. */
   public void publish(String epochStatusJson) {
@@ -56,6 +80,7 @@ public final class SlaqStatus {
       for (Messages.JobStatus j : status.jobs()) {
         finished.remove(j.job()); // a name reused by a new job is running again
       }
+      tally(previous, status);
       history.addLast(status);
       while (history.size() > MAX_EPOCHS) {
         history.removeFirst();
@@ -66,6 +91,115 @@ public final class SlaqStatus {
     }
   }
 
+  /** Charges each job the cores it held since the previous epoch and notes the first epoch it reached 90%. */
+  private void tally(Messages.EpochStatus previous, Messages.EpochStatus status) {
+    if (previous != null) {
+      double dt = Math.max(status.t() - previous.t(), 0.0);
+      lastEpochSeconds = dt;
+      for (Messages.JobStatus j : previous.jobs()) {
+        tallyOf(j.job(), previous.t()).coreSeconds += j.cores() * dt;
+      }
+    }
+    for (Messages.JobStatus j : status.jobs()) {
+      Tally t = tallyOf(j.job(), status.t());
+      if (t.t90 < 0 && j.iterations() > 1 && j.normalizedLoss() <= NINETY) {
+        t.t90 = status.t() - t.firstT;
+      }
+    }
+    while (tallies.size() > MAX_TALLIES) {
+      tallies.remove(tallies.keySet().iterator().next());
+    }
+  }
+
+  private Tally tallyOf(String job, double t) {
+    return tallies.computeIfAbsent(job, k -> new Tally(t));
+  }
+
+  /** What SLAQ did over the application so far: per job its time to 90% and its share of all allocated core-seconds. */
+  public synchronized Messages.SlaqSummary summary() {
+    double total = 0;
+    for (Tally t : tallies.values()) {
+      total += t.coreSeconds;
+    }
+    List<Messages.SlaqJobSummary> jobs = new ArrayList<>();
+    double sum90 = 0;
+    int reached = 0;
+    for (Map.Entry<String, Tally> e : tallies.entrySet()) {
+      Tally t = e.getValue();
+      jobs.add(new Messages.SlaqJobSummary(e.getKey(), t.t90, t.coreSeconds, total > 0 ? t.coreSeconds / total : 0.0));
+      if (t.t90 >= 0) {
+        sum90 += t.t90;
+        reached++;
+      }
+    }
+    return new Messages.SlaqSummary(jobs, reached, reached > 0 ? sum90 / reached : 0.0);
+  }
+
+  /** Logs {@link #summary} as one INFO block, once (at application end). */
+  public void logSummary() {
+    if (summarized.compareAndSet(false, true) && LOG.isInfoEnabled()) {
+      LOG.info(summaryBlock(summary()));
+    }
+  }
+
+  /** The application-end block: the mean time to 90%, then each job's time to 90% and share of the allocations. */
+  static String summaryBlock(Messages.SlaqSummary s) {
+    StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
+        "SLAQ summary: %d jobs, %d reached normalized loss %.1f; mean time to 90%%: %s",
+        s.jobs().size(), s.reachedNinety(), NINETY, s.reachedNinety() > 0 ? String.format(Locale.ROOT, "%.1f s", s.meanSecondsToNinety()) : "n/a"));
+    int shown = 0;
+    for (Messages.SlaqJobSummary j : s.jobs()) {
+      if (shown++ == SUMMARY_JOBS) {
+        b.append(String.format(Locale.ROOT, "%n  ... %d more jobs", s.jobs().size() - SUMMARY_JOBS));
+        break;
+      }
+      b.append(String.format(Locale.ROOT, "%n  %s: time to 90%% %s, %.1f core-seconds allocated (%.1f%% of all)", j.job(),
+          j.secondsToNinety() >= 0 ? String.format(Locale.ROOT, "%.1f s", j.secondsToNinety()) : "not reached", j.coreSeconds(), 100 * j.share()));
+    }
+    return b.toString();
+  }
+
+  /**
+   * SLAQ's metric source ({@code slaq.*} under the driver's metrics namespace): jobs by state, the
+   * last epoch's length, cores allocated and used and the mean normalized loss, read from the latest
+   * epoch when a sink polls (the same numbers as the tab's JSON).
+   */
+  public MetricRegistry metrics() {
+    MetricRegistry r = new MetricRegistry();
+    r.register("jobs.waiting", (Gauge<Integer>) () -> countLatest("waiting"));
+    r.register("jobs.running", (Gauge<Integer>) () -> countLatest("running"));
+    r.register("jobs.finished", (Gauge<Integer>) () -> finishedCount());
+    r.register("epoch.seconds", (Gauge<Double>) () -> epochSeconds());
+    r.register("cores.allocated", (Gauge<Double>) () -> sumLatest(false));
+    r.register("cores.used", (Gauge<Double>) () -> sumLatest(true));
+    r.register("normalizedLoss.mean", (Gauge<Double>) () -> meanNormalizedLoss());
+    return r;
+  }
+
+  private synchronized int countLatest(String state) {
+    Messages.EpochStatus last = history.peekLast();
+    return last == null ? 0 : (int) last.jobs().stream().filter(j -> j.state().equals(state)).count();
+  }
+
+  private synchronized int finishedCount() {
+    return finished.size();
+  }
+
+  private synchronized double epochSeconds() {
+    return lastEpochSeconds;
+  }
+
+  private synchronized double sumLatest(boolean used) {
+    Messages.EpochStatus last = history.peekLast();
+    return last == null ? 0.0 : last.jobs().stream().mapToDouble(j -> used ? j.usedCores() : j.cores()).sum();
+  }
+
+  /** The mean normalized loss of the jobs that reported a loss in the latest epoch (0 when none did). */
+  private synchronized double meanNormalizedLoss() {
+    Messages.EpochStatus last = history.peekLast();
+    return last == null ? 0.0 : last.jobs().stream().filter(j -> j.iterations() > 0).mapToDouble(Messages.JobStatus::normalizedLoss).average().orElse(0.0);
+  }
+
   private static Messages.JobStatus asFinished(Messages.JobStatus j) {
     return new Messages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0);
   }
@@ -74,7 +208,7 @@ public final class SlaqStatus {
   public synchronized Messages.StatusReport report(int epochs) {
     List<Messages.EpochStatus> all = new ArrayList<>(history);
     List<Messages.EpochStatus> last = all.subList(Math.max(all.size() - Math.max(epochs, 0), 0), all.size());
-    return new Messages.StatusReport(new ArrayList<>(last), new ArrayList<>(finished.values()));
+    return new Messages.StatusReport(new ArrayList<>(last), new ArrayList<>(finished.values()), summary());
   }
 
   /** Every retained epoch. */

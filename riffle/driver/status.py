@@ -1,0 +1,112 @@
+"""What the merge scheduler did, as the ``riffle_status`` message (sparkshim/messages.json) the
+driver JVM shows: the Riffle tab of the Spark UI and its JSON, Riffle's metric source, and the
+summary logged at application end (``sparkshim/java/io/slaqriffle/riffle/RiffleStatus.java``).
+
+Every group of map outputs either merged (and committed) or fell back to the original files for one
+cause of ``messages.FALLBACK_CAUSES``. Pure functions over the scheduler's state: no Spark, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import grpc
+
+from riffle.driver.merges import ShuffleState
+from sparkshim import messages
+
+MERGER_DOWN = "merger_down"  # no merger reachable on the host, or the merger went away mid-merge
+REFUSED = "refused"  # the merger refused the request (token, TLS, paths, version, full queue or disk)
+TIMED_OUT = "timed_out"  # the RPC deadline or the reducers' hold timeout passed first
+DELETED_FILE = "deleted_file"  # a map output file was gone when the merger read it
+BEST_EFFORT = "best_effort"  # cancelled: enough merges had finished (the best-effort fraction)
+OTHER = "other"  # map stage failed or retried, Riffle stopped, commit refused, local dirs unknown, merge error
+CAUSES: tuple[str, ...] = messages.FALLBACK_CAUSES
+assert set(CAUSES) == {MERGER_DOWN, REFUSED, TIMED_OUT, DELETED_FILE, BEST_EFFORT, OTHER}, CAUSES
+
+_CODE_CAUSES = {
+    grpc.StatusCode.UNAVAILABLE: MERGER_DOWN, grpc.StatusCode.DEADLINE_EXCEEDED: TIMED_OUT, grpc.StatusCode.NOT_FOUND: DELETED_FILE,
+    grpc.StatusCode.UNAUTHENTICATED: REFUSED, grpc.StatusCode.PERMISSION_DENIED: REFUSED, grpc.StatusCode.UNIMPLEMENTED: REFUSED,
+    grpc.StatusCode.INVALID_ARGUMENT: REFUSED, grpc.StatusCode.FAILED_PRECONDITION: REFUSED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: REFUSED, grpc.StatusCode.ALREADY_EXISTS: REFUSED,
+}
+UP, DOWN = "up", "down"  # a merger's health; REFUSED too
+
+
+def cause_of_code(code: grpc.StatusCode) -> str:
+    """The fallback cause of a merge whose RPC failed with ``code``."""
+    return _CODE_CAUSES.get(code, OTHER)
+
+
+def cause_of_release(reason: str) -> str:
+    """The fallback cause of a merge still running when its shuffle's reducers were released for ``reason``
+    (the scheduler's own wording: :func:`riffle.driver.merges.settle_reason` and the hold's expiry)."""
+    if reason.startswith("best effort"):
+        return BEST_EFFORT
+    if reason.startswith("timeout") or "timed out" in reason:
+        return TIMED_OUT
+    return OTHER
+
+
+def fell_back(s: ShuffleState) -> dict[str, int]:
+    """Groups of ``s`` left unmerged, by cause: never sent, failed, cancelled, or finished but not committed."""
+    counts: Counter[str] = Counter(s.unsent)
+    counts.update(m.cause or OTHER for m in s.merges if m.state in ("failed", "cancelled"))
+    done = sum(1 for m in s.merges if m.state == "done")
+    if s.finalized and done > s.committed:
+        counts[OTHER] += done - s.committed
+    return {c: counts[c] for c in CAUSES if counts[c]}
+
+
+def bytes_merged(s: ShuffleState) -> int:
+    """Bytes in the committed merged files (averaged over the finished merges when the shim skipped some)."""
+    done = [sum(m.lengths) for m in s.merges if m.state == "done"]
+    if not done or s.committed <= 0:
+        return 0
+    return sum(done) if s.committed >= len(done) else round(s.committed * sum(done) / len(done))
+
+
+def shuffle_row(s: ShuffleState, stats: Mapping[str, Any] | None, policy: str) -> Any:
+    """One shuffle's ``riffle_shuffle``: settled (``stats`` recorded), merging (held), or unmerged (never held)."""
+    state = "settled" if stats is not None else ("merging" if s.held else "unmerged")
+    blocks = len(s.outputs) * max(s.num_partitions, 0)
+    return messages.RiffleShuffle(
+        shuffle=s.shuffle_id, stage=s.stage_id, name=s.name, maps=s.num_maps, reducers=max(s.num_partitions, 0),
+        policy=policy if s.held else "none", state=state, groups_merged=s.committed if stats is not None else 0,
+        groups_fell_back=fell_back(s), bytes_merged=bytes_merged(s) if stats is not None else 0,
+        blocks_unmerged=int(stats["blocks_before"]) if stats is not None else blocks,
+        blocks_merged=int(stats["blocks_after"]) if stats is not None else blocks,
+        gate_wait_seconds=float((stats or {}).get("hold_seconds") or 0.0), reason=str((stats or {}).get("reason") or ""))
+
+
+def add_to_totals(totals: Any, row: Any) -> Any:
+    """``totals`` (a ``riffle_totals``) with one more settled shuffle."""
+    causes = Counter(totals.groups_fell_back)
+    causes.update(row.groups_fell_back)
+    return messages.RiffleTotals(
+        shuffles=totals.shuffles + 1, groups_merged=totals.groups_merged + row.groups_merged, groups_fell_back=dict(causes),
+        bytes_merged=totals.bytes_merged + row.bytes_merged, blocks_unmerged=totals.blocks_unmerged + row.blocks_unmerged,
+        blocks_merged=totals.blocks_merged + row.blocks_merged, gate_wait_seconds=totals.gate_wait_seconds + row.gate_wait_seconds)
+
+
+def no_totals() -> Any:
+    return messages.RiffleTotals(shuffles=0, groups_merged=0, groups_fell_back={}, bytes_merged=0, blocks_unmerged=0, blocks_merged=0,
+                                 gate_wait_seconds=0.0)
+
+
+def merger_row(address: str, health: str, queued: int, running: int, outcomes: Mapping[str, int]) -> Any:
+    """One merger's ``riffle_merger``: ``outcomes`` counts its merges by final state (done, failed, cancelled)."""
+    return messages.RiffleMerger(address=address, health=health, queued=int(queued), running=int(running),
+                                 merges_done=int(outcomes.get("done", 0)), merges_failed=int(outcomes.get("failed", 0)),
+                                 merges_cancelled=int(outcomes.get("cancelled", 0)))
+
+
+def riffle_status(t: float, rows: Iterable[Any], mergers: Iterable[Any], totals: Any) -> Any:
+    return messages.RiffleStatus(t=float(t), shuffles=list(rows), mergers=list(mergers), totals=totals)
+
+
+def policy_label(policy: str, nway: int, target_block_bytes: int) -> str:
+    """The merge policy as the tab shows it."""
+    return f"nway {nway}" if policy == "nway" else f"{policy}, target block {target_block_bytes} B"

@@ -1,0 +1,164 @@
+package io.slaqriffle.riffle;
+
+import io.slaqriffle.seam.Html;
+import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.Names;
+import io.slaqriffle.seam.SparkInternals;
+import jakarta.servlet.http.HttpServletRequest;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.spark.ui.WebUIPage;
+import org.json4s.JValue;
+import org.json4s.jackson.JsonMethods$;
+import scala.collection.immutable.Seq;
+import scala.runtime.AbstractFunction0;
+import scala.xml.Node;
+import scala.xml.Unparsed;
+
+/**
+ * The Riffle tab's one page, at {@code /riffle/} (HTML: totals, shuffles, mergers and the chart of
+ * blocks saved) and {@code /riffle/json/} (the {@code riffle_status} message). {@link #html} is a pure
+ * function of the model; Spark's header, navigation and styles come from {@link SparkInternals#sparkPage}.
+ */
+final class RifflePage extends WebUIPage {
+  private static final int MAX_REFRESH_SECONDS = 3600;
+  /** Shuffles drawn in the chart (the latest ones); the table shows every shuffle the model holds. */
+  static final int CHART_SHUFFLES = 60;
+  private final RiffleTab tab;
+  private final RiffleStatus status;
+
+  RifflePage(RiffleTab tab, RiffleStatus status) {
+    super("");
+    this.tab = tab;
+    this.status = status;
+  }
+
+  @Override
+  public Seq<Node> render(HttpServletRequest request) {
+    String html = html(status.report(), SparkInternals.prependBaseUri(request, tab.basePath(), "/riffle/json/"), refreshSeconds(request));
+    return SparkInternals.sparkPage(request, "Riffle", new AbstractFunction0<Seq<Node>>() {
+      @Override
+      public Seq<Node> apply() {
+        return new Unparsed(html);
+      }
+    }, tab);
+  }
+
+  @Override
+  public JValue renderJson(HttpServletRequest request) {
+    try {
+      return JsonMethods$.MODULE$.mapper().readValue(status.reportJson(), JValue.class);
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("cannot render the Riffle status as JSON: " + e, e);
+    }
+  }
+
+  /** {@code ?refresh=N} in 1..3600 s, else 0 (no reload). */
+  private static int refreshSeconds(HttpServletRequest request) {
+    try {
+      String value = request.getParameter("refresh");
+      int v = value == null ? 0 : Integer.parseInt(value.trim());
+      return v > 0 && v <= MAX_REFRESH_SECONDS ? v : 0;
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
+  static String html(Messages.RiffleStatus s, String jsonUrl, int refreshSeconds) {
+    Messages.RiffleTotals t = s.totals();
+    StringBuilder b = new StringBuilder("<div id=\"riffle\">");
+    b.append(String.format(Locale.ROOT,
+        "<p id=\"riffle-summary\">%d shuffles settled &middot; %d groups merged, %d fell back (%s) &middot; blocks fetched %d &rarr; %d "
+            + "(%d saved) &middot; %s merged &middot; reducers waited %.3f s at the gate &middot; <a href=\"%s\">JSON</a> &middot; "
+            + "auto-refresh: <a href=\"?refresh=5\">every 5 s</a></p>",
+        t.shuffles(), t.groupsMerged(), sum(t.groupsFellBack()), Html.escape(RiffleStatus.causes(t.groupsFellBack())), t.blocksUnmerged(),
+        t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), bytes(t.bytesMerged()), t.gateWaitSeconds(), Html.escape(jsonUrl)));
+    if (refreshSeconds > 0) {
+      b.append(String.format(Locale.ROOT, "<script>setTimeout(function () { location.reload(); }, %d);</script>", refreshSeconds * 1000));
+    }
+    List<String> causes = Names.fallbackCauses();
+    b.append("<h4>Shuffles</h4><table id=\"riffle-shuffles\" class=\"table table-bordered table-sm table-striped\"><thead><tr>")
+        .append("<th>Shuffle</th><th>Stage</th><th>Maps</th><th>Reducers</th><th>Merge policy</th><th>State</th><th>Groups merged</th>");
+    for (String cause : causes) {
+      b.append("<th title=\"groups left unmerged: ").append(Html.escape(cause.replace('_', ' '))).append("\">Fell back: ")
+          .append(Html.escape(cause.replace('_', ' '))).append("</th>");
+    }
+    b.append("<th>Bytes merged</th><th title=\"blocks a reducer fetches without merging\">Blocks unmerged</th>")
+        .append("<th title=\"blocks a reducer fetches with the merged files\">Blocks merged</th>")
+        .append("<th title=\"from the end of the map stage to the reducers' release\">Gate wait (s)</th><th>Why released</th></tr></thead><tbody>");
+    for (Messages.RiffleShuffle r : s.shuffles()) {
+      b.append(String.format(Locale.ROOT,
+          "<tr class=\"riffle-shuffle\" data-shuffle=\"%d\"><td>%d</td><td>%d: %s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td>",
+          r.shuffle(), r.shuffle(), r.stage(), Html.escape(r.name()), r.maps(), r.reducers(), Html.escape(r.policy()), Html.escape(r.state()),
+          r.groupsMerged()));
+      for (String cause : causes) {
+        b.append("<td data-cause=\"").append(Html.escape(cause)).append("\">").append(r.groupsFellBack().getOrDefault(cause, 0)).append("</td>");
+      }
+      b.append(String.format(Locale.ROOT, "<td>%s</td><td>%d</td><td>%d</td><td>%.3f</td><td>%s</td></tr>",
+          bytes(r.bytesMerged()), r.blocksUnmerged(), r.blocksMerged(), r.gateWaitSeconds(), Html.escape(r.reason())));
+    }
+    b.append("</tbody></table>");
+    b.append("<h4>Mergers</h4><table id=\"riffle-mergers\" class=\"table table-bordered table-sm table-striped\"><thead><tr>")
+        .append("<th>Merger</th><th>Health</th><th>Queued</th><th>Running</th><th>Merges done</th><th>Failed</th><th>Cancelled</th>")
+        .append("</tr></thead><tbody>");
+    for (Messages.RiffleMerger m : s.mergers()) {
+      b.append(String.format(Locale.ROOT,
+          "<tr class=\"riffle-merger\" data-merger=\"%s\"><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>",
+          Html.escape(m.address()), Html.escape(m.address()), Html.escape(m.health()), m.queued(), m.running(), m.mergesDone(),
+          m.mergesFailed(), m.mergesCancelled()));
+    }
+    b.append("</tbody></table><h4>Blocks fetched saved per shuffle</h4>").append(savedChart(s.shuffles())).append("</div>");
+    return b.toString();
+  }
+
+  /** One bar per shuffle (the latest {@link #CHART_SHUFFLES}): blocks its reducers did not fetch thanks to merging. */
+  static String savedChart(List<Messages.RiffleShuffle> shuffles) {
+    List<Messages.RiffleShuffle> shown = shuffles.subList(Math.max(shuffles.size() - CHART_SHUFFLES, 0), shuffles.size());
+    int width = 900;
+    int height = 220;
+    int left = 60;
+    int bottom = 30;
+    int top = 10;
+    long max = 1;
+    for (Messages.RiffleShuffle r : shown) {
+      max = Math.max(max, r.blocksUnmerged() - r.blocksMerged());
+    }
+    double slot = shown.isEmpty() ? 0 : (double) (width - left - 10) / shown.size();
+    double plot = height - top - bottom;
+    StringBuilder svg = new StringBuilder(String.format(Locale.ROOT,
+        "<svg id=\"riffle-saved-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
+            + "aria-label=\"blocks fetched saved per shuffle\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>"
+            + "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%d</text><text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">0</text>",
+        width, height, left, height - bottom, width - 10, height - bottom, left - 4, top + 10, max, left - 4, height - bottom));
+    for (int i = 0; i < shown.size(); i++) {
+      Messages.RiffleShuffle r = shown.get(i);
+      long saved = Math.max(r.blocksUnmerged() - r.blocksMerged(), 0);
+      double h = plot * saved / max;
+      double x = left + i * slot + slot * 0.1;
+      svg.append(String.format(Locale.ROOT,
+          "<rect class=\"riffle-bar\" data-shuffle=\"%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#1f77b4\">"
+              + "<title>shuffle %d: %d blocks saved</title></rect><text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%d</text>",
+          r.shuffle(), x, height - bottom - h, slot * 0.8, h, r.shuffle(), saved, x + slot * 0.4, height - bottom + 14, r.shuffle()));
+    }
+    return svg.append("</svg>").toString();
+  }
+
+  private static int sum(Map<String, Integer> counts) {
+    return counts.values().stream().mapToInt(Integer::intValue).sum();
+  }
+
+  private static String bytes(long n) {
+    if (n < 1024) {
+      return n + " B";
+    }
+    String[] units = {"KiB", "MiB", "GiB", "TiB"};
+    double v = n;
+    int u = -1;
+    while (v >= 1024 && u < units.length - 1) {
+      v /= 1024;
+      u++;
+    }
+    return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+  }
+}

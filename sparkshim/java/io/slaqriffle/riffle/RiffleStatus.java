@@ -1,0 +1,96 @@
+package io.slaqriffle.riffle;
+
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.MetricRegistry;
+import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.Names;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.ToDoubleFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What Riffle's merge scheduler did, as the Python scheduler last pushed it (one {@code riffle_status}
+ * message: shuffles, mergers and application totals). The Riffle tab renders it, its REST JSON is it,
+ * Riffle's metric source reads its totals, and at application end its totals are logged as one INFO
+ * block (logger {@code io.slaqriffle.riffle.RiffleStatus}). The model is one serialisable object, so it
+ * could as well travel as a listener-bus event.
+ */
+public final class RiffleStatus {
+  private static final Logger LOG = LoggerFactory.getLogger(RiffleStatus.class);
+  static final Messages.RiffleStatus EMPTY =
+      new Messages.RiffleStatus(0.0, List.of(), List.of(), new Messages.RiffleTotals(0, 0, Map.of(), 0L, 0L, 0L, 0.0));
+
+  private volatile Messages.RiffleStatus latest = EMPTY;
+  private final AtomicBoolean summarized = new AtomicBoolean();
+
+  /** Replaces the model ({@code riffle_status} JSON). */
+  public void publish(String riffleStatusJson) {
+    latest = Messages.decode(riffleStatusJson, Messages.RiffleStatus.class);
+  }
+
+  public Messages.RiffleStatus report() {
+    return latest;
+  }
+
+  public String reportJson() {
+    return Messages.encode(latest);
+  }
+
+  /** Logs the totals as one INFO block, once (at application end). */
+  public void logSummary() {
+    if (summarized.compareAndSet(false, true) && LOG.isInfoEnabled()) {
+      LOG.info(summaryBlock(latest.totals()));
+    }
+  }
+
+  /** The application-end block: blocks saved, groups merged, fallbacks by cause, bytes merged, time at the gate. */
+  static String summaryBlock(Messages.RiffleTotals t) {
+    int fellBack = t.groupsFellBack().values().stream().mapToInt(Integer::intValue).sum();
+    return String.format(Locale.ROOT,
+        "Riffle summary: %d shuffles, %d groups merged, %d fell back (%s)%n  blocks fetched %d -> %d (%d saved), %d bytes merged%n"
+            + "  reducers waited %.3f s at the gate in all",
+        t.shuffles(), t.groupsMerged(), fellBack, causes(t.groupsFellBack()), t.blocksUnmerged(), t.blocksMerged(),
+        t.blocksUnmerged() - t.blocksMerged(), t.bytesMerged(), t.gateWaitSeconds());
+  }
+
+  /** {@code cause n, ...} in the schema's order, causes with no group left out ("none" when all are). */
+  static String causes(Map<String, Integer> byCause) {
+    StringBuilder b = new StringBuilder();
+    for (String cause : Names.fallbackCauses()) {
+      int n = byCause.getOrDefault(cause, 0);
+      if (n > 0) {
+        b.append(b.length() == 0 ? "" : ", ").append(cause.replace('_', ' ')).append(' ').append(n);
+      }
+    }
+    return b.length() == 0 ? "none" : b.toString();
+  }
+
+  /**
+   * Riffle's metric source ({@code riffle.*} under the driver's metrics namespace), read from the
+   * latest totals when a sink polls (the same numbers as {@code totals} in the tab's JSON): merges by
+   * outcome ({@code merges.merged}, {@code merges.fellBack.<cause>}), bytes merged, blocks fetched
+   * saved, and the reducers' total wait at the gate.
+   */
+  public MetricRegistry metrics() {
+    MetricRegistry r = new MetricRegistry();
+    gauge(r, "shuffles", t -> t.shuffles());
+    gauge(r, "merges.merged", t -> t.groupsMerged());
+    for (String cause : Names.fallbackCauses()) {
+      gauge(r, "merges.fellBack." + cause, t -> t.groupsFellBack().getOrDefault(cause, 0));
+    }
+    gauge(r, "bytes.merged", t -> t.bytesMerged());
+    gauge(r, "blocks.unmerged", t -> t.blocksUnmerged());
+    gauge(r, "blocks.merged", t -> t.blocksMerged());
+    gauge(r, "blocks.saved", t -> t.blocksUnmerged() - t.blocksMerged());
+    gauge(r, "gate.waitSeconds", Messages.RiffleTotals::gateWaitSeconds);
+    return r;
+  }
+
+  private void gauge(MetricRegistry r, String name, ToDoubleFunction<Messages.RiffleTotals> value) {
+    r.register(name, (Gauge<Double>) () -> value.applyAsDouble(latest.totals()));
+  }
+}

@@ -1,0 +1,66 @@
+"""A real app for the Riffle tab and metrics tests (its own process: its own driver JVM with the UI and
+Spark's PrometheusServlet on, bound to 127.0.0.1).
+
+argv: local dir, an up merger's address, a down merger's address. Runs one SLAQ job to its end, then
+shuffle A with both mergers listed (the up one merges every group) and shuffle B with only the down one
+listed (every group falls back: merger down). The test runs a copy of this file from a directory whose
+name needs HTML escaping: PySpark names each stage after its call site (this file's path), so the
+stage names the Riffle tab shows are user input. Prints {"ui": <url>, "shuffles": {"A": id, "B": id}}
+once everything settled, and stops the app when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from operator import add
+
+from pyspark.sql import SparkSession
+
+import riffle
+import slaq
+from riffle.driver.config import RiffleConfig
+from slaq.ml import logistic_regression, synthetic_blocks
+
+SLAQ_JOB = "short <j>"
+NAMESPACE = "srtest"  # spark.metrics.namespace: the scrape's series are metrics_srtest_driver_<source>_<name>_Value
+
+
+def main() -> int:
+    local_dir, up, down = sys.argv[1:4]
+    spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("riffle-ui-test")
+             .config("spark.local.dir", local_dir)
+             .config("spark.ui.enabled", "true").config("spark.ui.port", "0").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.ui.prometheus.enabled", "true")
+             .config("spark.metrics.conf.*.sink.prometheusServlet.class", "org.apache.spark.metrics.sink.PrometheusServlet")
+             .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus")
+             .config("spark.metrics.namespace", NAMESPACE)
+             .config("spark.driver.memory", "1g").config("spark.shuffle.sort.bypassMergeThreshold", "1")
+             .config("spark.scheduler.mode", "FAIR").config("spark.slaq.enabled", "true").config("spark.slaq.epoch", "0.5s")
+             .getOrCreate())
+    sc = spark.sparkContext
+    slaq.attach(spark)
+    blocks = synthetic_blocks(sc, 2, 100, 5, seed=3, cache=True)
+    with slaq.job(SLAQ_JOB):
+        logistic_regression(blocks, 12)
+    config = RiffleConfig(enabled=True, mergers=(up, down), nway=2, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0)
+    scheduler = riffle.attach(spark, config).scheduler
+    assert scheduler is not None
+    data = sc.parallelize(range(6000), 6)
+    shuffles = {}
+    for key, mergers in (("A", (up, down)), ("B", (down,))):
+        scheduler.config = dataclasses.replace(config, mergers=mergers)
+        before = set(scheduler.stats)
+        assert sorted(data.map(lambda x: (x % 7, 1)).reduceByKey(add, 4).collect()) == [(k, len(range(k, 6000, 7))) for k in range(7)]
+        assert scheduler.wait_idle(60)
+        (shuffles[key],) = set(scheduler.stats) - before
+    scheduler.publish()
+    print(json.dumps({"ui": sc.uiWebUrl, "shuffles": shuffles}), flush=True)
+    sys.stdin.read()  # the test closes stdin when it is done
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

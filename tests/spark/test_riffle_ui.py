@@ -1,0 +1,169 @@
+"""The Riffle tab of a real running app (tests/spark/riffle_ui_app.py: local-cluster Spark, one real
+merger daemon up and one merger address down), Spark's PrometheusServlet scrape of the SLAQ and Riffle
+metric sources, and the one summary block per system in the driver log at application end."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from sparkshim import messages
+from srlab.riffle_bench.daemon_proc import DaemonProcess
+from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
+
+APP = Path(__file__).with_name("riffle_ui_app.py")
+LOG4J2 = """rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c: %m%n
+logger.slaq.name = io.slaqriffle.slaq.SlaqStatus
+logger.slaq.level = info
+logger.riffle.name = io.slaqriffle.riffle.RiffleStatus
+logger.riffle.level = info
+"""
+MARK = "<b>&'x'"  # in the app's directory name, so in every stage name (PySpark's call site is the file's path)
+ESCAPED = "&lt;b&gt;&amp;&#39;x&#39;"
+SERIES = re.compile(r'^metrics_(\w+?)_Value\{type="gauges"\} (\S+)$', re.M)
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode()
+
+
+def closed_port_address() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """The running app once both shuffles settled: its UI URL, its Riffle and SLAQ JSON, its driver log."""
+    tmp = tmp_path_factory.mktemp("riffle-ui-app")
+    (tmp / "conf").mkdir()
+    (tmp / "conf" / "log4j2.properties").write_text(LOG4J2)
+    (tmp / "local").mkdir()
+    (tmp / f"app {MARK}").mkdir()
+    app_copy = tmp / f"app {MARK}" / APP.name
+    app_copy.write_text(APP.read_text())
+    up = DaemonProcess([tmp / "local"])
+    down = closed_port_address()  # nothing listens there: a merger that is down
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1", "SPARK_CONF_DIR": str(tmp / "conf"),
+           "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    log = open(tmp / "driver.log", "w")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen([sys.executable, str(app_copy), str(tmp / "local"), up.address, down], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=log, env=env, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line, f"the app exited early:\n{(tmp / 'driver.log').read_text()[-4000:]}"
+        started = json.loads(line)
+        ui = started["ui"]
+        riffle = messages.decode(get(ui + "/riffle/json/"))
+        slaq = messages.decode(get(ui + "/slaq/json/"))
+        yield {"ui": ui, "shuffles": started["shuffles"], "riffle": riffle, "slaq": slaq, "up": up.address, "down": down, "proc": proc,
+               "log": tmp / "driver.log"}
+    finally:
+        if not proc.stdin.closed:
+            proc.stdin.close()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        up.stop()
+
+
+def rows(app) -> dict[str, object]:
+    """The app's shuffle A (both mergers listed) and B (only the down one) as the tab's JSON shows them."""
+    return {key: next(r for r in app["riffle"].shuffles if r.shuffle == sid) for key, sid in app["shuffles"].items()}
+
+
+def test_json_shows_merged_and_fallen_back_groups_with_their_cause(app):
+    status = app["riffle"]
+    a, b = rows(app)["A"], rows(app)["B"]
+    assert MARK in a.name and a.name.startswith("reduceByKey at ")
+    assert a.state == b.state == "settled" and a.policy == "nway 2" and (a.maps, a.reducers) == (6, 4)
+    assert a.groups_merged > 0 and a.groups_fell_back == {} and a.bytes_merged > 0 and a.blocks_merged < a.blocks_unmerged
+    assert b.groups_merged == 0 and set(b.groups_fell_back) == {"merger_down"} and b.groups_fell_back["merger_down"] > 0
+    assert b.blocks_merged == b.blocks_unmerged and b.bytes_merged == 0
+    assert a.gate_wait_seconds >= 0 and b.gate_wait_seconds >= 0
+    mergers = {m.address: m for m in status.mergers}
+    assert mergers[app["up"]].health == "up" and mergers[app["up"]].merges_done >= a.groups_merged
+    assert mergers[app["down"]].health == "down" and mergers[app["down"]].merges_done == 0
+    t = status.totals
+    assert (t.shuffles, t.groups_merged, t.groups_fell_back) == (2, a.groups_merged, b.groups_fell_back)
+    assert (t.bytes_merged, t.blocks_unmerged - t.blocks_merged) == (a.bytes_merged, a.blocks_unmerged - a.blocks_merged)
+
+
+def test_page_renders_the_model_escaped_in_sparks_page(app):
+    html = get(app["ui"] + "/riffle/")
+    assert 'id="riffle-shuffles"' in html and 'id="riffle-mergers"' in html and 'id="riffle-saved-chart"' in html
+    assert "<title>" in html and "Riffle" in html and "/static/bootstrap.min.css" in html  # inside Spark's own page and styles
+    assert MARK not in html and html.count(ESCAPED) >= 2  # stage names (user input) are escaped
+    assert "Fell back: merger down" in html and html.count('class="riffle-bar"') == len(app["riffle"].shuffles)
+    assert f'<td data-cause="merger_down">{rows(app)["B"].groups_fell_back["merger_down"]}</td>' in html
+
+
+def test_tab_in_sparks_navigation_renders_in_headless_chromium(app, tmp_path):
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.fail(f"{chromium} is missing: run scripts/setup.sh (it installs Debian's chromium for these tests)")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
+    url = app["ui"] + "/riffle/"
+    dom = subprocess.run([str(chromium), *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert re.search(r'<a class="nav-link[^"]*" href="[^"]*/riffle/">Riffle</a>', dom.stdout), dom.stdout[:3000]
+    assert "Fell back: merger down" in dom.stdout and MARK not in dom.stdout
+    shot = tmp_path / "riffle-tab.png"
+    run = subprocess.run([str(chromium), *flags, "--window-size=1280,1400", f"--screenshot={shot}", url], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", run.stderr[-2000:]
+
+
+def test_prometheus_scrape_has_slaq_and_riffle_series_matching_the_json(app):
+    scrape = get(app["ui"] + "/metrics/prometheus")
+    series = {name: float(value) for name, value in SERIES.findall(scrape)}
+    riffle = {k.removeprefix(f"{NAMESPACE}_driver_riffle_"): v for k, v in series.items() if k.startswith(f"{NAMESPACE}_driver_riffle_")}
+    t = app["riffle"].totals
+    assert riffle["merges_merged"] == t.groups_merged and riffle["merges_fellBack_merger_down"] == t.groups_fell_back["merger_down"]
+    assert riffle["merges_fellBack_refused"] == 0 and riffle["shuffles"] == t.shuffles
+    assert riffle["bytes_merged"] == t.bytes_merged and riffle["blocks_saved"] == t.blocks_unmerged - t.blocks_merged > 0
+    assert riffle["gate_waitSeconds"] == pytest.approx(t.gate_wait_seconds)
+    slaq = {k.removeprefix(f"{NAMESPACE}_driver_slaq_"): v for k, v in series.items() if k.startswith(f"{NAMESPACE}_driver_slaq_")}
+    report = app["slaq"]
+    last = report.history[-1]
+    assert slaq["jobs_finished"] == len(report.finished) >= 1 and SLAQ_JOB in {j.job for j in report.finished}
+    assert slaq["jobs_running"] == sum(j.state == "running" for j in last.jobs)
+    assert slaq["cores_allocated"] == pytest.approx(sum(j.cores for j in last.jobs))
+    assert slaq["cores_used"] == pytest.approx(sum(j.used_cores for j in last.jobs))
+    assert {"epoch_seconds", "normalizedLoss_mean", "jobs_waiting"} <= set(slaq)
+    summary = {j.job: j for j in report.summary.jobs}
+    assert summary[SLAQ_JOB].core_seconds > 0 and sum(j.share for j in summary.values()) == pytest.approx(1.0)
+
+
+def test_one_summary_block_per_system_at_stop(app):
+    assert "SLAQ summary:" not in app["log"].read_text()  # not before the application ends
+    app["proc"].stdin.close()
+    assert app["proc"].wait(90) == 0
+    log = app["log"].read_text()
+    assert log.count("SLAQ summary:") == 1 and log.count("Riffle summary:") == 1, log[-4000:]
+    riffle = log[log.index("Riffle summary:"):].split("\n")[:3]
+    t = app["riffle"].totals
+    assert f"{t.groups_merged} groups merged" in riffle[0] and f"merger down {t.groups_fell_back['merger_down']}" in riffle[0]
+    assert f"({t.blocks_unmerged - t.blocks_merged} saved)" in riffle[1]
+    slaq = log[log.index("SLAQ summary:"):].split("\n")[:2]
+    assert "mean time to 90%" in slaq[0] and slaq[1].strip().startswith(SLAQ_JOB + ":")
