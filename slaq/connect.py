@@ -49,6 +49,11 @@ class ConnectFitJob:
         return [] if self.track is None else list(self.track.history.losses)
 
     @property
+    def core_seconds(self) -> float:
+        """Core-seconds the job's pool ran between its first and its last loss (0 if its tasks ran elsewhere)."""
+        return 0.0 if self.track is None else float(sum(self.track.history.core_seconds))
+
+    @property
     def reports(self) -> bool | None:
         """Whether the fit logs a per-iteration loss, from the estimator catalogue."""
         return reports_loss(estimator_kind(self.estimator), self.params)

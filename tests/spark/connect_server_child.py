@@ -52,7 +52,7 @@ def main(local_dir: str) -> None:
             runtime = slaq.attach(spark)
         elif command == "jobs":
             runtime.sync()
-            jobs = [{"name": j.name, "losses": j.losses} for j in runtime.finished]
+            jobs = [{"name": j.name, "losses": j.losses, "core_seconds": getattr(j, "core_seconds", None)} for j in runtime.finished]
             print(json.dumps({"jobs": jobs, "running": runtime.running_jobs()}), flush=True)
             continue
         print(json.dumps({"done": command}), flush=True)
