@@ -110,11 +110,9 @@ final class ConnectFits {
       }
       SparkInternals.ConnectFit fit = SparkInternals.connectFit(tags);
       if (fit == null) {
-        if (others.size() < MAX_OTHER_OPERATIONS) {
-          for (String tag : tags.split(",")) {
-            if (tag.startsWith(SparkInternals.CONNECT_OPERATION_TAG)) {
-              others.add(tag);
-            }
+        for (String tag : tags.split(",")) {
+          if (tag.startsWith(SparkInternals.CONNECT_OPERATION_TAG)) {
+            remember(tag);
           }
         }
         return null;
@@ -133,12 +131,20 @@ final class ConnectFits {
   }
 
   private void ended(String tag) {
-    others.remove(tag);
-    String job = jobs.remove(tag);
+    String job = jobs.remove(tag);  // Finished, then Closed: the first one ends the job
     if (job != null) {
+      remember(tag);  // a late task set of an ended fit must not open its job again
       pools.close(job);
       events.add(new Messages.ConnectFit(job, "", "", Map.of(), true));
     }
+  }
+
+  /** Tags of operations whose task sets stay in {@code default}: other work, and fits that ended (bounded: cleared when full). */
+  private void remember(String tag) {
+    if (others.size() >= MAX_OTHER_OPERATIONS) {
+      others.clear();
+    }
+    others.add(tag);
   }
 
   /** Fits opened and ended since the last call, in order, as a JSON list of {@code connect_fit} messages. */
