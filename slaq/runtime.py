@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from slaq import sparkml
+from slaq import connect, sparkml
 from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, enter_thread, restore_thread, thread_job
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.loop import EpochLoop
@@ -94,6 +94,7 @@ class SlaqRuntime:
         self.pools: PoolBridge | None = None
         self.loop: EpochLoop | None = None
         self._fit_as_job = fit_as_job
+        self._connect = False  # whether the shim turns Spark Connect clients' fits into jobs (while started)
         self._open: dict[str, Tracked] = {}
         self._lock = threading.Lock()
         self._fit_seq = itertools.count(1)
@@ -105,7 +106,7 @@ class SlaqRuntime:
         self.pools = PoolBridge(sc)
         self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self._on_epoch,
-                              on_loss=self._on_loss, clock_offset=self.pools.clock_offset())
+                              on_loss=self._on_loss, clock_offset=self.pools.clock_offset(), admit=self._admit_connect_fits)
 
     @property
     def enabled(self) -> bool:
@@ -124,6 +125,7 @@ class SlaqRuntime:
             self.loop.start()
             if self._fit_as_job is not None:
                 sparkml.install(self._run_fit)
+            self._connect = self.pools.connect_fits(True)
             log.info("SLAQ: on (policy %s, epoch %.3g s, work-conserving %s); %s", c.policy, c.epoch,
                      str(c.work_conserving).lower(), tab_location(self.sc))
         self.attached = True
@@ -133,6 +135,8 @@ class SlaqRuntime:
         """Stops the epoch loop and the spark.ml hook; the shim then opens the pools (fair sharing)."""
         self.attached = False
         sparkml.uninstall(self._run_fit)
+        if self.pools is not None and self._connect and self.spark_alive():
+            self.pools.connect_fits(False)
         if self.loop is not None:
             self.loop.stop()
         if self.pools is not None:
@@ -230,6 +234,33 @@ class SlaqRuntime:
             self.loop.satisfy(job.name)
             log.info("SLAQ: job %s reached its target after %d losses; it keeps running on the minimum share",
                      job.name, job.history.iterations)
+
+    def _admit_connect_fits(self) -> Callable[[], None] | None:
+        """Before each drain (under the loop's ingest lock): track the Spark Connect fits the shim made
+        jobs of; returns what closes the ones that ended, run after their last losses are ingested."""
+        if self.pools is None or self.loop is None or not self._connect:
+            return None
+        ended: list[str] = []
+        for m in self.pools.poll_connect_fits():
+            if m.ended:
+                ended.append(m.job)
+                continue
+            owner = connect.fit_job(m.job, m.operation, m.estimator, m.params)
+            track = owner.track = Tracked(m.job, reports=owner.reports, owner=owner)
+            with self._lock:
+                self._open[m.job] = track
+            self.loop.add(m.job, track.weight, track.reports, history=track.history, curves=track.curves)
+            log.info("SLAQ: Spark Connect operation %s fits %s: job %s", m.operation, m.estimator, m.job)
+        return (lambda: self._end_connect_fits(ended)) if ended else None
+
+    def _end_connect_fits(self, names: list[str]) -> None:
+        for name in names:
+            with self._lock:
+                track = self._open.pop(name, None)
+                if track is not None:
+                    self.finished.append(track.owner)
+            if track is not None and self.loop is not None:
+                self.loop.remove(name)
 
     def _run_fit(self, estimator: Any, fit: Callable[[], Any]) -> Any:
         if self._fit_as_job is None or not (self.attached and self.enabled):

@@ -64,6 +64,7 @@ ApplicationEnd: Any = CLASSES["application_end"]
 # SLAQ, JVM -> Python
 Iteration: Any = CLASSES["iteration"]
 PoolState: Any = CLASSES["pool_state"]
+ConnectFit: Any = CLASSES["connect_fit"]
 # Python -> JVM
 Allocation: Any = CLASSES["allocation"]
 JobStatus: Any = CLASSES["job_status"]

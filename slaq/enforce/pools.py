@@ -65,6 +65,14 @@ class PoolBridge:
     def drain(self) -> tuple[list[Any], dict[str, Any]]:
         return split_drain(self._j.drain())
 
+    def connect_fits(self, on: bool) -> bool:
+        """Make each spark.ml fit a Spark Connect client submits a job (False: Connect is not there)."""
+        return bool(self._j.connectFits(bool(on)))
+
+    def poll_connect_fits(self) -> list[Any]:
+        """The ``connect_fit`` messages (Connect fits that became jobs, or ended) since the last call, in order."""
+        return [m for m in messages.decode(self._j.pollConnectFits()) if isinstance(m, messages.ConnectFit)]
+
     def deposit(self, alloc: Mapping[str, float], epoch: float) -> None:
         self._j.deposit(allocation_message(alloc, epoch))
 

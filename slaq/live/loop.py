@@ -113,11 +113,15 @@ LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
 class EpochLoop:
     def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
                  on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic,
-                 on_loss: Callable[[Any], None] | None = None, clock_offset: float = 0.0):
+                 on_loss: Callable[[Any], None] | None = None, clock_offset: float = 0.0,
+                 admit: Callable[[], Callable[[], None] | None] | None = None):
         """``on_epoch`` receives each epoch's ``epoch_status`` message (slaq.live.status); the runtime
         pushes it to the driver JVM for the Spark UI tab and the driver log. ``on_loss`` receives every
         accepted iteration message, in order, outside the loop's lock (the runtime checks targets
-        there); ``clock_offset`` turns the JVM's report times into the Python process's clock."""
+        there); ``clock_offset`` turns the JVM's report times into the Python process's clock.
+        ``admit`` runs before each drain (it adds jobs that started in the JVM, Spark Connect fits, so
+        their first losses are not dropped) and returns what to run once the drain is ingested (it
+        removes the jobs that ended there, after their last losses)."""
         self.pools = pools
         self.policy_name = policy
         self.policy = make_policy(policy)
@@ -135,6 +139,7 @@ class EpochLoop:
         self._ingest_lock = threading.Lock()  # one drain + ingest at a time, so losses stay in order
         self._closed: list[str] = []  # closed pools the latest drain reported
         self._on_loss = on_loss
+        self._admit = admit
         self._clock_offset = clock_offset
         self._on_epoch = on_epoch
         self._clock = clock
@@ -210,6 +215,7 @@ class EpochLoop:
         """Drain the shim and fold its losses and pool states into the jobs (any thread; the user's
         ``job.losses`` calls it so a spark.ml fit's captured losses are there when the fit returns)."""
         with self._ingest_lock:
+            after = self._admit() if self._admit is not None else None
             iterations, pools = self.pools.drain()
             with self._lock:
                 accepted = ingest(self.jobs, iterations, self._clock_offset)
@@ -220,6 +226,8 @@ class EpochLoop:
             if self._on_loss is not None:
                 for it in accepted:
                     self._on_loss(it)
+            if after is not None:
+                after()
 
     def step(self) -> dict[str, float]:
         self.poll()

@@ -27,7 +27,7 @@ public final class Messages {
   @JsonSubTypes({
     @JsonSubTypes.Type(MapStageSubmitted.class), @JsonSubTypes.Type(MapOutput.class), @JsonSubTypes.Type(MapStageDone.class),
     @JsonSubTypes.Type(HoldExpired.class), @JsonSubTypes.Type(ShuffleCleaned.class), @JsonSubTypes.Type(ExecutorRemoved.class),
-    @JsonSubTypes.Type(ApplicationEnd.class), @JsonSubTypes.Type(Iteration.class), @JsonSubTypes.Type(PoolState.class),
+    @JsonSubTypes.Type(ApplicationEnd.class), @JsonSubTypes.Type(Iteration.class), @JsonSubTypes.Type(PoolState.class), @JsonSubTypes.Type(ConnectFit.class),
     @JsonSubTypes.Type(Allocation.class), @JsonSubTypes.Type(MergeGroup.class), @JsonSubTypes.Type(Commit.class),
     @JsonSubTypes.Type(JobStatus.class), @JsonSubTypes.Type(EpochStatus.class), @JsonSubTypes.Type(StatusReport.class),
     @JsonSubTypes.Type(SlaqJobSummary.class), @JsonSubTypes.Type(SlaqSummary.class), @JsonSubTypes.Type(RiffleShuffle.class),
@@ -65,6 +65,11 @@ public final class Messages {
 
   @JsonTypeName("pool_state")
   public record PoolState(String job, double consumed, double tokens, int running, boolean closed) implements Message {}
+
+  /** A spark.ml fit a Spark Connect client submitted became SLAQ job {@code job} (or, {@code ended}, its operation ended). */
+  @JsonTypeName("connect_fit")
+  public record ConnectFit(String job, String operation, String estimator, Map<String, String> params, boolean ended)
+      implements Message {}
 
   // ---------------------------------------------------------------- Python -> JVM
   @JsonTypeName("allocation")

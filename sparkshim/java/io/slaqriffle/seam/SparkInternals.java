@@ -95,6 +95,13 @@ import scala.xml.Node;
  * <tr><td>{@code NettyRpcEnv.dispatcher}, {@code Dispatcher.endpointRefs} (Netty RPC, since 1.6),
  *     {@code BlockManagerMasterEndpoint.executorIdToLocalDirs} (a Guava cache since 3.0, SPARK-27651;
  *     Guava relocated to {@code org.sparkproject.guava})</td><td>LOCAL_DIRS</td><td>4.3.0</td></tr>
+ * <tr><td>Spark Connect (spark-connect jar, private[connect]): {@code SparkConnectService$.MODULE$.executionManager()},
+ *     {@code SparkConnectExecutionManager.listExecuteHolders()}, {@code ExecuteHolder.jobTag()/request()/executeKey()},
+ *     {@code ExecuteKey.operationId()}; the public protos {@code ExecutePlanRequest -> Plan -> Command -> MlCommand.Fit}
+ *     ({@code MlOperator.getName()}, {@code MlParams.getParamsMap()}); the listener events
+ *     {@code SparkListenerConnectOperation{Finished,Failed,Canceled,Closed}.jobTag()}; the task set's
+ *     {@code TaskSetManager.taskSet().properties()} and the root pool's {@code default} pool (replaced,
+ *     {@code Pool.getSchedulableByName}); ML on Connect since 4.0</td><td>CONNECT</td><td>4.3.0</td></tr>
  * <tr><td>{@code SparkContext.ui()}, {@code WebUI.attachTab}, {@code SparkUITab}/{@code WebUIPage} (subclassed),
  *     {@code UIUtils.headerSparkPage/prependBaseUri} (all private[spark]; the SQL and Streaming tabs use them)</td>
  *     <td>UI_TAB</td><td>4.3.0</td></tr>
@@ -121,7 +128,9 @@ public final class SparkInternals {
     /** SLAQ's and Riffle's tabs in the driver's Spark UI. */
     UI_TAB("SLAQ/Riffle", "the Spark UI has no SLAQ or Riffle tab; scheduling and merging are unaffected and the status stays in the driver log"),
     /** SLAQ's and Riffle's metric sources in the driver's metrics system. */
-    METRICS("SLAQ/Riffle", "no slaq.* or riffle.* metrics reach the configured sinks; the tabs and the driver log still show the numbers");
+    METRICS("SLAQ/Riffle", "no slaq.* or riffle.* metrics reach the configured sinks; the tabs and the driver log still show the numbers"),
+    /** Spark Connect's running operations, to make each spark.ml fit a Connect client submits a SLAQ job. */
+    CONNECT("SLAQ", "spark.ml fits submitted by Spark Connect clients run as plain Spark work, outside SLAQ's jobs");
 
     private final String product;
     private final String consequence;
@@ -137,6 +146,17 @@ public final class SparkInternals {
   private static final String BLOCK_MANAGER_MASTER_ENDPOINT = "org.apache.spark.storage.BlockManagerMasterEndpoint";
   private static final String SCHEDULING_MODE_VALUE = "scala.Enumeration$Value";
   private static final String ARRAY_BUFFER = "scala.collection.mutable.ArrayBuffer";
+
+  private static final String CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$";
+  private static final String CONNECT_MANAGER = "org.apache.spark.sql.connect.service.SparkConnectExecutionManager";
+  private static final String CONNECT_HOLDER = "org.apache.spark.sql.connect.service.ExecuteHolder";
+  /** Prefix of the job tag Spark Connect gives every Spark job of one operation ({@code ExecuteHolder.jobTag}). */
+  public static final String CONNECT_OPERATION_TAG = "SparkConnect_OperationTag_";
+  private static final List<String> CONNECT_END_EVENTS = List.of(
+      "org.apache.spark.sql.connect.service.SparkListenerConnectOperationFinished",
+      "org.apache.spark.sql.connect.service.SparkListenerConnectOperationFailed",
+      "org.apache.spark.sql.connect.service.SparkListenerConnectOperationCanceled",
+      "org.apache.spark.sql.connect.service.SparkListenerConnectOperationClosed");
 
   private static final Field TS_ROOT_POOL = field("org.apache.spark.scheduler.TaskSchedulerImpl", "rootPool");
   private static final Field TS_SCHEDULABLE_BUILDER = field("org.apache.spark.scheduler.TaskSchedulerImpl", "schedulableBuilder");
@@ -287,6 +307,31 @@ public final class SparkInternals {
         requireMethod(problems, "org.apache.spark.metrics.MetricsSystem", "registerSource", "org.apache.spark.metrics.source.Source");
         requireMethod(problems, "org.apache.spark.metrics.source.Source", "sourceName");
         requireMethod(problems, "org.apache.spark.metrics.source.Source", "metricRegistry");
+      }
+      case CONNECT -> {
+        requireMethod(problems, CONNECT_SERVICE, "executionManager");
+        requireMethod(problems, CONNECT_MANAGER, "listExecuteHolders");
+        requireMethod(problems, CONNECT_HOLDER, "jobTag");
+        requireMethod(problems, CONNECT_HOLDER, "request");
+        requireMethod(problems, CONNECT_HOLDER, "executeKey");
+        requireMethod(problems, "org.apache.spark.sql.connect.service.ExecuteKey", "operationId");
+        requireMethod(problems, "org.apache.spark.connect.proto.ExecutePlanRequest", "getPlan");
+        requireMethod(problems, "org.apache.spark.connect.proto.Plan", "getCommand");
+        requireMethod(problems, "org.apache.spark.connect.proto.Command", "hasMlCommand");
+        requireMethod(problems, "org.apache.spark.connect.proto.Command", "getMlCommand");
+        requireMethod(problems, "org.apache.spark.connect.proto.MlCommand", "hasFit");
+        requireMethod(problems, "org.apache.spark.connect.proto.MlCommand", "getFit");
+        requireMethod(problems, "org.apache.spark.connect.proto.MlCommand$Fit", "getEstimator");
+        requireMethod(problems, "org.apache.spark.connect.proto.MlCommand$Fit", "getParams");
+        requireMethod(problems, "org.apache.spark.connect.proto.MlOperator", "getName");
+        requireMethod(problems, "org.apache.spark.connect.proto.MlParams", "getParamsMap");
+        requireMethod(problems, "org.apache.spark.connect.proto.Expression$Literal", "getLiteralTypeCase");
+        for (String event : CONNECT_END_EVENTS) {
+          requireMethod(problems, event, "jobTag");
+        }
+        requireMethod(problems, "org.apache.spark.scheduler.TaskSetManager", "taskSet");
+        requireMethod(problems, "org.apache.spark.scheduler.TaskSet", "properties");
+        requireMethod(problems, "org.apache.spark.scheduler.Pool", "getSchedulableByName", "java.lang.String");
       }
       default -> throw new IllegalArgumentException(feature.toString());
     }
@@ -652,5 +697,116 @@ public final class SparkInternals {
     } catch (IllegalAccessException | ClassCastException e) {
       throw new IllegalStateException("cannot read BlockManagerMasterEndpoint.executorIdToLocalDirs: " + e, e);
     }
+  }
+
+  // ---------------------------------------------------------------- Spark Connect (CONNECT)
+
+  /** A spark.ml fit a Connect client submitted: its operation's job tag and id, the estimator's class and its params. */
+  public record ConnectFit(String jobTag, String operationId, String estimator, Map<String, String> params) {}
+
+  /**
+   * The thread's (or task set's) {@code spark.job.tags} property, and so the Connect operation whose
+   * Spark jobs they are, when that operation is a spark.ml fit; null for any other operation or work.
+   * Reads the running operation's request (Spark Connect keeps it in its ExecuteHolder).
+   */
+  public static ConnectFit connectFit(String jobTags) {
+    if (jobTags == null || !jobTags.contains(CONNECT_OPERATION_TAG) || !available(Feature.CONNECT)) {
+      return null;
+    }
+    try {
+      Object service = cls(CONNECT_SERVICE).getField("MODULE$").get(null);
+      Object manager = call(service, "executionManager");
+      scala.collection.Iterable<?> holders = (scala.collection.Iterable<?>) call(manager, "listExecuteHolders");
+      Set<String> tags = Set.of(jobTags.split(","));
+      for (scala.collection.Iterator<?> it = holders.iterator(); it.hasNext(); ) {
+        Object holder = it.next();
+        String tag = (String) call(holder, "jobTag");
+        if (!tags.contains(tag)) {
+          continue;
+        }
+        Object command = call(call(call(holder, "request"), "getPlan"), "getCommand");
+        if (!(Boolean) call(command, "hasMlCommand")) {
+          return null;
+        }
+        Object ml = call(command, "getMlCommand");
+        if (!(Boolean) call(ml, "hasFit")) {
+          return null;
+        }
+        Object fit = call(ml, "getFit");
+        String estimator = (String) call(call(fit, "getEstimator"), "getName");
+        Map<String, String> params = new java.util.TreeMap<>();
+        for (Map.Entry<?, ?> e : ((Map<?, ?>) call(call(fit, "getParams"), "getParamsMap")).entrySet()) {
+          params.put((String) e.getKey(), literal(e.getValue()));
+        }
+        return new ConnectFit(tag, (String) call(call(holder, "executeKey"), "operationId"), estimator, params);
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      if (WARNED.add("connect-read" + e)) {
+        LOG.warn("SLAQ: cannot read Spark Connect's operation ({}); its spark.ml fit runs as plain Spark work", e.toString());
+      }
+    }
+    return null;
+  }
+
+  /** A proto {@code Expression.Literal} param value as text: its scalar, or its kind for anything else. */
+  private static String literal(Object lit) throws ReflectiveOperationException {
+    String kind = String.valueOf(call(lit, "getLiteralTypeCase"));
+    String getter = switch (kind) {
+      case "DOUBLE" -> "getDouble";
+      case "FLOAT" -> "getFloat";
+      case "INTEGER" -> "getInteger";
+      case "LONG" -> "getLong";
+      case "SHORT" -> "getShort";
+      case "BYTE" -> "getByte";
+      case "BOOLEAN" -> "getBoolean";
+      case "STRING" -> "getString";
+      default -> null;
+    };
+    return getter == null ? kind.toLowerCase(java.util.Locale.ROOT) : String.valueOf(call(lit, getter));
+  }
+
+  private static Object call(Object target, String name) throws ReflectiveOperationException {
+    Method m = target.getClass().getMethod(name);
+    m.setAccessible(true);
+    return m.invoke(target);
+  }
+
+  /** The job tag of a Spark Connect operation that ended (finished, failed, was canceled or closed), or null for any other event. */
+  public static String connectOperationEnded(Object event) {
+    if (!available(Feature.CONNECT) || !CONNECT_END_EVENTS.contains(event.getClass().getName())) {
+      return null;
+    }
+    try {
+      return (String) call(event, "jobTag");
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  /** The local properties a task set was submitted with (its job's: pool, job tags, SLAQ job). */
+  public static java.util.Properties properties(org.apache.spark.scheduler.Schedulable s) {
+    return s instanceof TaskSetManager tsm ? tsm.taskSet().properties() : null;
+  }
+
+  /**
+   * Replaces the root pool's {@code default} pool (where task sets with no pool property go) with
+   * {@code make(old)}, which takes over old's task sets. Call under the scheduler lock; returns the
+   * new pool, or null when there is no default pool.
+   */
+  public static Pool replaceDefaultPool(TaskSchedulerImpl ts, Function<Pool, Pool> make) {
+    require(Feature.CONNECT);
+    Pool root = ts.rootPool();
+    org.apache.spark.scheduler.Schedulable old = root.getSchedulableByName("default");
+    if (!(old instanceof Pool oldPool) || old.getClass() != Pool.class) {
+      return null;
+    }
+    Pool replacement = make.apply(oldPool);
+    root.removeSchedulable(oldPool);
+    for (org.apache.spark.scheduler.Schedulable s : new ArrayList<>(oldPool.schedulableQueue())) {
+      oldPool.removeSchedulable(s);
+      replacement.addSchedulable(s);
+    }
+    root.addSchedulable(replacement);
+    return replacement;
   }
 }

@@ -20,7 +20,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * SLAQ's enforcement side in the driver JVM: one {@link TokenPool} per job under one
- * {@link JobsPool}, loss records per job (from Python reports and from {@link LossAppender}), and a
+ * {@link JobsPool}, loss records per job (from Python reports and from {@link LossAppender}), the
+ * jobs of Spark Connect clients' spark.ml fits ({@link ConnectFits}), and a
  * few coarse calls the Python epoch loop makes once per epoch, in the messages of
  * {@link Messages}.
  */
@@ -40,6 +41,7 @@ public final class SlaqPools {
   private final ConcurrentLinkedQueue<Messages.Iteration> records = new ConcurrentLinkedQueue<>();
   private final AtomicInteger pending = new AtomicInteger();
   private final SlaqStatus status = new SlaqStatus();
+  private volatile ConnectFits connect;  // null without Spark Connect (or its default pool)
 
   private SlaqPools(SparkContext sc) {
     this.sc = sc;
@@ -69,11 +71,14 @@ public final class SlaqPools {
   }
 
   private static SlaqPools create(SparkContext sc) {
-    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB, Feature.METRICS));
+    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB, Feature.METRICS, Feature.CONNECT));
     if (missing.containsKey(Feature.POOLS)) {
       throw new IllegalStateException("SLAQ cannot enforce allocations on Spark " + sc.version() + ": " + missing.get(Feature.POOLS));
     }
     SlaqPools pools = new SlaqPools(sc);
+    if (!missing.containsKey(Feature.CONNECT)) {
+      pools.connect = ConnectFits.attach(sc, pools.ts, pools);
+    }
     try {
       LossAppender.attach(pools, sc);
     } catch (RuntimeException | LinkageError e) {  // e.g. a logging backend other than log4j2
@@ -107,6 +112,38 @@ public final class SlaqPools {
     return true;
   }
 
+  /**
+   * A job's pool created from inside the task scheduler (a Spark Connect fit's first task set):
+   * the caller holds the scheduler lock, so this takes no other lock. A job of that name must not be open.
+   */
+  void registerLocked(String job, double weight) {
+    TokenPool pool = new TokenPool(poolName(job), weight, cpusPerTask, clock);
+    TokenPool existing = pools.put(job, pool);
+    if (existing != null) {
+      parent.removeSchedulable(existing);
+    }
+    parent.addSchedulable(pool);
+  }
+
+  TokenPool pool(String job) {
+    return pools.get(job);
+  }
+
+  /** Whether each spark.ml fit a Spark Connect client submits becomes a SLAQ job; false when Connect is not there. */
+  public boolean connectFits(boolean on) {
+    ConnectFits c = connect;
+    if (c != null) {
+      c.enable(on);
+    }
+    return c != null;
+  }
+
+  /** Connect fits opened and ended since the last call: a JSON list of {@code connect_fit} messages. */
+  public String pollConnectFits() {
+    ConnectFits c = connect;
+    return c == null ? "[]" : c.poll();
+  }
+
   /** The job is over: its pool runs on what the loop deposits for closed pools and is removed once idle. */
   public void close(String job) {
     TokenPool pool = pools.get(job);
@@ -137,6 +174,9 @@ public final class SlaqPools {
   /** The job whose pool the calling JVM thread submits to (inherited by child threads), or null. */
   public String currentJob() {
     String job = sc.getLocalProperty(Names.JOB_PROPERTY);
+    if (job == null && connect != null) {
+      job = connect.jobOfThread();  // a Spark Connect client's fit
+    }
     return job != null && pools.containsKey(job) ? job : null;
   }
 
