@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from typing import Any
 
@@ -87,6 +88,9 @@ def run(context_wait: float) -> int:
         log.warning("SLAQ/Riffle brain: the driver's SparkContext was not ready after %g s", context_wait)
         return EXIT_NOT_ATTACHED
     sc = wrap(gateway, scala_sc)
+    # Ctrl-C on the driver's terminal reaches this process too; pyspark's handler would cancel the
+    # application's jobs from here. The driver decides: the brain stops when its stdin closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         attach_enabled(sc)
     except ConfigError as exc:

@@ -250,3 +250,13 @@ def test_pyspark_app_with_the_plugin_keeps_one_in_process_brain(local, merger, w
     assert out["committed"] > 0
     assert "this is a pyspark driver" in proc.stderr
     assert "started the brain" not in proc.stderr
+
+
+def test_a_brain_that_cannot_start_is_one_warning_and_plain_spark(app_jar, local, merger, work):
+    missing = work / "no-such-python"
+    args = java_submit(app_jar, local, *plugin_confs(merger, f"spark.pyspark.driver.python={missing}"))
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env())
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert tagged(proc.stdout.splitlines(), "1")[0] == EXPECTED
+    warnings = [line for line in proc.stderr.splitlines() if "WARN" in line and "cannot start the brain" in line]
+    assert len(warnings) == 1 and str(missing) in warnings[0] and "spark.pyspark.driver.python" in warnings[0], proc.stderr[-4000:]
