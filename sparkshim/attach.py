@@ -188,6 +188,7 @@ def _wrap_stop(sc: Any) -> None:
 
 
 @atexit.register
-def _detach_all() -> None:
+def detach_all() -> None:
+    """Stop every runtime of every package (at interpreter exit, and when the brain is asked to stop)."""
     for registry in list(_registries):
         registry.detach_all()

@@ -28,6 +28,8 @@ _CONTEXT = "org.apache.spark.SparkContext"
 # name, so a second copy of the classes (e.g. for a second SparkContext) would be called with the first's
 # methods. Kept here, in the Python process that owns the gateway, not in the JVM's system properties.
 _loaders: dict[tuple[int, Path], tuple[Any, Any]] = {}
+# A JVM whose shim came in with the driver (the plugin's --jars): its loader, used instead of loading a copy.
+_adopted: dict[int, tuple[Any, Any]] = {}
 
 
 class ShimUnavailable(RuntimeError):
@@ -109,8 +111,19 @@ def jar_class(gateway: Any, jar: Path, name: str) -> Any:
     return jvm.java.lang.Class.forName(name, True, entry[1])
 
 
+def adopt(gateway: Any, loader: Any) -> None:
+    """Use the shim classes ``loader`` already holds in ``gateway``'s JVM (the plugin's own, from
+    ``--jars``) rather than loading the packaged jar: the plugin and the brain then share one copy, so
+    the plugin can fail the brain's components open."""
+    with _lock:
+        _adopted[id(gateway)] = (gateway, loader)
+
+
 def shim_class(gateway: Any, name: str) -> Any:
     """The ``java.lang.Class`` of ``io.slaqriffle.<name>`` (e.g. ``"seam.Messages"``) in ``gateway``'s JVM."""
+    adopted = _adopted.get(id(gateway))
+    if adopted is not None and adopted[0] is gateway:
+        return gateway.jvm.java.lang.Class.forName(f"{PACKAGE}.{name}", True, adopted[1])
     return jar_class(gateway, packaged_jar(), f"{PACKAGE}.{name}")
 
 

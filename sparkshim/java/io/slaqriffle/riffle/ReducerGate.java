@@ -81,6 +81,17 @@ final class ReducerGate {
     return held.remove(shuffle) != null;
   }
 
+  /** Ends every hold; returns their shuffles. */
+  List<Integer> releaseAll() {
+    List<Integer> out = new ArrayList<>();
+    for (Integer shuffle : held.keySet()) {
+      if (held.remove(shuffle) != null) {
+        out.add(shuffle);
+      }
+    }
+    return out;
+  }
+
   /** Ends the holds whose deadline passed; returns their shuffles. */
   List<Integer> expire(long now) {
     List<Integer> out = new ArrayList<>();

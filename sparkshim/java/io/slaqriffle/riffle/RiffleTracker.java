@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * self-check of {@link SparkInternals} finds the running Spark changed, merging is off (every shuffle
  * is reported unmerged with the reason) and nothing else changes.
  */
-public final class RiffleTracker {
+public final class RiffleTracker implements Shim.FailOpen {
   /** Events kept for a scheduler that stopped draining; older ones are dropped. */
   static final int MAX_PENDING_EVENTS = 65_536;
   private static final Logger LOG = LoggerFactory.getLogger(RiffleTracker.class);
@@ -94,6 +94,24 @@ public final class RiffleTracker {
   /** The latest {@code riffle_status} message (the tab's JSON). */
   public String statusJson() {
     return status.reportJson();
+  }
+
+  /**
+   * The merge scheduler is gone (its process died): no new shuffle is held and every held one is
+   * released now, so its reducers read the original map files. Commits already applied stay (each
+   * was atomic and is read like any map output).
+   */
+  @Override
+  public void failOpen(String reason) {
+    merging = false;
+    List<Integer> released = gate.releaseAll();
+    for (int shuffle : released) {
+      listener.forget(shuffle);
+    }
+    LOG.warn("Riffle: merging stopped ({}); {} held shuffle(s) released, later shuffles run unmerged", reason, released.size());
+    if (ts != null) {
+      SparkInternals.reviveOffers(ts);
+    }
   }
 
   /** Why merging cannot work on this Spark, or null when it can. */

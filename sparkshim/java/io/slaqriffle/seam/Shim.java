@@ -22,6 +22,34 @@ public final class Shim {
     this.sc = sc;
   }
 
+  /** A component that can give up everything it enforces, so its application runs on as plain Spark. */
+  public interface FailOpen {
+    void failOpen(String reason);
+  }
+
+  /**
+   * Every component of {@code sc} fails open (the brain that drove them is gone); a context with no
+   * shim is left alone. Called by the plugin from its own copy of these classes, which is the brain's.
+   */
+  public static void failOpen(SparkContext sc, String reason) {
+    Shim shim;
+    synchronized (Shim.class) {
+      shim = INSTANCES.get(sc);
+    }
+    if (shim == null) {
+      return;
+    }
+    java.util.List<Object> all;
+    synchronized (shim) {
+      all = new java.util.ArrayList<>(shim.components.values());
+    }
+    for (Object c : all) {
+      if (c instanceof FailOpen) {
+        ((FailOpen) c).failOpen(reason);
+      }
+    }
+  }
+
   /** The shim of {@code sc}, created on first use. */
   public static synchronized Shim install(SparkContext sc) {
     return INSTANCES.computeIfAbsent(sc, Shim::new);

@@ -454,9 +454,15 @@ public final class SparkInternals {
     return ts.rootPool();
   }
 
-  /** Asks the scheduler backend to offer resources now (after tokens were deposited or reducers released). */
+  /**
+   * Asks the scheduler backend to offer resources now (after tokens were deposited or reducers
+   * released). Not once the context is stopping: its backend may be gone (a plugin's brain detaches
+   * after Spark stopped the scheduler), and there is nothing left to offer.
+   */
   public static void reviveOffers(TaskSchedulerImpl ts) {
-    ts.backend().reviveOffers();
+    if (!ts.sc().isStopped()) {
+      ts.backend().reviveOffers();
+    }
   }
 
   /** {@code spark.task.cpus} as the scheduler reads it. */

@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * few coarse calls the Python epoch loop makes once per epoch, in the messages of
  * {@link Messages}.
  */
-public final class SlaqPools {
+public final class SlaqPools implements Shim.FailOpen {
   private static final Logger LOG = LoggerFactory.getLogger(SlaqPools.class);
   /** Loss records kept for a loop that stopped draining; older ones are dropped. */
   static final int MAX_PENDING_RECORDS = 65_536;
@@ -213,6 +213,12 @@ public final class SlaqPools {
   public void openAll(String reason) {
     mode.openAll(reason);
     SparkInternals.reviveOffers(ts);
+  }
+
+  /** The epoch loop's process is gone: every pool opens (fair sharing) for the rest of the application. */
+  @Override
+  public void failOpen(String reason) {
+    openAll(reason);
   }
 
   public void resume() {

@@ -1,0 +1,127 @@
+"""SLAQ's and Riffle's Python side for a driver that runs no Python: ``python -m sparkshim.brain``.
+
+``io.slaqriffle.SlaqRifflePlugin`` starts this process in a Java application's, spark-sql's or a
+Spark Connect server's driver and opens a py4j gateway on the loopback address for it
+(``PYSPARK_GATEWAY_PORT``/``PYSPARK_GATEWAY_SECRET``, as Spark does for a Python application). The
+brain waits until the driver's SparkContext is built, wraps it as a pyspark ``SparkContext`` and calls
+the start hook's :func:`~sparkshim.starthook.attach_enabled`: the same policies and merge scheduler
+as in a pyspark driver. It lives until its stdin closes (the plugin's shutdown, or the driver JVM
+exiting), then stops what it attached. Its log records go to stdout, which the plugin turns into
+driver log lines.
+
+Exit codes: 0 stopped when asked, 2 a ``spark.slaq.*``/``spark.riffle.*`` value it refused, 3 it could
+not attach (no context in time, a shim jar from other sources). Whatever it ends with, the
+application runs on as plain Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+log = logging.getLogger("sparkshim.brain")
+CONTEXT_WAIT_SECONDS = 120.0  # the plugin starts the brain early in the SparkContext constructor
+EXIT_CONFIG, EXIT_NOT_ATTACHED = 2, 3
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    doc = __doc__ or ""
+    parser = argparse.ArgumentParser(prog="python -m sparkshim.brain", description=doc.split("\n\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="Started by the plugin (--conf spark.plugins=io.slaqriffle.SlaqRifflePlugin); "
+                                            "not meant to be run by hand.")
+    parser.add_argument("--context-wait", type=float, default=CONTEXT_WAIT_SECONDS, metavar="SECONDS",
+                        help="how long to wait for the driver's SparkContext (default: %(default)s)")
+    return parser.parse_args(argv)
+
+
+def jar_mismatch(running: str, location: str) -> str | None:
+    """Why the shim classes in the driver (built from sources with fingerprint ``running``) must not be
+    driven by this package, or None when they may (the same sources, or no fingerprint to compare)."""
+    from sparkshim.build import PACKAGED_JAR, SOURCES_ATTR, jar_manifest
+
+    if not running or not PACKAGED_JAR.exists():
+        return None
+    ours = jar_manifest(PACKAGED_JAR).get(SOURCES_ATTR, "")
+    if not ours or ours == running:
+        return None
+    return (f"the shim jar in the driver ({location}) was built from other sources than this Python package's ({PACKAGED_JAR}); "
+            "pass that one: --jars $(python -m sparkshim.build --print-path)")
+
+
+def wrap(gateway: Any, scala_sc: Any) -> Any:
+    """A pyspark ``SparkContext`` over the driver's running one (its own conf, nothing set on it)."""
+    from pyspark import SparkConf, SparkContext
+
+    jsc = gateway.jvm.org.apache.spark.api.java.JavaSparkContext(scala_sc)
+    sc = SparkContext(gateway=gateway, jsc=jsc, conf=SparkConf(_jconf=scala_sc.getConf()))
+    # The application owns its context: what the brain attached stops with the brain, never the context.
+    sc.stop = _leave_context_running  # type: ignore[method-assign]
+    return sc
+
+
+def _leave_context_running() -> None:
+    log.debug("the brain does not stop the application's SparkContext")
+
+
+def run(context_wait: float) -> int:
+    from pyspark.java_gateway import launch_gateway
+
+    from sparkshim import bridge
+    from sparkshim.attach import detach_all
+    from sparkshim.conf import ConfigError
+    from sparkshim.starthook import attach_enabled
+
+    gateway = launch_gateway()  # connects to PYSPARK_GATEWAY_PORT with PYSPARK_GATEWAY_SECRET
+    handle = gateway.entry_point
+    why = jar_mismatch(str(handle.shimSources()), str(handle.shimLocation()))
+    if why:
+        log.warning("SLAQ/Riffle brain: %s", why)
+        return EXIT_NOT_ATTACHED
+    bridge.adopt(gateway, handle.shimClassLoader())
+    scala_sc = handle.awaitContext(int(context_wait * 1000))
+    if scala_sc is None:
+        log.warning("SLAQ/Riffle brain: the driver's SparkContext was not ready after %g s", context_wait)
+        return EXIT_NOT_ATTACHED
+    sc = wrap(gateway, scala_sc)
+    # Ctrl-C on the driver's terminal reaches this process too; pyspark's handler would cancel the
+    # application's jobs from here. The driver decides: the brain stops when its stdin closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        attach_enabled(sc)
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
+    handle.attached()
+    try:
+        while sys.stdin.buffer.read(4096):  # EOF: the plugin asked us to stop, or the driver is gone
+            pass
+    finally:
+        detach_all()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ or "PYSPARK_GATEWAY_SECRET" not in os.environ:
+        print("sparkshim.brain: no gateway to connect to (PYSPARK_GATEWAY_PORT/PYSPARK_GATEWAY_SECRET); the plugin "
+              "io.slaqriffle.SlaqRifflePlugin starts this in a driver JVM", file=sys.stderr)
+        return EXIT_NOT_ATTACHED
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    try:
+        code = run(args.context_wait)
+    except Exception:
+        log.exception("SLAQ/Riffle brain failed")
+        code = EXIT_NOT_ATTACHED
+    sys.stdout.flush()
+    # pyspark's and py4j's non-daemon threads must not keep a finished brain alive
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""``--jars <shim> --conf spark.plugins=io.slaqriffle.SlaqRifflePlugin`` switches Riffle on for drivers
+that run no Python (a Java application under ``spark-submit --class``, the ``spark-sql`` CLI), leaves
+a pyspark driver to its in-process hook (one brain), and a brain killed mid-application leaves the
+application running to a correct result. Real driver JVMs, real merger daemon, real shuffle files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from riffle.merger.node_status import probe
+from sparkshim.build import PACKAGED_JAR, pyspark_jars
+from sparkshim.starthook import PTH_NAME
+from srlab.riffle_bench.daemon_proc import DaemonProcess
+
+PLUGIN = "io.slaqriffle.SlaqRifflePlugin"
+QUERY = "SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY id % 53"
+EXPECTED = sorted((k, len(range(k, 20000, 53))) for k in range(53))
+BIN = Path(sys.executable).parent
+
+# Runs QUERY (prints its rows and the shuffle blocks its reducers fetched); with --pause it then waits
+# for a line on stdin and runs it again.
+JAVA_APP = """
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+public class PluginApp {
+  static final AtomicLong BLOCKS = new AtomicLong();
+
+  static void run(SparkSession spark, String tag) throws Exception {
+    long before = BLOCKS.get();
+    for (Row r : spark.sql("%QUERY%").collectAsList()) {
+      System.out.println(tag + "ROW " + r.getLong(0) + " " + r.getLong(1));
+    }
+    spark.sparkContext().listenerBus().waitUntilEmpty();
+    System.out.println(tag + "BLOCKS " + (BLOCKS.get() - before));
+    System.out.flush();
+  }
+
+  public static void main(String[] args) throws Exception {
+    SparkSession spark = SparkSession.builder().appName("plugin-app").getOrCreate();
+    SparkContext sc = spark.sparkContext();
+    sc.addSparkListener(new SparkListener() {
+      @Override
+      public void onTaskEnd(SparkListenerTaskEnd e) {
+        if (e.taskMetrics() != null) {
+          BLOCKS.addAndGet(e.taskMetrics().shuffleReadMetrics().totalBlocksFetched());
+        }
+      }
+    });
+    run(spark, "1");
+    if (args.length > 0 && args[0].equals("--pause")) {
+      System.out.println("PAUSED");
+      System.out.flush();
+      new BufferedReader(new InputStreamReader(System.in)).readLine();
+      run(spark, "2");
+    }
+    spark.stop();
+  }
+}
+""".replace("%QUERY%", QUERY)
+
+PY_APP = f"""
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+rows = sorted(tuple(r) for r in spark.sql("{QUERY}").collect())
+import riffle.runtime  # only to read what happened; the app never calls riffle
+scheduler = riffle.runtime.current().scheduler
+scheduler.wait_idle(60)
+committed = sum(s["merges_committed"] for s in scheduler.stats.values())
+print("RESULT " + __import__("json").dumps({{"rows": rows, "committed": committed}}))
+spark.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("plugin")
+
+
+@pytest.fixture(scope="module")
+def local(work):
+    d = work / "local"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture(scope="module")
+def merger(local):
+    daemon = DaemonProcess([local], "--no-fsync")
+    yield daemon
+    daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def app_jar(work):
+    src = work / "src"
+    src.mkdir()
+    (src / "PluginApp.java").write_text(JAVA_APP)
+    classes = work / "classes"
+    classes.mkdir()
+    compiled = subprocess.run(["javac", "--release", "17", "-nowarn", "-cp", str(pyspark_jars() / "*"), "-d", str(classes),
+                    str(src / "PluginApp.java")], capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    jar = work / "plugin-app.jar"
+    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
+    return jar
+
+
+def env() -> dict[str, str]:
+    out = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    out.pop("PYSPARK_SUBMIT_ARGS", None)
+    return out
+
+
+def confs(local: Path, *extra: str) -> list[str]:
+    base = ["spark.ui.enabled=false", f"spark.local.dir={local}", "spark.sql.shuffle.partitions=6",
+            "spark.sql.adaptive.enabled=false", *extra]
+    return [a for c in base for a in ("--conf", c)]
+
+
+def plugin_confs(merger: DaemonProcess, *extra: str) -> list[str]:
+    return ["--jars", str(PACKAGED_JAR), "--conf", f"spark.plugins={PLUGIN}", "--conf", "spark.riffle.enabled=true",
+            "--conf", f"spark.riffle.mergers={merger.address}", "--conf", "spark.riffle.nway=3",
+            *[a for c in extra for a in ("--conf", c)]]
+
+
+def java_submit(app_jar: Path, local: Path, *args: str, app_args: tuple[str, ...] = ()) -> list[str]:
+    return [str(BIN / "spark-submit"), "--master", "local-cluster[2,1,1024]", "--class", "PluginApp", *confs(local), *args,
+            str(app_jar), *app_args]
+
+
+def tagged(lines: list[str], tag: str) -> tuple[list[tuple[int, int]], int]:
+    rows = sorted((int(k), int(c)) for k, c in (x.split()[1:] for x in lines if x.startswith(tag + "ROW ")))
+    blocks = next(int(x.split()[1]) for x in lines if x.startswith(tag + "BLOCKS "))
+    return rows, blocks
+
+
+def completed(merger: DaemonProcess) -> int:
+    return int(probe(merger.address, None, None, 5.0)["completed"])
+
+
+def children_running(parent: int, module: str) -> list[int]:
+    """Processes whose parent is ``parent`` and whose command line runs ``python -m module``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and module.encode() in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def vanilla(app_jar, local):
+    proc = subprocess.run(java_submit(app_jar, local), capture_output=True, text=True, timeout=300, env=env())
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return tagged(proc.stdout.splitlines(), "1")
+
+
+@pytest.fixture(scope="module")
+def java_with_plugin(app_jar, local, merger):
+    """The Java app with the plugin: query 1, then the brain is SIGKILLed, then query 2. The hold timeout
+    is far longer than the run may take, so query 2 finishes only if the dead brain's holds fail open."""
+    before = completed(merger)
+    stderr = (local.parent / "java-plugin.stderr").open("w+")
+    args = java_submit(app_jar, local, *plugin_confs(merger, "spark.riffle.holdTimeout=600s"), app_args=("--pause",))
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env())
+    out: list[str] = []
+    try:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            out.append(line.rstrip("\n"))
+            if line.startswith("PAUSED"):
+                break
+        merged_by_query_1 = completed(merger) - before
+        brains = children_running(proc.pid, "sparkshim.brain")
+        for pid in brains:
+            os.kill(pid, signal.SIGKILL)
+        proc.stdin.write("go\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        rest, _ = proc.communicate(timeout=200)
+        out += rest.splitlines()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stderr.seek(0)
+        log = stderr.read()
+        stderr.close()
+    assert proc.returncode == 0, log[-6000:]
+    return {"out": out, "log": log, "brains": brains, "merged_by_query_1": merged_by_query_1}
+
+
+def test_java_app_merges_with_only_the_plugin_confs(java_with_plugin, vanilla):
+    rows, blocks = tagged(java_with_plugin["out"], "1")
+    assert rows == vanilla[0] == EXPECTED
+    assert java_with_plugin["merged_by_query_1"] > 0, java_with_plugin["log"][-4000:]
+    assert blocks < vanilla[1], (blocks, vanilla[1])  # the reducers read the merged files: fewer, larger blocks
+    assert "started the brain" in java_with_plugin["log"]
+    assert len(java_with_plugin["brains"]) == 1
+
+
+def test_a_killed_brain_leaves_the_app_running_to_a_correct_result(java_with_plugin, vanilla):
+    rows, blocks = tagged(java_with_plugin["out"], "2")
+    assert rows == EXPECTED
+    assert blocks == vanilla[1]  # plain Spark again: every map output read as it is
+    assert "SLAQ and Riffle fail open" in java_with_plugin["log"], java_with_plugin["log"][-4000:]
+
+
+def test_spark_sql_cli_merges_with_only_jars_and_confs(local, merger, work):
+    before = completed(merger)
+    args = [str(BIN / "spark-sql"), "--master", "local-cluster[2,1,1024]", *confs(local, f"spark.sql.warehouse.dir={work / 'wh'}"),
+            *plugin_confs(merger), "-e", QUERY]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env(), cwd=work)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = sorted(tuple(int(x) for x in line.split("\t")) for line in proc.stdout.splitlines() if re.fullmatch(r"\d+\t\d+", line))
+    assert rows == EXPECTED
+    assert completed(merger) > before, proc.stderr[-4000:]
+
+
+def test_pyspark_app_with_the_plugin_keeps_one_in_process_brain(local, merger, work):
+    import json
+    import sysconfig
+
+    if not (Path(sysconfig.get_paths()["purelib"]) / PTH_NAME).exists():
+        pytest.fail("the start-up hook is not installed; scripts/setup.sh installs it (python -m sparkshim.autoload install)")
+    app = work / "app.py"
+    app.write_text(PY_APP)
+    args = [str(BIN / "spark-submit"), "--master", "local-cluster[2,1,1024]", *confs(local), *plugin_confs(merger), str(app)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env())
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))[len("RESULT "):])
+    assert sorted(map(tuple, out["rows"])) == EXPECTED
+    assert out["committed"] > 0
+    assert "this is a pyspark driver" in proc.stderr
+    assert "started the brain" not in proc.stderr
+
+
+def test_a_brain_that_cannot_start_is_one_warning_and_plain_spark(app_jar, local, merger, work):
+    missing = work / "no-such-python"
+    args = java_submit(app_jar, local, *plugin_confs(merger, f"spark.pyspark.driver.python={missing}"))
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env())
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert tagged(proc.stdout.splitlines(), "1")[0] == EXPECTED
+    warnings = [line for line in proc.stderr.splitlines() if "WARN" in line and "cannot start the brain" in line]
+    assert len(warnings) == 1 and str(missing) in warnings[0] and "spark.pyspark.driver.python" in warnings[0], proc.stderr[-4000:]
