@@ -4,7 +4,7 @@ Run: ``python connect_client_child.py PORT SCENARIO``; prints one JSON line. A s
 because a Connect session switches pyspark.ml into its remote mode for the whole process.
 Scenarios: ``concurrent`` (two LogisticRegression fits at once, from two threads: their
 coefficients and objective histories), ``cv`` (a CrossValidator over 2 param maps and 2 folds,
-parallelism 2: its average metrics).
+parallelism 2: its average metrics), ``sql`` (a shuffle aggregation: its rows).
 """
 
 from __future__ import annotations
@@ -54,9 +54,14 @@ def cv(spark: Any) -> Any:
     return {"avg_metrics": list(model.avgMetrics)}
 
 
+def sql(spark: Any) -> Any:
+    rows = spark.sql("SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY id % 53").collect()
+    return sorted([int(r["k"]), int(r["c"])] for r in rows)
+
+
 def main(port: str, scenario: str) -> None:
     spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
-    out = {"concurrent": concurrent, "cv": cv}[scenario](spark)
+    out = {"concurrent": concurrent, "cv": cv, "sql": sql}[scenario](spark)
     print(json.dumps(out), flush=True)
     spark.stop()
 
