@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pytest
 from riffle.merger.node_status import probe
 from sparkshim.build import PACKAGED_JAR
 from srlab.riffle_bench.daemon_proc import DaemonProcess, free_port
+from tests.spark.ui_support import get_json
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -143,11 +143,6 @@ def test_cross_validator_from_a_connect_client_is_one_slaq_job_per_fit(server):
 
 PLUGIN = "io.slaqriffle.SlaqRifflePlugin"
 SQL_EXPECTED = sorted([k, len(range(k, 20000, 53))] for k in range(53))
-
-
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return json.loads(r.read())
 
 
 def wait_for(what: str, check: Any, proc: subprocess.Popen[bytes], log: Path, timeout: float = 180.0) -> Any:

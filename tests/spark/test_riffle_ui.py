@@ -10,7 +10,6 @@ import re
 import socket
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,28 +17,13 @@ import pytest
 from sparkshim import messages
 from srlab.riffle_bench.daemon_proc import DaemonProcess
 from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
+from tests.spark.ui_support import CHROMIUM, CHROMIUM_FLAGS, get, log4j2
 
 APP = Path(__file__).with_name("riffle_ui_app.py")
-LOG4J2 = """rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c: %m%n
-logger.slaq.name = io.slaqriffle.slaq.SlaqStatus
-logger.slaq.level = info
-logger.riffle.name = io.slaqriffle.riffle.RiffleStatus
-logger.riffle.level = info
-"""
+LOG4J2 = log4j2("io.slaqriffle.slaq.SlaqStatus", "io.slaqriffle.riffle.RiffleStatus")
 MARK = "<b>&'x'"  # in the app's directory name, so in every stage name (PySpark's call site is the file's path)
 ESCAPED = "&lt;b&gt;&amp;&#39;x&#39;"
 SERIES = re.compile(r'^metrics_(\w+?)_Value\{type="gauges"\} (\S+)$', re.M)
-
-
-def get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return r.read().decode()
 
 
 def closed_port_address() -> str:
@@ -118,11 +102,10 @@ def test_page_renders_the_model_escaped_in_sparks_page(app):
 
 
 def test_tab_in_sparks_navigation_renders_in_headless_chromium(app, tmp_path):
-    chromium = Path("/usr/bin/chromium")
+    chromium = Path(CHROMIUM)
     if not chromium.exists():
         pytest.fail(f"{chromium} is missing: run scripts/setup.sh (it installs Debian's chromium for these tests)")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
     url = app["ui"] + "/riffle/"
     dom = subprocess.run([str(chromium), *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]

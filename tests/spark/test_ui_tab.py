@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
@@ -19,29 +18,13 @@ import pytest
 
 from sparkshim import messages
 from tests.spark.ui_app import JOBS
+from tests.spark.ui_support import CHROMIUM, CHROMIUM_FLAGS, get_json, log4j2
 
 APP = Path(__file__).with_name("ui_app.py")
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
 # The driver log the way a user sets it up: log4j2.properties in SPARK_CONF_DIR, SLAQ's logger at INFO.
-LOG4J2 = """rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c: %m%n
-logger.slaq.name = io.slaqriffle.slaq.SlaqStatus
-logger.slaq.level = info
-"""
+LOG4J2 = log4j2("io.slaqriffle.slaq.SlaqStatus")
 NAMES = [name for name, _, _ in JOBS]
 SHORT = "short"
-
-
-def get_json(url: str):
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return json.loads(r.read())
 
 
 @pytest.fixture(scope="module")

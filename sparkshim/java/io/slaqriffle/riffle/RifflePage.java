@@ -4,32 +4,27 @@ import io.slaqriffle.seam.Html;
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.Names;
 import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.TabPage;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.apache.spark.ui.WebUIPage;
 import org.json4s.JValue;
-import org.json4s.jackson.JsonMethods$;
 import scala.collection.immutable.Seq;
-import scala.runtime.AbstractFunction0;
 import scala.xml.Node;
-import scala.xml.Unparsed;
 
 /**
  * The Riffle tab's one page, at {@code /riffle/} (HTML: totals, shuffles, mergers and the chart of
  * blocks saved) and {@code /riffle/json/} (the {@code riffle_status} message). {@link #html} is a pure
  * function of the model; Spark's header, navigation and styles come from {@link SparkInternals#sparkPage}.
  */
-final class RifflePage extends WebUIPage {
-  private static final int MAX_REFRESH_SECONDS = 3600;
+final class RifflePage extends TabPage {
   /** Shuffles drawn in the chart (the latest ones); the table shows every shuffle the model holds. */
   static final int CHART_SHUFFLES = 60;
   private final RiffleTab tab;
   private final RiffleStatus status;
 
   RifflePage(RiffleTab tab, RiffleStatus status) {
-    super("");
     this.tab = tab;
     this.status = status;
   }
@@ -37,32 +32,12 @@ final class RifflePage extends WebUIPage {
   @Override
   public Seq<Node> render(HttpServletRequest request) {
     String html = html(status.report(), SparkInternals.prependBaseUri(request, tab.basePath(), "/riffle/json/"), refreshSeconds(request));
-    return SparkInternals.sparkPage(request, "Riffle", new AbstractFunction0<Seq<Node>>() {
-      @Override
-      public Seq<Node> apply() {
-        return new Unparsed(html);
-      }
-    }, tab);
+    return sparkPage(request, "Riffle", html, tab);
   }
 
   @Override
   public JValue renderJson(HttpServletRequest request) {
-    try {
-      return JsonMethods$.MODULE$.mapper().readValue(status.reportJson(), JValue.class);
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException("cannot render the Riffle status as JSON: " + e, e);
-    }
-  }
-
-  /** {@code ?refresh=N} in 1..3600 s, else 0 (no reload). */
-  private static int refreshSeconds(HttpServletRequest request) {
-    try {
-      String value = request.getParameter("refresh");
-      int v = value == null ? 0 : Integer.parseInt(value.trim());
-      return v > 0 && v <= MAX_REFRESH_SECONDS ? v : 0;
-    } catch (NumberFormatException e) {
-      return 0;
-    }
+    return json(status.reportJson(), "Riffle status");
   }
 
   static String html(Messages.RiffleStatus s, String jsonUrl, int refreshSeconds) {

@@ -2,17 +2,14 @@ package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.TabPage;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import org.apache.spark.ui.WebUIPage;
 import org.json4s.JValue;
-import org.json4s.jackson.JsonMethods$;
 import scala.collection.immutable.Seq;
-import scala.runtime.AbstractFunction0;
 import scala.xml.Node;
-import scala.xml.Unparsed;
 
 /**
  * The SLAQ tab's one page, at {@code /slaq/} (HTML: jobs table and charts) and {@code /slaq/json/}
@@ -20,14 +17,11 @@ import scala.xml.Unparsed;
  * tabs attach theirs. {@link #html} is a pure function of the report; Spark's header, navigation and
  * styles come from Spark's {@code UIUtils.headerSparkPage} (through {@link SparkInternals#sparkPage}).
  */
-final class SlaqPage extends WebUIPage {
-  /** Longest auto-refresh period accepted from {@code ?refresh=N}. */
-  private static final int MAX_REFRESH_SECONDS = 3600;
+final class SlaqPage extends TabPage {
   private final SlaqTab tab;
   private final SlaqStatus status;
 
   SlaqPage(SlaqTab tab, SlaqStatus status) {
-    super("");
     this.tab = tab;
     this.status = status;
   }
@@ -35,37 +29,13 @@ final class SlaqPage extends WebUIPage {
   @Override
   public Seq<Node> render(HttpServletRequest request) {
     String html = html(status.report(), SparkInternals.prependBaseUri(request, tab.basePath(), "/slaq/json/"), refreshSeconds(request));
-    return SparkInternals.sparkPage(request, "SLAQ", new AbstractFunction0<Seq<Node>>() {
-      @Override
-      public Seq<Node> apply() {
-        return new Unparsed(html);
-      }
-    }, tab);
+    return sparkPage(request, "SLAQ", html, tab);
   }
 
   @Override
   public JValue renderJson(HttpServletRequest request) {
-    try {
-      return JsonMethods$.MODULE$.mapper().readValue(status.reportJson(positiveParameter(request, "epochs", SlaqStatus.MAX_EPOCHS)), JValue.class);
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException("cannot render the SLAQ status as JSON: " + e, e);
-    }
-  }
-
-  private static int refreshSeconds(HttpServletRequest request) {
-    return positiveParameter(request, "refresh", 0);
-  }
-
-  /** A query parameter in 1..3600 (refresh) or 1..MAX_EPOCHS (epochs); {@code otherwise} when absent or out of range. */
-  private static int positiveParameter(HttpServletRequest request, String name, int otherwise) {
-    int max = name.equals("refresh") ? MAX_REFRESH_SECONDS : SlaqStatus.MAX_EPOCHS;
-    String value = request.getParameter(name);
-    try {
-      int v = value == null ? otherwise : Integer.parseInt(value.trim());
-      return v > 0 && v <= max ? v : otherwise;
-    } catch (NumberFormatException e) {
-      return otherwise;
-    }
+    int epochs = positiveParameter(request, "epochs", SlaqStatus.MAX_EPOCHS, SlaqStatus.MAX_EPOCHS);
+    return json(status.reportJson(epochs), "SLAQ status");
   }
 
   /** The page body: a summary line, the jobs table (running, then finished) and the two charts. */
