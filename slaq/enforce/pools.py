@@ -11,6 +11,9 @@ from sparkshim import messages
 from sparkshim.bridge import shim_for
 
 JOB_PROPERTY, POOL_PREFIX = messages.JOB_PROPERTY, messages.POOL_PREFIX  # shared with the JVM through sparkshim/messages.json
+# Spark's own local properties behind SparkContext.setJobGroup / setJobDescription
+JOB_GROUP_PROPERTY, JOB_DESCRIPTION_PROPERTY = "spark.jobGroup.id", "spark.job.description"
+JOB_GROUP_PREFIX = "slaq:"  # a SLAQ job's Spark jobs are in job group "slaq:<name>" unless the application set one
 PYTHON_SOURCE = "python"  # the source of losses reported from Python; the JVM stamps its captured ones "mllib"
 _FORBIDDEN = set("\t\n\r")
 
@@ -116,6 +119,11 @@ def enter_thread(sc: Any, job: str, pool: str | None) -> Any:
     if pool is not None:
         sc.setLocalProperty("spark.scheduler.pool", pool)
     sc.setLocalProperty(JOB_PROPERTY, job)
+    # Spark's Jobs and Stages pages then name the SLAQ job (and sc.statusTracker() finds its Spark jobs by group);
+    # a group or description the application set itself is left as it is.
+    for key, value in ((JOB_GROUP_PROPERTY, JOB_GROUP_PREFIX + job), (JOB_DESCRIPTION_PROPERTY, f"SLAQ job {job}")):
+        if not sc.getLocalProperty(key):
+            sc.setLocalProperty(key, value)
     return previous
 
 

@@ -218,6 +218,24 @@ def test_inheritable_threads_are_in_the_job_plain_threads_are_not(sc, scheduler)
     assert job.losses == [0.5]
 
 
+def test_a_slaq_jobs_spark_jobs_carry_its_name_as_group_and_description(sc, scheduler):
+    """Spark's Jobs page ties each Spark job to its SLAQ job; a group the application set itself wins."""
+    with slaq.job("named"):
+        sc.parallelize(range(2), 2).count()
+        described = sc.getLocalProperty("spark.job.description")
+    sc.setJobGroup("mine", "my own group")
+    try:
+        with slaq.job("grouped"):
+            sc.parallelize(range(2), 2).count()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    tracker = sc.statusTracker()
+    assert described == "SLAQ job named" and sc.getLocalProperty("spark.job.description") is None
+    assert len(tracker.getJobIdsForGroup("slaq:named")) == 1
+    assert tracker.getJobIdsForGroup("slaq:grouped") == [] and len(tracker.getJobIdsForGroup("mine")) == 1
+
+
 def test_bad_reports_are_rejected_without_disturbing_other_jobs(scheduler):
     with slaq.job("good") as good, slaq.job("victim") as victim:
         good.report(2.0)
