@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
 from slaq.live.status import epoch_status, used_cores
 from slaq.policy import make_policy
 from slaq.policy.base import unit
@@ -46,13 +47,17 @@ class LiveJob:
     satisfied: bool = False  # reached its target: the minimum share from then on
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
     reports: bool | None = None  # whether it will report losses, when known in advance (slaq.estimators.reports_loss)
+    driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
+    last_stage: float = 0.0  # the pool's stage seconds at the latest report
 
 
 def ingest(jobs: dict[str, LiveJob], iterations: list[Any], clock_offset: float = 0.0) -> list[Any]:
     """Append reported iterations to their jobs' histories; returns the accepted ones, in order.
 
     The cost of an iteration is the core-seconds the job's pool used between two reports and its
-    wall time the time between them, so the runtime model learns both online. Each loss is stamped
+    wall time the time between them, so the runtime model learns both online; the seconds its pool
+    had a stage in the scheduler meanwhile split that wall time into executor and driver side
+    (:mod:`slaq.live.driver_share`). Each loss is stamped
     with the JVM's time of the report plus ``clock_offset`` (to the Python process's clock).
     """
     accepted = []
@@ -68,10 +73,12 @@ def ingest(jobs: dict[str, LiveJob], iterations: list[Any], clock_offset: float 
                 wall = max(it.t - job.last[0], 1e-6)
                 used = max(it.core_seconds - job.last[1], 0.0)
                 job.history.report(it.loss, used, wall, used / wall if used > 0 else None, at=at)
+                job.driver.add(wall, it.stage_seconds - job.last_stage, used)
         except InvalidReport as exc:
             log.warning("SLAQ: dropped a report of job %s: %s", it.job, exc)
             continue
         job.last = (it.t, it.core_seconds)
+        job.last_stage = it.stage_seconds
         accepted.append(it)
     return accepted
 
@@ -146,6 +153,7 @@ class EpochLoop:
         self._started = clock()
         self._consumed_at: tuple[float, dict[str, float]] = (self._started, {})
         self._decided: tuple[ForecastTable | None, list[float], list[int]] = (None, [], [])
+        self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
         self.status: Any = None  # the latest epoch_status message (the console table reads it)
         self.status_cpu_seconds = 0.0  # CPU time the loop thread spent building and publishing the statuses
 
@@ -203,13 +211,25 @@ class EpochLoop:
         steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
         if steered:
             table = ForecastTable([f for _, f in steered], self.epoch)
-            cores = self.policy.allocate(table, max(capacity - sum(alloc.values()), 0.0))
-            alloc.update((j.name, float(c)) for (j, _), c in zip(steered, cores))
+            left = max(capacity - sum(alloc.values()), 0.0)
+            cores = self.policy.allocate(table, left)
+            chosen = {j.name: float(c) for (j, _), c in zip(steered, cores)}
+            alloc.update(self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered))))
         for j in jobs:
             j.cores = alloc[j.name]
         self._decided = (ForecastTable(forecasts, self.epoch) if jobs else None, [alloc[j.name] for j in jobs],
                          [j.history.iterations for j in jobs])
         return alloc
+
+    def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:
+        """The policy's choice with driver-bound jobs held to what their executors use (said once per application)."""
+        found = driver_caps(shares, minimum)
+        if not found:
+            return chosen
+        if not self.driver_warned:
+            self.driver_warned = True
+            log.warning(driver_bound_warning(found))
+        return cap_driver_bound(chosen, {job: cap for job, (_, cap) in found.items()})
 
     def poll(self) -> None:
         """Drain the shim and fold its losses and pool states into the jobs (any thread; the user's
@@ -249,12 +269,13 @@ class EpochLoop:
         now, cpu = self._clock(), time.thread_time()
         with self._lock:
             consumed = {name: j.consumed for name, j in self.jobs.items()}
+            driver = {name: j.driver.fraction() for name, j in self.jobs.items()}
         before_t, before = self._consumed_at
         self._consumed_at = (now, consumed)
         table, cores, iterations = self._decided
         try:
             self.status = epoch_status(self.epochs, now - self._started, self.policy_name, capacity, table, cores, iterations,
-                                       used_cores(consumed, before, now - before_t))
+                                       used_cores(consumed, before, now - before_t), driver)
             if self._on_epoch is not None:
                 self._on_epoch(self.status)
         except Exception as exc:  # the view of the schedule must never stop the schedule

@@ -37,8 +37,9 @@ def forecast_view(table: ForecastTable, cores: Sequence[float]) -> tuple[np.ndar
 
 
 def epoch_status(epoch: int, t: float, policy: str, capacity: float, table: ForecastTable | None, cores: Sequence[float],
-                 iterations: Sequence[int], used: Mapping[str, float]) -> Any:
-    """The ``epoch_status`` message of one epoch; ``table`` rows, ``cores`` and ``iterations`` are per job, in order."""
+                 iterations: Sequence[int], used: Mapping[str, float], driver: Mapping[str, float | None] | None = None) -> Any:
+    """The ``epoch_status`` message of one epoch; ``table`` rows, ``cores`` and ``iterations`` are per job, in order;
+    ``driver``: each job's driver fraction of its iteration time (slaq.live.driver_share), -1 where not measured."""
     jobs = []
     if table is not None and len(table):
         normalized, gain = forecast_view(table, cores)
@@ -47,8 +48,14 @@ def epoch_status(epoch: int, t: float, policy: str, capacity: float, table: Fore
                 job=forecast.job_id, state=RUNNING if iterations[i] > 0 else WAITING, iterations=int(iterations[i]),
                 loss=float(forecast.loss_now) if iterations[i] > 0 else 0.0,
                 normalized_loss=float(normalized[i]) if iterations[i] > 0 else 1.0,
-                predicted_gain=_finite(gain[i]), cores=_finite(cores[i]), used_cores=_finite(used.get(forecast.job_id, 0.0))))
+                predicted_gain=_finite(gain[i]), cores=_finite(cores[i]), used_cores=_finite(used.get(forecast.job_id, 0.0)),
+                driver_fraction=_measured((driver or {}).get(forecast.job_id))))
     return EpochStatus(epoch=int(epoch), t=float(t), policy=policy, capacity=_finite(capacity), jobs=jobs)
+
+
+def _measured(x: float | None) -> float:
+    """A fraction, or -1 when not measured (JSON has no null in this schema's floats)."""
+    return -1.0 if x is None else _finite(x)
 
 
 def _finite(x: float) -> float:

@@ -40,6 +40,9 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
             assert 0 < run["storage"]["storage_memory_peak_mb"] <= run["storage"]["storage_memory_capacity_mb"], run["storage"]
             assert sum(run["task_locality"].values()) >= sum(f["spark_jobs"] for f in per_fit.values()), run["task_locality"]
         assert v["per_repeat"]["slaq"][0]["epoch_loop"]["epochs"] > 0  # SLAQ really ran its loop
+        # every iteration of every fit is in its own job's history, none lost, none in another fit's job
+        assert v["capture"]["fits"] == expected and v["capture"]["iterations"] > 0, v["capture"]
+        assert (v["capture"]["lost_iterations"], v["capture"]["misattributed_iterations"]) == (0, 0), v["per_repeat"]["slaq"][0]["capture"]
         assert "epoch_loop" not in v["per_repeat"]["stock"][0]  # and stock Spark had none
         assert "time_to_90pct_reduction" in v["slaq_vs_stock"]
         # the scheduler changes when iterations run, never what they compute

@@ -10,7 +10,7 @@ from sparkshim.bridge import new_instance
 
 
 def job(name, iterations=3, cores=1.0):
-    return messages.JobStatus(name, "running", iterations, 0.5, 0.4, 0.05, cores, cores * 0.9)
+    return messages.JobStatus(name, "running", iterations, 0.5, 0.4, 0.05, cores, cores * 0.9, 0.25)
 
 
 def epoch(n, *jobs):
@@ -36,7 +36,7 @@ def test_jobs_that_leave_are_listed_as_finished_until_their_name_runs_again(stor
     publish(epoch(2, job("a")))
     r = report()
     assert [e.epoch for e in r.history] == [1, 2]
-    assert r.finished == (messages.JobStatus("b", "finished", 5, 0.5, 0.4, 0.0, 0.0, 0.0),)  # no cores once it left
+    assert r.finished == (messages.JobStatus("b", "finished", 5, 0.5, 0.4, 0.0, 0.0, 0.0, 0.25),)  # no cores once it left
     publish(epoch(3, job("a"), job("b", 1)))
     assert report().finished == ()
 

@@ -46,7 +46,7 @@ def test_the_loop_steers_the_rest_and_keeps_a_closed_pool_throttled_until_it_is_
     loop = EpochLoop(pools, "fair", 1.0)
     loop.add("a", 1.0)
     loop.add("b", 1.0)
-    pools.script = [([Iteration("a", 1.0, 1.0, 1.0, "python"), Iteration("b", 2.0, 1.0, 1.0, "mllib")],
+    pools.script = [([Iteration("a", 1.0, 1.0, 1.0, 0.0, "python"), Iteration("b", 2.0, 1.0, 1.0, 0.0, "mllib")],
                      {"a": PoolState("a", 1.0, 0.0, 1, False), "gone": PoolState("gone", 3.0, 0.0, 2, True)})]
     first = loop.step()
     assert first == pytest.approx({"gone": 1.0, "a": 1.5, "b": 1.5})  # a closed pool with work: the minimum share
@@ -61,14 +61,14 @@ def test_a_job_without_losses_is_explored_then_gets_an_even_share_then_is_steere
     loop = EpochLoop(pools, "slaq", 1.0)
     loop.add("kmeans", 1.0)
     loop.add("lr", 1.0)
-    lr = [Iteration("lr", v, float(k), float(k), "mllib") for k, v in enumerate([1.0, 0.6, 0.4, 0.3, 0.25])]
+    lr = [Iteration("lr", v, float(k), float(k), 0.0, "mllib") for k, v in enumerate([1.0, 0.6, 0.4, 0.3, 0.25])]
     pools.script = [(lr[:2], {}), (lr[2:3], {}), (lr[3:4], {})]
     for _ in range(NO_LOSS_EPOCHS - 1):
         loop.step()
     assert loop.jobs["kmeans"].silent_epochs == NO_LOSS_EPOCHS - 1 and "kmeans" not in fixed_shares(list(loop.jobs.values()), [], 4.0)
     alloc = loop.step()
     assert alloc["kmeans"] == pytest.approx(2.0)  # no loss after NO_LOSS_EPOCHS epochs: an even share
-    pools.script = [([Iteration("kmeans", 5.0, 9.0, 9.0, "python")], {})]
+    pools.script = [([Iteration("kmeans", 5.0, 9.0, 9.0, 0.0, "python")], {})]
     loop.step()
     assert loop.jobs["kmeans"].silent_epochs == 0  # it reported: steered by the policy again
 
@@ -78,8 +78,8 @@ def test_on_loss_sees_every_accepted_loss_in_order_with_its_source():
     seen = []
     loop = EpochLoop(pools, "fair", 1.0, on_loss=lambda it: seen.append((it.job, it.loss, it.source)))
     loop.add("a", 1.0)
-    pools.script = [([Iteration("a", 1.0, 1.0, 1.0, "mllib"), Iteration("ghost", 1.0, 1.0, 1.0, "mllib"),
-                      Iteration("a", 0.5, 2.0, 2.0, "python")], {})]
+    pools.script = [([Iteration("a", 1.0, 1.0, 1.0, 0.0, "mllib"), Iteration("ghost", 1.0, 1.0, 1.0, 0.0, "mllib"),
+                      Iteration("a", 0.5, 2.0, 2.0, 0.0, "python")], {})]
     loop.poll()
     assert seen == [("a", 1.0, "mllib"), ("a", 0.5, "python")]
 
@@ -130,7 +130,7 @@ def test_a_silent_job_is_logged_once_whether_it_ends_early_or_late(caplog):
     loop = EpochLoop(pools, "fair", 1.0)
     for name, reports in (("short", None), ("long", None), ("lr", None), ("kmeans", False)):
         loop.add(name, 1.0, reports)
-    pools.script = [([Iteration("lr", 1.0, 0.0, 0.0, "python")], {})]
+    pools.script = [([Iteration("lr", 1.0, 0.0, 0.0, 0.0, "python")], {})]
     with caplog.at_level("INFO", logger="slaq"):
         loop.step()
         loop.remove("short")

@@ -36,10 +36,10 @@ def test_config_errors_name_the_key(key, value, needle):
 
 
 def test_split_drain_and_allocation_message():
-    text = messages.encode([Iteration("job-a", 0.5, 1.25, 3.5, "python"), messages.PoolState("job-a", 3.6, -0.2, 2, False),
+    text = messages.encode([Iteration("job-a", 0.5, 1.25, 3.5, 0.0, "python"), messages.PoolState("job-a", 3.6, -0.2, 2, False),
                             messages.PoolState("b", 0.0, 1.0, 0, True)])
     its, pools = split_drain(text)
-    assert its == [Iteration("job-a", 0.5, 1.25, 3.5, "python")]
+    assert its == [Iteration("job-a", 0.5, 1.25, 3.5, 0.0, "python")]
     assert pools["job-a"].tokens == -0.2 and pools["job-a"].running == 2 and pools["b"].closed
     assert messages.decode(allocation_message({"a": 1.5, "b": -1.0}, 2)) == messages.Allocation(2.0, {"a": 1.5, "b": 0.0})
 
@@ -52,8 +52,8 @@ def test_bad_job_names_are_rejected(bad):
 
 def test_ingest_costs_come_from_pool_consumption_between_reports():
     jobs = {"a": LiveJob("a", 1.0, 1.0)}
-    n = ingest(jobs, [Iteration("a", 1.0, 10.0, 5.0, "python"), Iteration("a", 0.5, 12.0, 9.0, "python"),
-                      Iteration("ghost", 0.1, 12.0, 1.0, "python")])
+    n = ingest(jobs, [Iteration("a", 1.0, 10.0, 5.0, 0.0, "python"), Iteration("a", 0.5, 12.0, 9.0, 0.0, "python"),
+                      Iteration("ghost", 0.1, 12.0, 1.0, 0.0, "python")])
     h = jobs["a"].history
     assert len(n) == 2 and h.losses == [1.0, 0.5]
     assert h.core_seconds == [4.0] and h.wall_seconds == [2.0] and h.cores == [2.0]
@@ -108,7 +108,7 @@ def test_messages_check_every_field_when_built_and_decoded():
     with pytest.raises(MessageError, match="32-bit"):
         messages.MapOutput(1 << 31, 0, 0, 0, 0, "e", "h", 0)
     with pytest.raises(MessageError, match="finite"):
-        Iteration("a", float("nan"), 0.0, 0.0, "python")
+        Iteration("a", float("nan"), 0.0, 0.0, 0.0, "python")
     with pytest.raises(MessageError, match="do not match"):
         decode('{"type": "hold_expired", "shuffle": 1, "extra": 2}')
     with pytest.raises(MessageError, match="unknown message type"):
@@ -273,7 +273,7 @@ def test_the_loop_schedules_on_the_history_its_owner_keeps():
     history = JobHistory()
     loop = EpochLoop(FakePools(), "fair", 1.0)
     loop.add("mine", 1.0, history=history)
-    ingest(loop.jobs, [Iteration("mine", 2.0, 1.0, 0.0, "mllib"), Iteration("mine", 1.0, 3.0, 2.0, "python")], clock_offset=10.0)
+    ingest(loop.jobs, [Iteration("mine", 2.0, 1.0, 0.0, 0.0, "mllib"), Iteration("mine", 1.0, 3.0, 2.0, 0.0, "python")], clock_offset=10.0)
     assert loop.history("mine") is history and history.losses == [2.0, 1.0] and history.times == [11.0, 13.0]
 
 

@@ -38,7 +38,7 @@ class FakeClock:
 
 
 def it(job, loss, t, core_seconds):
-    return messages.Iteration(job, loss, t, core_seconds, "python")
+    return messages.Iteration(job, loss, t, core_seconds, 0.0, "python")
 
 
 def run_epochs(batches, step_seconds=0.5):
@@ -92,8 +92,8 @@ def test_used_cores_from_cumulative_core_seconds():
 
 
 def test_console_table_lists_jobs_by_cores_and_folds_the_rest():
-    jobs = [messages.JobStatus(f"job-{i}", "running", i + 1, 1.0 / (i + 1), 0.5, 0.01, float(i), 0.5) for i in range(15)]
-    jobs.append(messages.JobStatus("new", "waiting", 0, 0.0, 1.0, 1.0, 0.0, 0.0))
+    jobs = [messages.JobStatus(f"job-{i}", "running", i + 1, 1.0 / (i + 1), 0.5, 0.01, float(i), 0.5, -1.0) for i in range(15)]
+    jobs.append(messages.JobStatus("new", "waiting", 0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0))
     text = format_table(messages.EpochStatus(7, 12.0, "slaq", 16.0, jobs), rows=12)
     lines = text.splitlines()
     assert lines[0].startswith("SLAQ epoch 7 t=12s policy=slaq: 16 jobs, cores allocated 105.0 / used 7.5 of 16")
@@ -106,11 +106,11 @@ def test_console_progress_prints_each_new_epoch_once():
     out = io.StringIO()
     progress = ConsoleProgress(lambda: current["status"], out)
     assert not progress.tick()
-    current["status"] = messages.EpochStatus(1, 0.5, "fair", 2.0, [messages.JobStatus("a", "running", 3, 0.5, 0.4, 0.1, 2.0, 1.5)])
+    current["status"] = messages.EpochStatus(1, 0.5, "fair", 2.0, [messages.JobStatus("a", "running", 3, 0.5, 0.4, 0.1, 2.0, 1.5, -1.0)])
     assert progress.tick() and not progress.tick()
     current["status"] = messages.EpochStatus(2, 1.0, "fair", 2.0, [])
     assert not progress.tick()  # no job registered: no table
-    current["status"] = messages.EpochStatus(3, 1.5, "fair", 2.0, [messages.JobStatus("a", "running", 4, 0.4, 0.3, 0.1, 2.0, 2.0)])
+    current["status"] = messages.EpochStatus(3, 1.5, "fair", 2.0, [messages.JobStatus("a", "running", 4, 0.4, 0.3, 0.1, 2.0, 2.0, -1.0)])
     assert progress.tick()
     assert out.getvalue().count("SLAQ epoch") == 2
     assert "\n  a   running      3        0.5  0.400  0.100  2.00/1.50\n" in out.getvalue()

@@ -33,6 +33,7 @@ import slaq
 from slaq.live.loop import LOOP_THREAD
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
 from srlab.session import executor_memory, spark_session
+from srlab.slaq_bench.capture_check import check_capture
 from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
 from srlab.slaq_bench.cpu import cpu_delta, session_cpu, thread_cpu_s
 from srlab.slaq_bench.fit_timing import RETAIN_CONF, IterationClock, job_split, restore_tag, tag_thread
@@ -255,6 +256,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     log.info("%s: running the %s variant", config, variant)
                     loop_cpu = thread_cpu_s(LOOP_THREAD)
                     cpu = session_cpu(sc)
+                    seen = {id(job) for job in scheduler.finished}
                     with StorageWatch(sc) as storage:
                         start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
                     cpu = cpu_delta(cpu, session_cpu(sc))
@@ -262,6 +264,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     out[variant]["cpu_s"] = cpu
                     out[variant]["storage"] = storage.summary
                     if scheduler.loop is not None:
+                        out[variant]["capture"] = capture_figures(recorder, [j for j in scheduler.finished if id(j) not in seen])
                         out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
                                                       "cpu_s": round(thread_cpu_s(LOOP_THREAD) - loop_cpu, 2)}
             finally:
@@ -270,6 +273,21 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
         finally:
             scheduler.stop()
     return out
+
+
+def capture_figures(recorder: FitRecorder, finished: list[Any]) -> dict[str, object]:
+    """Whether SLAQ's job histories hold every iteration of every fit, each in its fit's job: each
+    fit's ``objectiveHistory[1:]`` against the histories of the jobs that finished during the run."""
+    expected = {name: r.losses[1:] for name, r in recorder.records.items()}
+    return check_capture(expected, {job.name: list(job.losses) for job in finished}).as_json()
+
+
+def capture_totals(summaries: list[dict]) -> dict[str, int] | None:
+    """Lost and misattributed iterations summed over every SLAQ run of a variant (None: no SLAQ run)."""
+    checked = [s["capture"] for s in summaries if "capture" in s]
+    if not checked:
+        return None
+    return {k: sum(int(c[k]) for c in checked) for k in ("fits", "iterations", "lost_iterations", "misattributed_iterations")}
 
 
 def objective_agreement(runs: list[dict[str, dict[str, dict]]]) -> dict:
@@ -347,7 +365,8 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         medians = {c: _median_figures(s) for c, s in per_config.items()}
         v: dict = {"median": medians,
                    "per_repeat": {c: [{k: s[k] for k in s if k != "fits"} for s in per_config[c]] for c in configs},
-                   "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs])}
+                   "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs]),
+                   "capture": capture_totals([run[c][variant] for run in runs for c in configs])}
         for c in configs:
             if c != STOCK and STOCK in medians:
                 v[f"{c}_vs_stock"] = reduction_vs(medians[c], medians[STOCK])
@@ -375,6 +394,10 @@ def headline(result: dict) -> list[str]:
             lines.append(f"{variant:>4} SLAQ vs stock Spark FAIR, time to 90%: {v['slaq_vs_stock'].get('time_to_90pct_reduction', 0):+.1%}")
         o = v["objectives"]
         lines.append(f"{variant:>4} final objectives: max relative difference {o['max_relative_difference']:.3g} ({o['fit']})")
+        if v.get("capture"):
+            c = v["capture"]
+            lines.append(f"{variant:>4} SLAQ's captured histories: {c['lost_iterations']} of {c['iterations']} iterations lost, "
+                         f"{c['misattributed_iterations']} misattributed")
     return lines
 
 

@@ -61,7 +61,7 @@ public final class Messages {
 
   // ---------------------------------------------------------------- SLAQ: JVM -> Python
   @JsonTypeName("iteration")
-  public record Iteration(String job, double loss, double t, double coreSeconds, String source) implements Message {}
+  public record Iteration(String job, double loss, double t, double coreSeconds, double stageSeconds, String source) implements Message {}
 
   @JsonTypeName("pool_state")
   public record PoolState(String job, double consumed, double tokens, int running, boolean closed) implements Message {}
@@ -75,10 +75,13 @@ public final class Messages {
   @JsonTypeName("allocation")
   public record Allocation(double epochSeconds, Map<String, Double> cores) implements Message {}
 
-  /** One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these). */
+  /**
+   * One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these);
+   * {@code driverFraction}: the share of its latest iterations' wall time the driver alone worked (-1: not measured yet).
+   */
   @JsonTypeName("job_status")
   public record JobStatus(String job, String state, int iterations, double loss, double normalizedLoss, double predictedGain,
-      double cores, double usedCores) implements Message {}
+      double cores, double usedCores, double driverFraction) implements Message {}
 
   /** One epoch's decisions, pushed once per epoch by the Python loop ({@code SlaqStatus.publish}). */
   @JsonTypeName("epoch_status")

@@ -153,13 +153,13 @@ public final class SlaqPools implements Shim.FailOpen {
     }
   }
 
-  /** Records one iteration's loss with the job's cumulative core-seconds; false when no such job is open. */
+  /** Records one iteration's loss with the job's cumulative core-seconds and stage seconds; false when no such job is open. */
   public boolean report(String job, double loss, String source) {
     TokenPool pool = pools.get(job);
     if (pool == null || pool.isClosed() || !Double.isFinite(loss)) {
       return false;
     }
-    records.add(new Messages.Iteration(job, loss, now(), pool.consumedCoreSeconds(), source));
+    records.add(new Messages.Iteration(job, loss, now(), pool.consumedCoreSeconds(), pool.stageSeconds(), source));
     if (pending.incrementAndGet() > MAX_PENDING_RECORDS && records.poll() != null) {
       pending.decrementAndGet();
     }

@@ -201,7 +201,7 @@ public final class SlaqStatus {
   }
 
   private static Messages.JobStatus asFinished(Messages.JobStatus j) {
-    return new Messages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0);
+    return new Messages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0, j.driverFraction());
   }
 
   /** The last {@code epochs} retained epochs (oldest first) and the finished jobs (oldest first), as one snapshot. */

@@ -19,6 +19,8 @@ public final class TokenPool extends Pool {
   private double tokens;          // core-seconds left; negative = debt
   private double consumed;        // core-seconds used since creation, including work-conserving use
   private double lastDeposit;     // size of the latest deposit, to rank pools by the fraction left
+  private double stageSeconds;    // wall seconds with a task set of this job in Spark's scheduler (queued or running)
+  private int taskSets;           // task sets of this job in Spark's scheduler now
   private final ShimClock clock;
   private long settledAt;
   private volatile boolean closed;
@@ -41,8 +43,31 @@ public final class TokenPool extends Pool {
       double used = runningTasks() * cpusPerTask * dt / 1e9;
       tokens -= used;
       consumed += used;
+      if (taskSets > 0 || runningTasks() > 0) {
+        stageSeconds += dt / 1e9;
+      }
       settledAt = now;
     }
+  }
+
+  /** Spark adds a task set when it submits a stage of this job (under the scheduler lock). */
+  @Override
+  public void addSchedulable(org.apache.spark.scheduler.Schedulable schedulable) {
+    synchronized (this) {
+      settle(clock.nanoTime());
+      taskSets++;
+    }
+    super.addSchedulable(schedulable);
+  }
+
+  /** ... and removes it when the stage's tasks are done. */
+  @Override
+  public void removeSchedulable(org.apache.spark.scheduler.Schedulable schedulable) {
+    synchronized (this) {
+      settle(clock.nanoTime());
+      taskSets = Math.max(taskSets - 1, 0);
+    }
+    super.removeSchedulable(schedulable);
   }
 
   @Override
@@ -74,6 +99,15 @@ public final class TokenPool extends Pool {
   public synchronized double consumedCoreSeconds() {
     settle(clock.nanoTime());
     return consumed;
+  }
+
+  /**
+   * Wall seconds since creation during which the job had a stage in Spark's scheduler: the executor
+   * side of its time. The rest of its wall time the driver alone worked for it (or it was idle).
+   */
+  public synchronized double stageSeconds() {
+    settle(clock.nanoTime());
+    return stageSeconds;
   }
 
   public synchronized double tokens() {
