@@ -214,7 +214,9 @@ class EpochLoop:
             left = max(capacity - sum(alloc.values()), 0.0)
             cores = self.policy.allocate(table, left)
             chosen = {j.name: float(c) for (j, _), c in zip(steered, cores)}
-            alloc.update(self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered))))
+            if self.policy.fitted_curves:  # a policy that steers by predicted gain; fair, fifo, ... keep their own shares
+                chosen = self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered)))
+            alloc.update(chosen)
         for j in jobs:
             j.cores = alloc[j.name]
         self._decided = (ForecastTable(forecasts, self.epoch) if jobs else None, [alloc[j.name] for j in jobs],

@@ -91,6 +91,7 @@ def _round(scheduler: Any, data: Any, round_: int) -> tuple[dict[str, list[float
     """All fits at once; odd entries inside an explicit ``slaq.job``, the rest as zero-change jobs."""
     expected: dict[str, list[float]] = {}
     explicit: dict[str, list[float]] = {}
+    splits: dict[str, list[Any]] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
     before = {id(job) for job in scheduler.finished}
@@ -103,8 +104,10 @@ def _round(scheduler: Any, data: Any, round_: int) -> tuple[dict[str, list[float
                 with slaq.job(f"r{round_}-{name}") as job:
                     made = fit()
                     losses = job.losses
+                    split = list(scheduler.loop.jobs[job.name].driver.samples)
                 with lock:
                     explicit[job.name] = losses
+                    splits[job.name] = split
             else:
                 made = fit()
             with lock:
@@ -120,6 +123,9 @@ def _round(scheduler: Any, data: Any, round_: int) -> tuple[dict[str, list[float
     assert not errors, errors
     captured = {job.name: list(job.losses) for job in scheduler.finished if id(job) not in before}
     assert all(captured[name] == losses for name, losses in explicit.items())  # job.losses is complete when the block ends
+    # each iteration's wall time splits into time with a stage of the job in the scheduler and driver time
+    for name, split in splits.items():
+        assert split and all(0 <= s.stage <= s.wall for s in split) and sum(s.stage for s in split) > 0, (name, split)
     return expected, captured
 
 

@@ -71,32 +71,38 @@ def test_driver_caps_name_only_driver_bound_jobs_and_respect_the_minimum():
     assert driver_caps({"cv": _share(2.0, 0.1, 0.01)}, minimum=0.25)["cv"][1] == 0.25
 
 
-def test_the_loop_caps_a_driver_bound_job_and_warns_once(caplog):
+def _loop(policy: str):
+    """An epoch loop (4 cores) that drained two jobs with the same losses: ``cv`` 2 s per iteration with a
+    stage in the scheduler for 0.44 s of it (4 cores busy meanwhile), ``lr`` with a stage all the time."""
     from slaq.live.loop import EpochLoop
     from sparkshim.messages import Iteration
     from tests.fixtures import FakePools
 
-    class ScriptedPools(FakePools):  # 4 cores; drain() answers the script, epoch by epoch
+    class ScriptedPools(FakePools):
         script: list = []
 
         def drain(self):
             return self.script.pop(0) if self.script else ([], {})
 
     pools = ScriptedPools()
-    loop = EpochLoop(pools, policy="fair", epoch=1.0)
+    loop = EpochLoop(pools, policy=policy, epoch=1.0)
     loop.add("cv", 1.0)
     loop.add("lr", 1.0)
-    # cv: 2 s per iteration, a stage in flight 0.44 s of it using 4 cores; lr: executors all the time
     script = []
     for k in range(MIN_ITERATIONS + 1):
         script += [Iteration("cv", 1.0 / (k + 1), 2.0 * k, 1.76 * k, 0.44 * k, "mllib"),
                    Iteration("lr", 1.0 / (k + 1), 2.0 * k, 2.0 * k, 2.0 * k, "mllib")]
     pools.script = [(script, {})]
+    return loop
+
+
+def test_the_slaq_policy_caps_a_driver_bound_job_and_warns_once(caplog):
+    loop = _loop("slaq")
     with caplog.at_level(logging.WARNING, logger="slaq.loop"):
         alloc = loop.step()
         loop.step()
-    assert alloc["cv"] == pytest.approx(HEADROOM * 0.88)  # above the minimum share (1 core)
-    assert alloc["lr"] == pytest.approx(4.0 - HEADROOM * 0.88)  # fair would give each 2
+    assert alloc["cv"] == pytest.approx(HEADROOM * 0.88)  # above the minimum share (1 core); uncapped: 2, like lr
+    assert alloc["lr"] == pytest.approx(4.0 - HEADROOM * 0.88)
     warnings = [r.getMessage() for r in caplog.records if "bottleneck" in r.getMessage()]
     assert len(warnings) == 1 and "cv (driver 78% of each iteration, executors 22%" in warnings[0]
     shown = {j.job: j.driver_fraction for j in loop.status.jobs}
@@ -111,3 +117,9 @@ def test_a_job_not_measured_yet_shows_no_driver_fraction():
     loop.add("new", 1.0)
     loop.step()
     assert [j.driver_fraction for j in loop.status.jobs] == [-1.0]
+
+
+def test_a_policy_that_does_not_steer_by_gain_keeps_its_shares():
+    loop = _loop("fair")
+    assert loop.step() == pytest.approx({"cv": 2.0, "lr": 2.0})
+    assert {j.job: j.driver_fraction for j in loop.status.jobs}["cv"] == pytest.approx(0.78)  # still measured and shown
