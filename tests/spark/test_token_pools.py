@@ -114,3 +114,18 @@ def test_fail_open_before_first_deposit_after_open_all_and_when_deposits_stop(ga
     assert sorted(admitted(parent, clock)) == ["a", "b"]
     mode.resume()
     assert admitted(parent, clock) == []
+
+
+def test_stage_seconds_count_wall_time_with_a_task_set_in_the_pool(gateway, clock):
+    """The executor side of a job's iteration time (slaq.live.driver_share): a stage queued or running."""
+    p = pool(gateway, clock, "a")
+    stage = pool(gateway, clock, "a-stage")  # any schedulable stands for a task set here
+    clock.advanceSeconds(1.0)  # the driver alone: not counted
+    p.addSchedulable(stage)
+    clock.advanceSeconds(0.5)  # queued, waiting for cores: counted
+    p.increaseRunningTasks(1)
+    clock.advanceSeconds(0.25)
+    p.decreaseRunningTasks(1)
+    p.removeSchedulable(stage)
+    clock.advanceSeconds(2.0)
+    assert p.stageSeconds() == pytest.approx(0.75)

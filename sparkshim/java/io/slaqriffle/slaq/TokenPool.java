@@ -2,6 +2,7 @@ package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.ShimClock;
 import org.apache.spark.scheduler.Pool;
+import org.apache.spark.scheduler.Schedulable;
 import org.apache.spark.scheduler.SchedulingMode$;
 
 /**
@@ -12,6 +13,8 @@ import org.apache.spark.scheduler.SchedulingMode$;
  * {@link #increaseRunningTasks}/{@link #decreaseRunningTasks} under the scheduler lock), so the
  * accounting is exact. Overshoot (tasks already running when the bucket empties) becomes debt that
  * the next deposit pays first. Whether an empty pool may still launch is decided by {@link JobsPool}.
+ * It also counts the wall seconds the job had a stage in the scheduler ({@link #stageSeconds}), which
+ * split each iteration's time into executor and driver side.
  */
 public final class TokenPool extends Pool {
   private final double cpusPerTask;
@@ -52,7 +55,7 @@ public final class TokenPool extends Pool {
 
   /** Spark adds a task set when it submits a stage of this job (under the scheduler lock). */
   @Override
-  public void addSchedulable(org.apache.spark.scheduler.Schedulable schedulable) {
+  public void addSchedulable(Schedulable schedulable) {
     synchronized (this) {
       settle(clock.nanoTime());
       taskSets++;
@@ -62,7 +65,7 @@ public final class TokenPool extends Pool {
 
   /** ... and removes it when the stage's tasks are done. */
   @Override
-  public void removeSchedulable(org.apache.spark.scheduler.Schedulable schedulable) {
+  public void removeSchedulable(Schedulable schedulable) {
     synchronized (this) {
       settle(clock.nanoTime());
       taskSets = Math.max(taskSets - 1, 0);
