@@ -94,7 +94,8 @@ def _round(scheduler: Any, data: Any, round_: int) -> tuple[dict[str, list[float
     splits: dict[str, list[Any]] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
-    before = {id(job) for job in scheduler.finished}
+    earlier = list(scheduler.finished)  # held, so no new job can reuse an earlier one's id
+    before = {id(job) for job in earlier}
     start = threading.Barrier(len(_fits(data)))
 
     def run(i: int, name: str, fit: Callable[[], list[tuple[str, list[float]]]]) -> None:

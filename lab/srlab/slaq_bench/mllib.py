@@ -256,7 +256,8 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     log.info("%s: running the %s variant", config, variant)
                     loop_cpu = thread_cpu_s(LOOP_THREAD)
                     cpu = session_cpu(sc)
-                    seen = {id(job) for job in scheduler.finished}
+                    earlier = list(scheduler.finished)  # held, so no new job can reuse an earlier one's id
+                    seen = {id(job) for job in earlier}
                     with StorageWatch(sc) as storage:
                         start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
                     cpu = cpu_delta(cpu, session_cpu(sc))
