@@ -19,6 +19,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
+from riffle.driver import cost
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet, WarnOnce
 from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
@@ -224,7 +225,30 @@ class MergeScheduler:
                 self._dirs[executor] = dirs
         return dirs or []
 
+    def _worth_it(self, s: ShuffleState, group: list[MapOutput]) -> bool:
+        """The cost model's decision on ``group`` (always yes when it is off), kept on ``s`` and counted by reason."""
+        model = self.config.cost
+        if not model.enabled:
+            return True
+        if s.reduce_tasks is None:  # the shuffle's bytes, estimated from the outputs so far, decide the coalesced reducers
+            sizes = [o.bytes for o in s.outputs.values() if o.bytes > 0]
+            estimate = (sum(sizes) / len(sizes)) * max(s.num_maps, len(s.outputs)) if sizes else 0.0
+            s.reduce_tasks = cost.reduce_tasks(s.num_partitions, estimate, model, self._parallelism())
+        decision = cost.decide([o.bytes for o in group], s.reduce_tasks, model.storage)
+        s.decisions.append(decision)
+        if not decision.merge:
+            s.unsent[decision.reason] += 1
+        return decision.merge
+
+    def _parallelism(self) -> int:
+        try:
+            return int(self.sc.defaultParallelism)
+        except Exception:  # the context is stopping: any estimate will do
+            return 1
+
     def _submit(self, s: ShuffleState, group: list[MapOutput]) -> None:
+        if not self._worth_it(s, group):
+            return
         executor, host = group[0].executor, group[0].host
         dirs = self._local_dirs(executor)
         if not dirs:
@@ -282,6 +306,9 @@ class MergeScheduler:
                      "(blocks %d -> %d, %d bytes); reducers held %.3f s after the map stage (%s)",
                      s.shuffle_id, len(s.merges), s.committed, stats["merges_cancelled"], stats["merges_failed"], len(s.outputs),
                      map_files_after(s), stats["blocks_before"], stats["blocks_after"], s.map_bytes, stats["hold_seconds"] or 0.0, reason)
+            if s.decisions:
+                log.info("Riffle: shuffle %d cost model (about %d reduce tasks): %s", s.shuffle_id, s.reduce_tasks or 0,
+                         cost.summary(s.decisions))
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """True once every tracked shuffle is finalized (benchmarks and tests)."""
