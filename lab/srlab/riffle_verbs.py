@@ -58,7 +58,8 @@ def cmd_bench_sql(args: argparse.Namespace) -> int:
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
     queries = [int(q) for q in args.queries.split(",") if q.strip()] if args.queries else None
     extra = dict(kv.split("=", 1) for kv in args.conf)
-    emit_json(bench_tpcds(args.scale, args.nodes, args.repeat, configs, Path(args.data_dir) if args.data_dir else None, queries, extra))
+    emit_json(bench_tpcds(args.scale, args.nodes, args.repeat, configs, Path(args.data_dir) if args.data_dir else None, queries, extra,
+                          args.budget_minutes, Path(args.raw_out) if args.raw_out else None))
     return 0
 
 
@@ -131,6 +132,8 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     sql.add_argument("--configs", default="off,on", help="comma-separated among off, on (cost model), always (merge every group)")
     sql.add_argument("--queries", help="comma-separated query numbers (default: all)")
     sql.add_argument("--data-dir", help="where the generated Parquet is cached (default: <tmp>/riffle-tpcds)")
+    sql.add_argument("--budget-minutes", type=positive(float), help="start no further query after this long (the report lists them)")
+    sql.add_argument("--raw-out", help="write every run so far to this JSON file after each query")
     sql.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="an extra Spark conf (repeatable)")
     sql.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
     sql.set_defaults(func=cmd_bench_sql)

@@ -10,6 +10,7 @@ and blocks fetched (Spark's shuffle read metrics of the query's stages, recorded
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -20,11 +21,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from riffle.driver import cost
 from srlab.riffle_bench import tpcds_queries as tq
 
 log = logging.getLogger("srlab.tpcds")
 CONFIGS = ("off", "on", "always")  # vanilla; Riffle with its cost model; Riffle merging every group
 EXECUTOR_MEMORY = "900m"
+# Small input splits: a fact table's scan is many map tasks, so its shuffles have many small outputs, the
+# regime Riffle is for (thesis §4.1: many small tasks); both configurations run with it.
+SESSION_CONF = {"spark.sql.files.maxPartitionBytes": "1m"}
 
 
 def _query_stages(sc: Any, group: str) -> list[int]:
@@ -77,7 +82,6 @@ def _run_query(spark: Any, scheduler: Any, listener: Any, n: int, sql: str, conf
     started = time.perf_counter()
     rows = spark.sql(tq.to_spark_sql(sql)).collect()
     seconds = time.perf_counter() - started
-    sc.setJobGroup(None, None)  # type: ignore[arg-type]
     idle = scheduler.wait_idle(120)
     stages = _query_stages(sc, group)
     out = {"seconds": round(seconds, 3), "hash": tq.result_hash(rows, tq.ordered_result(sql)), "rows": len(rows), "idle": idle}
@@ -88,14 +92,15 @@ def _run_query(spark: Any, scheduler: Any, listener: Any, n: int, sql: str, conf
 
 
 def _with_cost(config: Any, enabled: bool) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(config, cost=dataclasses.replace(config.cost, enabled=enabled)) if hasattr(config, "cost") else config
+    """``config`` with the cost model on ("on") or off ("always": every group the policy forms is merged)."""
+    return dataclasses.replace(config, cost=dataclasses.replace(config.cost, enabled=enabled))
 
 
 def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[str, ...] = ("off", "on"),
-                data_dir: Path | None = None, queries: list[int] | None = None, extra_conf: dict[str, str] | None = None) -> dict:
-    """Runs the suite; returns the report (see docs/benchmarks.md, "TPC-DS")."""
+                data_dir: Path | None = None, queries: list[int] | None = None, extra_conf: dict[str, str] | None = None,
+                budget_minutes: float | None = None, raw_out: Path | None = None) -> dict:
+    """Runs the suite; returns the report (see docs/benchmarks.md, "TPC-DS"). Past ``budget_minutes`` no further
+    query starts (the report lists them); ``raw_out`` gets every run so far after each query."""
     import riffle
     from srlab.cluster.harness import running_cluster, wait_executors
     from srlab.session import lab_instance, shutdown_gateway, spark_session
@@ -110,17 +115,19 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
     gen_seconds = time.perf_counter() - t0
     wanted = [(n, q) for n, q in tq.duckdb_queries() if (queries is None or n in queries) and n not in tq.LEFT_OUT]
     runs: dict[int, dict[str, list[dict]]] = {n: {c: [] for c in configs} for n, _ in wanted}
+    skipped: list[int] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="riffle-tpcds-cluster-") as base, \
             running_cluster(nodes=nodes, base_dir=base, tls=True, memory_per_node="1g", merger_args=("--no-fsync",)) as cluster:
         settings = cluster.layout.driver_conf() | {"spark.riffle.enabled": "true", "spark.executor.memory": EXECUTOR_MEMORY,
-                                                   "spark.driver.memory": "1g"} | (extra_conf or {})
+                                                   "spark.driver.memory": "1g"} | SESSION_CONF | (extra_conf or {})
         try:
             with spark_session("riffle-bench-tpcds", settings.pop("spark.master"), settings) as spark:
                 wait_executors(spark.sparkContext, nodes)
                 scheduler = riffle.attach(spark).scheduler
                 if scheduler is None:
                     raise RuntimeError("spark.riffle.enabled=true did not attach Riffle")
+                probed = cost.probe(cluster.layout.nodes[0].local_dir)
                 listener = lab_instance(spark.sparkContext, "StageMetricsListener")
                 spark.sparkContext._jsc.sc().addSparkListener(listener)
                 for table in tq.tables(data):
@@ -128,18 +135,27 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
                 for n, sql in wanted[:3]:  # warm-up: JIT, executors' page cache, each configuration once
                     for config in configs:
                         _run_query(spark, scheduler, listener, n, sql, config, "warmup")
-                for r in range(repeats):
-                    for i, (n, sql) in enumerate(wanted):
+                for i, (n, sql) in enumerate(wanted):  # a query's repeats back to back: a cut-off run has whole queries
+                    if budget_minutes and time.perf_counter() - started > budget_minutes * 60:
+                        skipped.append(n)
+                        continue
+                    for r in range(repeats):
                         order = configs[(r + i) % len(configs):] + configs[:(r + i) % len(configs)]
                         for config in order:
                             runs[n][config].append(_run_query(spark, scheduler, listener, n, sql, config, str(r)))
-                    log.info("repeat %d done after %.0f s", r + 1, time.perf_counter() - started)
+                    if raw_out:
+                        Path(raw_out).write_text(json.dumps({str(k): v for k, v in runs.items() if v[configs[0]]}))
                 riffle.detach(spark)
         finally:
             shutdown_gateway()
-    return summarize(runs, configs, {"suite": "tpcds", "scale": scale, "nodes": nodes, "tls": True, "token": True, "repeats": repeats,
-                                     "generate_seconds": round(gen_seconds, 1), "bench_seconds": round(time.perf_counter() - started, 1),
-                                     "queries_left_out": {str(k): v for k, v in tq.LEFT_OUT.items()}, "extra_conf": extra_conf or {}})
+    storage = {"probed_request_seconds": probed.request_seconds, "probed_byte_seconds": probed.byte_seconds,
+               "model": dataclasses.asdict(scheduler.config.cost.storage)}
+    runs = {n: v for n, v in runs.items() if n not in skipped}
+    head = {"suite": "tpcds", "scale": scale, "nodes": nodes, "tls": True, "token": True, "repeats": repeats,
+            "generate_seconds": round(gen_seconds, 1), "bench_seconds": round(time.perf_counter() - started, 1),
+            "conf": SESSION_CONF | (extra_conf or {}), "storage": storage, "queries_not_run_over_budget": skipped,
+            "queries_left_out": {str(k): v for k, v in tq.LEFT_OUT.items()}}
+    return summarize(runs, configs, head)
 
 
 def _median(xs: list[float]) -> float:
