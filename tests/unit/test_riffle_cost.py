@@ -112,3 +112,15 @@ def test_the_scheduler_sends_groups_worth_merging():
 def test_without_the_cost_model_every_group_is_sent():
     s = _scheduler_run(CostConfig(enabled=False), partitions=200, nbytes=1 << 20)
     assert s.decisions == [] and NOT_WORTH_IT not in fell_back(s)
+
+
+def test_riffle_storage_prints_confs_the_config_accepts(tmp_path, capsys):
+    import json
+
+    from riffle.cli import main
+
+    assert main(["storage", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    conf = out["conf"] | {"spark.riffle.cost.enabled": "true"}
+    parsed = RiffleConfig.from_conf(conf.get).cost
+    assert parsed.enabled and parsed.storage.request_seconds >= StorageCost().request_seconds and parsed.storage.byte_seconds > 0
