@@ -191,6 +191,8 @@ class MergeScheduler:
             return
         s.outputs[out.map_index] = out
         if s.policy is not None and has_data(out):
+            if not self._shuffle_pays(s, out):
+                return
             for group in s.policy.add(out):
                 self._submit(s, group)
 
@@ -225,16 +227,38 @@ class MergeScheduler:
                 self._dirs[executor] = dirs
         return dirs or []
 
+    def _estimate_reduce_tasks(self, s: ShuffleState) -> int:
+        """The shuffle's bytes, estimated from its outputs so far, decide the coalesced reducers (once per shuffle)."""
+        if s.reduce_tasks is None:
+            sizes = [o.bytes for o in s.outputs.values() if o.bytes > 0]
+            estimate = (sum(sizes) / len(sizes)) * max(s.num_maps, len(s.outputs)) if sizes else 0.0
+            s.reduce_tasks = cost.reduce_tasks(s.num_partitions, estimate, self.config.cost, self._parallelism())
+        return s.reduce_tasks
+
+    def _shuffle_pays(self, s: ShuffleState, first: MapOutput) -> bool:
+        """At the shuffle's first output with data: whether a full group of outputs that size could pay at all. If
+        not, nothing of it is merged and its reducers are released at once (they need not wait for the map
+        stage's end to be seen here)."""
+        model = self.config.cost
+        if not model.enabled or s.decisions or any(o is not first and has_data(o) for o in s.outputs.values()):
+            return True
+        fan_in = self.config.nway if self.config.policy == "nway" else \
+            max(2, -(-self.config.target_block_bytes * max(s.num_partitions, 1) // max(first.bytes, 1)))
+        best = cost.decide([first.bytes] * min(fan_in, max(s.num_maps, 2)), self._estimate_reduce_tasks(s), model.storage)
+        if best.merge:
+            return True
+        s.decisions.append(best)
+        s.unsent[best.reason] += 1
+        self._finalize(s, commit=False, reason=f"not worth merging: a group of {min(fan_in, max(s.num_maps, 2))} would save "
+                                               f"{best.saved_seconds * 1e3:.1f} ms, cost {best.cost_seconds * 1e3:.1f} ms")
+        return False
+
     def _worth_it(self, s: ShuffleState, group: list[MapOutput]) -> bool:
         """The cost model's decision on ``group`` (always yes when it is off), kept on ``s`` and counted by reason."""
         model = self.config.cost
         if not model.enabled:
             return True
-        if s.reduce_tasks is None:  # the shuffle's bytes, estimated from the outputs so far, decide the coalesced reducers
-            sizes = [o.bytes for o in s.outputs.values() if o.bytes > 0]
-            estimate = (sum(sizes) / len(sizes)) * max(s.num_maps, len(s.outputs)) if sizes else 0.0
-            s.reduce_tasks = cost.reduce_tasks(s.num_partitions, estimate, model, self._parallelism())
-        decision = cost.decide([o.bytes for o in group], s.reduce_tasks, model.storage)
+        decision = cost.decide([o.bytes for o in group], self._estimate_reduce_tasks(s), model.storage)
         s.decisions.append(decision)
         if not decision.merge:
             s.unsent[decision.reason] += 1

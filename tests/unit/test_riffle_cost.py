@@ -89,28 +89,34 @@ def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int):
     from sparkshim import messages
     from tests.unit.test_riffle_driver_units import TrackerStandIn
 
-    tracker = TrackerStandIn()
+    class Tracker(TrackerStandIn):
+        released: list[int] = []
+
+        def release(self, shuffle):
+            self.released.append(shuffle)
+
+    tracker = Tracker()
     sched = MergeScheduler(None, tracker, dataclasses.replace(RiffleConfig(enabled=True, nway=2), cost=cost_config))
     tracker.events = [messages.MapStageSubmitted(3, 5, "q", 0, 4, partitions, True, "")]
     tracker.events += [messages.MapOutput(3, 5, 0, i, i, "1", "h", nbytes) for i in range(4)]
     sched.step()
-    return sched.shuffles[3]
+    return sched.shuffles[3], tracker.released
 
 
-def test_the_scheduler_skips_groups_not_worth_merging_and_keeps_each_decision():
-    s = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=200, nbytes=1 << 20)
-    assert [d.reason for d in s.decisions] == [NOT_WORTH_IT, NOT_WORTH_IT] and s.merges == []
-    assert fell_back(s) == {NOT_WORTH_IT: 2} and s.reduce_tasks == 1  # 4 MB over one core (no context here): one task
+def test_a_shuffle_that_cannot_pay_is_released_at_its_first_output_and_counted_once():
+    s, released = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=200, nbytes=1 << 20)
+    assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.merges == [] and released == [3] and s.finalized
+    assert fell_back(s) == {NOT_WORTH_IT: 1} and s.reduce_tasks == 1  # 4 MB over one core (no context here): one task
 
 
 def test_the_scheduler_sends_groups_worth_merging():
-    s = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=False), partitions=2000, nbytes=100_000)
-    assert [d.reason for d in s.decisions] == [cost.WORTH_IT] * 2
+    s, released = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=False), partitions=2000, nbytes=100_000)
+    assert [d.reason for d in s.decisions] == [cost.WORTH_IT] * 2 and released == []
     assert NOT_WORTH_IT not in fell_back(s)  # sent on (here no merger is reachable: merger_down)
 
 
 def test_without_the_cost_model_every_group_is_sent():
-    s = _scheduler_run(CostConfig(enabled=False), partitions=200, nbytes=1 << 20)
+    s, _ = _scheduler_run(CostConfig(enabled=False), partitions=200, nbytes=1 << 20)
     assert s.decisions == [] and NOT_WORTH_IT not in fell_back(s)
 
 
