@@ -1,4 +1,4 @@
-"""The ``riffle`` command: ``riffle status`` of the merger daemons.
+"""The ``riffle`` command: ``riffle status`` of the merger daemons, ``riffle storage`` of a node's disk.
 
 From a clone, the lab (``lab/``, not in the wheel) adds ``bench`` and ``reproduce`` verbs through the
 ``slaq_riffle.cli`` entry point group.
@@ -27,6 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--tls-ca", help="PEM CA certificate to verify TLS mergers")
     status.add_argument("--timeout", type=float, default=2.0, help="seconds per merger (default 2)")
     status.set_defaults(func=_status)
+    storage = verbs.add_parser("storage", help="measure a node's storage for the merge cost model (spark.riffle.cost.*)",
+                               description="Writes, reads and re-reads a small file in DIR (a node's shuffle dir) once; prints the "
+                                           "measured time per request and bandwidth, and the spark.riffle.cost.* values they suggest.")
+    storage.add_argument("dir", metavar="DIR")
+    storage.set_defaults(func=_storage)
     add_lab_verbs(parser, verbs, "riffle")
     return parser
 
@@ -46,6 +51,18 @@ def _status(args: argparse.Namespace) -> int:
     rows = [probe(a, token, args.tls_ca, args.timeout) for a in args.addresses]
     print(json.dumps(rows, indent=2) if args.json else table(rows))
     return 0 if all(r.get("health") == "SERVING" and "error" not in r for r in rows) else 1
+
+
+def _storage(args: argparse.Namespace) -> int:
+    from riffle.driver.cost import StorageCost, probe
+
+    measured, default = probe(args.dir), StorageCost()
+    # A reducer's fetch of a block costs at least the storage's request, plus Spark's own fetch path (in the default).
+    request = max(measured.request_seconds, default.request_seconds)
+    print(json.dumps({"dir": args.dir, "request_seconds": measured.request_seconds, "bytes_per_second": round(1 / measured.byte_seconds),
+                      "conf": {"spark.riffle.cost.requestTime": f"{request * 1e3:.3f}ms",
+                               "spark.riffle.cost.bandwidth": f"{max(int(1 / measured.byte_seconds) >> 20, 1)}m"}}, indent=2))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,6 +50,19 @@ def cmd_bench_faults(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_sql(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from srlab.riffle_bench.tpcds import bench_tpcds
+
+    configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
+    queries = [int(q) for q in args.queries.split(",") if q.strip()] if args.queries else None
+    extra = dict(kv.split("=", 1) for kv in args.conf)
+    emit_json(bench_tpcds(args.scale, args.nodes, args.repeat, configs, Path(args.data_dir) if args.data_dir else None, queries, extra,
+                          args.budget_minutes, Path(args.raw_out) if args.raw_out else None))
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -109,6 +122,21 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     faults.add_argument("--dir", help="where the cluster's dirs go (default: system temp dir)")
     faults.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
     faults.set_defaults(func=cmd_bench_faults)
+    sql = bench.add_parser("sql", help="TPC-DS on a loopback cluster (token + TLS), Riffle off and on side by side",
+                           description="Generates TPC-DS data (DuckDB's tpcds extension, cached as Parquet), then runs every query "
+                                       "with each configuration back to back, --repeat times; medians per query and totals (starts Spark).")
+    sql.add_argument("--suite", choices=["tpcds"], default="tpcds")
+    sql.add_argument("--scale", type=positive(float), default=0.1, help="TPC-DS scale factor (1 = about 1 GB of raw data)")
+    sql.add_argument("--nodes", type=positive(int), default=3)
+    sql.add_argument("--repeat", type=positive(int), default=3)
+    sql.add_argument("--configs", default="off,on", help="comma-separated among off, on (cost model), always (merge every group)")
+    sql.add_argument("--queries", help="comma-separated query numbers (default: all)")
+    sql.add_argument("--data-dir", help="where the generated Parquet is cached (default: <tmp>/riffle-tpcds)")
+    sql.add_argument("--budget-minutes", type=positive(float), help="start no further query after this long (the report lists them)")
+    sql.add_argument("--raw-out", help="write every run so far to this JSON file after each query")
+    sql.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="an extra Spark conf (repeatable)")
+    sql.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
+    sql.set_defaults(func=cmd_bench_sql)
     rep = verbs.add_parser("reproduce", help="regenerate the thesis's Fig. 4.9/4.10 on local-cluster Spark (PNG + JSON)",
                            description="Runs `bench spark` once and writes out/<figure>.png and .json (starts Spark).")
     rep.add_argument("figure", nargs="?", choices=["fig4.9", "fig4.10"], help="figure to regenerate (default: both)")

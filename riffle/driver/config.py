@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from riffle.driver.cost import CostConfig, StorageCost
 from riffle.driver.policy import MERGE_POLICIES
 from riffle.merger.client import INSECURE_ENV, sends_token_in_cleartext
 from riffle.units import parse_size
@@ -27,6 +28,7 @@ class RiffleConfig:
     rpc_timeout: float = 60.0
     token: str | None = field(default=None, repr=False)
     tls_ca: str | None = None
+    cost: CostConfig = CostConfig()
 
     @classmethod
     def from_conf(cls, get: Callable[[str], str | None]) -> RiffleConfig:
@@ -62,4 +64,22 @@ class RiffleConfig:
             rpc_timeout=conf.seconds("rpcTimeout", d.rpc_timeout),
             token=token or None,
             tls_ca=tls_ca,
+            cost=_cost_config(conf, get),
         )
+
+
+def _cost_config(conf: ConfReader, get: Callable[[str], str | None]) -> CostConfig:
+    """``spark.riffle.cost.*``, and how adaptive execution will coalesce the reducers (Spark's own keys and defaults)."""
+    d, s = CostConfig(), StorageCost()
+    sql = ConfReader(get, "spark.sql.adaptive.")
+    size = (lambda text: parse_size(text.lower().removesuffix("b") if text.lower().endswith(("kb", "mb", "gb")) else text))
+    storage = StorageCost(
+        request_seconds=conf.seconds("cost.requestTime", s.request_seconds),
+        byte_seconds=1.0 / conf.parsed("cost.bandwidth", int(1 / s.byte_seconds), parse_size, "bytes per second such as 500m"),
+        merge_seconds=conf.seconds("cost.mergeTime", s.merge_seconds), buffer_bytes=s.buffer_bytes)
+    return CostConfig(
+        enabled=conf.boolean("cost.enabled", d.enabled), storage=storage,
+        coalesce=sql.boolean("enabled", True) and sql.boolean("coalescePartitions.enabled", True),
+        advisory_bytes=sql.parsed("advisoryPartitionSizeInBytes", d.advisory_bytes, size, "a size such as 64MB"),
+        min_partition_bytes=sql.parsed("coalescePartitions.minPartitionSize", d.min_partition_bytes, size, "a size such as 1MB"),
+        parallelism_first=sql.boolean("coalescePartitions.parallelismFirst", d.parallelism_first))

@@ -9,6 +9,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from riffle.driver.cost import Decision
 from riffle.driver.policy import MapOutput, MergePolicy
 from sparkshim import messages
 
@@ -47,6 +48,8 @@ class ShuffleState:
     map_bytes: int = 0
     name: str = ""  # the map stage's name (its call site; user input)
     unsent: Counter[str] = field(default_factory=Counter)  # groups never sent to a merger, by cause
+    decisions: list[Decision] = field(default_factory=list)  # the cost model's, one per group the policy formed
+    reduce_tasks: int | None = None  # the cost model's estimate, made at the shuffle's first decision
 
 
 def settle_reason(map_done_at: float | None, states: Sequence[str], now: float, best_effort: float,

@@ -19,6 +19,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
+from riffle.driver import cost
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet, WarnOnce
 from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
@@ -190,6 +191,8 @@ class MergeScheduler:
             return
         s.outputs[out.map_index] = out
         if s.policy is not None and has_data(out):
+            if not self._shuffle_pays(s, out):
+                return
             for group in s.policy.add(out):
                 self._submit(s, group)
 
@@ -224,7 +227,52 @@ class MergeScheduler:
                 self._dirs[executor] = dirs
         return dirs or []
 
+    def _estimate_reduce_tasks(self, s: ShuffleState) -> int:
+        """The shuffle's bytes, estimated from its outputs so far, decide the coalesced reducers (once per shuffle)."""
+        if s.reduce_tasks is None:
+            sizes = [o.bytes for o in s.outputs.values() if o.bytes > 0]
+            estimate = (sum(sizes) / len(sizes)) * max(s.num_maps, len(s.outputs)) if sizes else 0.0
+            s.reduce_tasks = cost.reduce_tasks(s.num_partitions, estimate, self.config.cost, self._parallelism())
+        return s.reduce_tasks
+
+    def _shuffle_pays(self, s: ShuffleState, first: MapOutput) -> bool:
+        """At the shuffle's first output with data: whether a full group of outputs that size could pay at all. If
+        not, nothing of it is merged and its reducers are released at once (they need not wait for the map
+        stage's end to be seen here)."""
+        model = self.config.cost
+        if not model.enabled or s.decisions or any(o is not first and has_data(o) for o in s.outputs.values()):
+            return True
+        fan_in = self.config.nway if self.config.policy == "nway" else \
+            max(2, -(-self.config.target_block_bytes * max(s.num_partitions, 1) // max(first.bytes, 1)))
+        best = cost.decide([first.bytes] * min(fan_in, max(s.num_maps, 2)), self._estimate_reduce_tasks(s), model.storage)
+        if best.merge:
+            return True
+        s.decisions.append(best)
+        s.unsent[best.reason] += 1
+        self._finalize(s, commit=False, reason=f"not worth merging: a group of {min(fan_in, max(s.num_maps, 2))} would save "
+                                               f"{best.saved_seconds * 1e3:.1f} ms, cost {best.cost_seconds * 1e3:.1f} ms")
+        return False
+
+    def _worth_it(self, s: ShuffleState, group: list[MapOutput]) -> bool:
+        """The cost model's decision on ``group`` (always yes when it is off), kept on ``s`` and counted by reason."""
+        model = self.config.cost
+        if not model.enabled:
+            return True
+        decision = cost.decide([o.bytes for o in group], self._estimate_reduce_tasks(s), model.storage)
+        s.decisions.append(decision)
+        if not decision.merge:
+            s.unsent[decision.reason] += 1
+        return decision.merge
+
+    def _parallelism(self) -> int:
+        try:
+            return int(self.sc.defaultParallelism)
+        except Exception:  # the context is stopping: any estimate will do
+            return 1
+
     def _submit(self, s: ShuffleState, group: list[MapOutput]) -> None:
+        if not self._worth_it(s, group):
+            return
         executor, host = group[0].executor, group[0].host
         dirs = self._local_dirs(executor)
         if not dirs:
@@ -282,6 +330,9 @@ class MergeScheduler:
                      "(blocks %d -> %d, %d bytes); reducers held %.3f s after the map stage (%s)",
                      s.shuffle_id, len(s.merges), s.committed, stats["merges_cancelled"], stats["merges_failed"], len(s.outputs),
                      map_files_after(s), stats["blocks_before"], stats["blocks_after"], s.map_bytes, stats["hold_seconds"] or 0.0, reason)
+            if s.decisions:
+                log.info("Riffle: shuffle %d cost model (about %d reduce tasks): %s", s.shuffle_id, s.reduce_tasks or 0,
+                         cost.summary(s.decisions))
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """True once every tracked shuffle is finalized (benchmarks and tests)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import grpc
 
+from riffle.driver import cost
 from riffle.driver.merges import ShuffleState
 from sparkshim import messages
 
@@ -22,9 +23,10 @@ REFUSED = "refused"  # the merger refused the request (token, TLS, paths, versio
 TIMED_OUT = "timed_out"  # the RPC deadline or the reducers' hold timeout passed first
 DELETED_FILE = "deleted_file"  # a map output file was gone when the merger read it
 BEST_EFFORT = "best_effort"  # cancelled: enough merges had finished (the best-effort fraction)
+NOT_WORTH_IT = cost.NOT_WORTH_IT  # never sent: the cost model found the merge would cost more than it saves
 OTHER = "other"  # map stage failed or retried, Riffle stopped, commit refused, local dirs unknown, merge error
 CAUSES: tuple[str, ...] = messages.FALLBACK_CAUSES
-assert set(CAUSES) == {MERGER_DOWN, REFUSED, TIMED_OUT, DELETED_FILE, BEST_EFFORT, OTHER}, CAUSES
+assert set(CAUSES) == {MERGER_DOWN, REFUSED, TIMED_OUT, DELETED_FILE, BEST_EFFORT, NOT_WORTH_IT, OTHER}, CAUSES
 
 _CODE_CAUSES = {
     grpc.StatusCode.UNAVAILABLE: MERGER_DOWN, grpc.StatusCode.DEADLINE_EXCEEDED: TIMED_OUT, grpc.StatusCode.NOT_FOUND: DELETED_FILE,

@@ -1,0 +1,132 @@
+"""The merge cost model (riffle.driver.cost) and its place in the scheduler: which groups are merged,
+which are skipped as not worth it, and how the skips are counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from riffle.driver import cost
+from riffle.driver.config import RiffleConfig
+from riffle.driver.cost import CostConfig, StorageCost
+from riffle.driver.merges import ShuffleState
+from riffle.driver.status import NOT_WORTH_IT, fell_back
+
+DISK = StorageCost(request_seconds=1e-3, byte_seconds=1 / 100e6, merge_seconds=5e-3, buffer_bytes=4 << 20)
+
+
+def test_many_small_blocks_read_by_many_reducers_are_worth_merging():
+    d = cost.decide([200_000] * 20, readers=1000, storage=DISK)  # the thesis's regime: M x R small reads
+    assert d.merge and d.reason == cost.WORTH_IT and d.saved_seconds > d.cost_seconds
+
+
+def test_few_readers_or_large_outputs_are_not_worth_merging():
+    assert not cost.decide([200_000] * 20, readers=1, storage=DISK).merge  # coalesced to one reducer: 19 requests saved
+    big = cost.decide([500 << 20] * 2, readers=200, storage=DISK)  # copying 1 GB costs more than 200 requests
+    assert not big.merge and big.reason == cost.NOT_WORTH_IT
+
+
+def test_a_single_output_is_never_a_merge():
+    assert not cost.decide([10], readers=10_000, storage=DISK).merge
+
+
+def test_savings_grow_with_fan_in_and_readers_costs_with_bytes():
+    base = cost.decide([1 << 20] * 4, 100, DISK)
+    assert cost.decide([1 << 20] * 8, 100, DISK).saved_seconds > base.saved_seconds
+    assert cost.decide([1 << 20] * 4, 200, DISK).saved_seconds > base.saved_seconds
+    assert cost.decide([4 << 20] * 4, 100, DISK).cost_seconds > base.cost_seconds
+
+
+@pytest.mark.parametrize("coalesce,shuffle_bytes,expected", [
+    (False, 10 << 20, 200),  # no adaptive execution: every partition is a reduce task
+    (True, 2 << 20, 2),  # 2 MB over 4 cores: the 1 MB minimum partition size wins
+    (True, 100 << 20, 4),  # parallelism first: 25 MB per task, under the 64 MB advisory size
+    (True, 10 << 30, 160),  # 10 GB at the 64 MB advisory size
+    (True, 100 << 30, 200),  # never more than the partitions
+    (True, 0, 1),
+])
+def test_reduce_tasks_follow_adaptive_coalescing(coalesce, shuffle_bytes, expected):
+    assert cost.reduce_tasks(200, shuffle_bytes, CostConfig(coalesce=coalesce), parallelism=4) == expected
+
+
+def test_reduce_tasks_without_parallelism_first_use_the_advisory_size():
+    assert cost.reduce_tasks(200, 640 << 20, CostConfig(coalesce=True, parallelism_first=False), parallelism=4) == 10
+
+
+def test_summary_is_one_line_with_counts():
+    text = cost.summary([cost.decide([1 << 10] * 4, 1000, DISK), cost.decide([1 << 10] * 4, 1, DISK)])
+    assert text.startswith("1 groups worth merging, 1 skipped as not worth it") and "\n" not in text
+
+
+def test_probe_measures_positive_costs(tmp_path):
+    measured = cost.probe(tmp_path, file_bytes=1 << 20, requests=8)
+    assert measured.request_seconds > 0 and measured.byte_seconds > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_conf_keys_and_adaptive_defaults():
+    off = RiffleConfig.from_conf({}.get).cost
+    assert not off.enabled and off.coalesce and off.advisory_bytes == 64 << 20
+    conf = {"spark.riffle.cost.enabled": "true", "spark.riffle.cost.requestTime": "2ms", "spark.riffle.cost.bandwidth": "200m",
+            "spark.riffle.cost.mergeTime": "10ms", "spark.sql.adaptive.enabled": "false",
+            "spark.sql.adaptive.advisoryPartitionSizeInBytes": "32MB"}
+    on = RiffleConfig.from_conf(conf.get).cost
+    assert on.enabled and not on.coalesce and on.advisory_bytes == 32 << 20
+    assert on.storage.request_seconds == pytest.approx(2e-3) and on.storage.byte_seconds == pytest.approx(1 / (200 << 20))
+    assert on.storage.merge_seconds == pytest.approx(1e-2)
+
+
+def test_skipped_groups_count_as_not_worth_it():
+    s = ShuffleState(1, 2, 40, 200, True, None)
+    s.unsent[NOT_WORTH_IT] += 3
+    assert fell_back(s) == {NOT_WORTH_IT: 3}
+
+
+def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int):
+    """A scheduler (no mergers listed, so no merger is reachable) fed one shuffle's events: 4 outputs, 2-way merges."""
+    import dataclasses
+
+    from riffle.driver.scheduler import MergeScheduler
+    from sparkshim import messages
+    from tests.unit.test_riffle_driver_units import TrackerStandIn
+
+    class Tracker(TrackerStandIn):
+        released: list[int] = []
+
+        def release(self, shuffle):
+            self.released.append(shuffle)
+
+    tracker = Tracker()
+    sched = MergeScheduler(None, tracker, dataclasses.replace(RiffleConfig(enabled=True, nway=2), cost=cost_config))
+    tracker.events = [messages.MapStageSubmitted(3, 5, "q", 0, 4, partitions, True, "")]
+    tracker.events += [messages.MapOutput(3, 5, 0, i, i, "1", "h", nbytes) for i in range(4)]
+    sched.step()
+    return sched.shuffles[3], tracker.released
+
+
+def test_a_shuffle_that_cannot_pay_is_released_at_its_first_output_and_counted_once():
+    s, released = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=200, nbytes=1 << 20)
+    assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.merges == [] and released == [3] and s.finalized
+    assert fell_back(s) == {NOT_WORTH_IT: 1} and s.reduce_tasks == 1  # 4 MB over one core (no context here): one task
+
+
+def test_the_scheduler_sends_groups_worth_merging():
+    s, released = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=False), partitions=2000, nbytes=100_000)
+    assert [d.reason for d in s.decisions] == [cost.WORTH_IT] * 2 and released == []
+    assert NOT_WORTH_IT not in fell_back(s)  # sent on (here no merger is reachable: merger_down)
+
+
+def test_without_the_cost_model_every_group_is_sent():
+    s, _ = _scheduler_run(CostConfig(enabled=False), partitions=200, nbytes=1 << 20)
+    assert s.decisions == [] and NOT_WORTH_IT not in fell_back(s)
+
+
+def test_riffle_storage_prints_confs_the_config_accepts(tmp_path, capsys):
+    import json
+
+    from riffle.cli import main
+
+    assert main(["storage", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    conf = out["conf"] | {"spark.riffle.cost.enabled": "true"}
+    parsed = RiffleConfig.from_conf(conf.get).cost
+    assert parsed.enabled and parsed.storage.request_seconds >= StorageCost().request_seconds and parsed.storage.byte_seconds > 0
