@@ -75,14 +75,19 @@ public final class Messages {
   @JsonTypeName("allocation")
   public record Allocation(double epochSeconds, Map<String, Double> cores) implements Message {}
 
-  /** One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these). */
+  /**
+   * One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these): its
+   * figures, why it got its share, and for a tuning candidate its tuner ({@code group}), candidate and fold (-1: none)
+   * and whether it is the tuner's refit on the best params. {@code secondsToTarget} is -1 until known.
+   */
   @JsonTypeName("job_status")
   public record JobStatus(String job, String state, int iterations, double loss, double normalizedLoss, double predictedGain,
-      double cores, double usedCores) implements Message {}
+      double cores, double usedCores, String why, double wallSeconds, double coreSeconds, double secondsToTarget,
+      String group, int candidate, int fold, boolean refit) implements Message {}
 
-  /** One epoch's decisions, pushed once per epoch by the Python loop ({@code SlaqStatus.publish}). */
+  /** One epoch's decisions, pushed once per epoch by the Python loop ({@code SlaqStatus.publish}), with the final figures of the jobs that ended since the previous one. */
   @JsonTypeName("epoch_status")
-  public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs) implements Message {}
+  public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs, List<JobStatus> finished) implements Message {}
 
   // ---------------------------------------------------------------- JVM -> REST clients (/slaq/json)
   /** One job over the whole application: seconds from its first epoch to normalized loss 0.1 (-1: not reached), its core-seconds and their share. */
