@@ -16,8 +16,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from slaq.live.status import (ENDED, FINISHED, NOT_TUNING, TARGET, CoreSample, JobFigures, Tuning, epoch_status, job_status,
-                              seconds_to_reduction, share_reason, used_cores)
+from slaq.live.status import (
+    ENDED,
+    FINISHED,
+    NOT_TUNING,
+    TARGET,
+    CoreSample,
+    JobFigures,
+    Tuning,
+    epoch_status,
+    job_status,
+    seconds_to_reduction,
+    share_reason,
+    used_cores,
+)
 from slaq.policy import make_policy
 from slaq.policy.base import unit
 from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast

@@ -8,8 +8,7 @@ import io
 import pytest
 
 from slaq.live.loop import EpochLoop
-from slaq.live.status import (ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, seconds_to_reduction,
-                              share_reason, used_cores)
+from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, seconds_to_reduction, share_reason, used_cores
 from slaq.progress import ConsoleProgress, console, format_table
 from sparkshim import messages
 from tests.fixtures import FakePools
