@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from slaq import sparkml
+from slaq import sparkml, tuning
 from slaq.enforce.pools import check_job_name
 from slaq.estimators import reports_loss
 from slaq.live.config import PREFIX, SlaqConfig
@@ -40,7 +40,9 @@ def _fit_as_job(runtime: SlaqRuntime, estimator: Any, fit: Callable[[], Any]) ->
     if _runtimes.current() is not runtime or current_job() is not None:
         return fit()
     kind, params = type(estimator).__name__, sparkml.hyperparameters(estimator)
-    with Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params)):
+    job = Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params))
+    job._track.tuning = tuning.place_of(estimator)  # its CrossValidator/TrainValidationSplit, shown grouped in the UI tab
+    with job:
         return fit()
 
 

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from slaq import connect, sparkml
+from slaq import connect, sparkml, tuning
 from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, enter_thread, restore_thread, thread_job
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.loop import EpochLoop
+from slaq.live.status import NOT_TUNING, Tuning
 from slaq.live.storage import StorageCheck, memory_blocks_on_disk
 from slaq.live.target import Target
 from slaq.predict.forecast import CurveCache
@@ -47,6 +48,7 @@ class Tracked:
     history: JobHistory = field(default_factory=JobHistory)
     curves: CurveCache = field(default_factory=CurveCache)
     satisfied: bool = False  # reached its target: minimum share from then on
+    tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit (spark.ml fits)
 
     def record(self, loss: float) -> bool:
         """A loss that does not pass through the JVM (SLAQ disabled) joins the history here; True
@@ -125,6 +127,7 @@ class SlaqRuntime:
             self.loop.start()
             if self._fit_as_job is not None:
                 sparkml.install(self._run_fit)
+                tuning.install()
             self._connect = self.pools.connect_fits(True)
             log.info("SLAQ: on (policy %s, epoch %.3g s, work-conserving %s); %s", c.policy, c.epoch,
                      str(c.work_conserving).lower(), tab_location(self.sc))
@@ -135,6 +138,7 @@ class SlaqRuntime:
         """Stops the epoch loop and the spark.ml hook; the shim then opens the pools (fair sharing)."""
         self.attached = False
         sparkml.uninstall(self._run_fit)
+        tuning.uninstall()
         if self.pools is not None and self._connect and self.spark_alive():
             self.pools.connect_fits(False)
         if self.loop is not None:
@@ -155,7 +159,7 @@ class SlaqRuntime:
             self._open[job.name] = job
         if self.pools is not None and self.loop is not None:
             self.pools.register(job.name, job.weight)
-            self.loop.add(job.name, job.weight, job.reports, history=job.history, curves=job.curves)
+            self.loop.add(job.name, job.weight, job.reports, history=job.history, curves=job.curves, tuning=job.tuning)
 
     def close(self, job: Tracked) -> None:
         """Stop tracking ``job`` (its history stays with it); its pool is throttled until idle."""

@@ -17,7 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
-from slaq.live.status import epoch_status, used_cores
+from slaq.live.status import (
+    ENDED,
+    FINISHED,
+    NOT_TUNING,
+    TARGET,
+    CoreSample,
+    JobFigures,
+    Tuning,
+    epoch_status,
+    job_status,
+    seconds_to_reduction,
+    share_reason,
+    used_cores,
+)
 from slaq.policy import make_policy
 from slaq.policy.base import unit
 from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast
@@ -49,6 +62,9 @@ class LiveJob:
     reports: bool | None = None  # whether it will report losses, when known in advance (slaq.estimators.reports_loss)
     driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
     last_stage: float = 0.0  # the pool's stage seconds at the latest report
+    added_at: float = 0.0  # when the loop took it on (the loop's clock)
+    satisfied_at: float | None = None  # when it reached its target (the loop's clock)
+    tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit, if any
 
 
 def ingest(jobs: dict[str, LiveJob], iterations: list[Any], clock_offset: float = 0.0) -> list[Any]:
@@ -115,6 +131,7 @@ def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) ->
 
 
 LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
+MAX_ENDED = 500  # final rows kept for the next status (the UI keeps as many finished jobs)
 
 
 class EpochLoop:
@@ -151,23 +168,26 @@ class EpochLoop:
         self._on_epoch = on_epoch
         self._clock = clock
         self._started = clock()
-        self._consumed_at: tuple[float, dict[str, float]] = (self._started, {})
-        self._decided: tuple[ForecastTable | None, list[float], list[int]] = (None, [], [])
+        self._sample = CoreSample(self._started)  # every pool's core-seconds at the latest drain
+        self._published_sample = self._sample  # ... at the drain the previous status measured up to
+        self._decided: tuple[ForecastTable | None, list[float], list[int], list[JobFigures]] = (None, [], [], [])
+        self._ended: list[Any] = []  # final rows of the jobs removed since the last published status
         self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
         self.status: Any = None  # the latest epoch_status message (the console table reads it)
         self.status_cpu_seconds = 0.0  # CPU time the loop thread spent building and publishing the statuses
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, name: str, weight: float, reports: bool | None = None, history: JobHistory | None = None,
-            curves: CurveCache | None = None) -> LiveJob:
+            curves: CurveCache | None = None, tuning: Tuning = NOT_TUNING) -> LiveJob:
         """A new job; ``reports``: whether it will report losses, when known (spark.ml fits).
         ``history``/``curves``: the job's own, when its owner keeps them (a ``slaq.job``: one history
-        per job, read by the user and scheduled on by the loop)."""
+        per job, read by the user and scheduled on by the loop). ``tuning``: its place in a tuner."""
+        now = self._clock()
         with self._lock:
             self._arrivals += 1
             job = self.jobs[name] = LiveJob(name, weight, float(self._arrivals), reports=reports,
                                             history=JobHistory() if history is None else history,
-                                            curves=CurveCache() if curves is None else curves)
+                                            curves=CurveCache() if curves is None else curves, added_at=now, tuning=tuning)
         if reports is False:
             log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", name)
         self._wake.set()  # a new job gets tokens now, not at the next epoch boundary
@@ -176,6 +196,13 @@ class EpochLoop:
     def remove(self, name: str) -> LiveJob | None:
         with self._lock:
             job = self.jobs.pop(name, None)
+        if job is not None:
+            try:
+                row = self.final_row(job, self._clock())
+                with self._lock:
+                    self._ended = [*self._ended[-(MAX_ENDED - 1):], row]  # bounded while no epoch publishes them
+            except Exception as exc:  # the view of the schedule must never fail the job
+                log.warning("SLAQ: could not summarize finished job %s for the UI tab: %s", name, exc)
         self._wake.set()
         # the one place a job's "reports no loss" line is logged at its end (step() logs it at the 3rd silent epoch)
         if job is not None and not job.history.losses and job.reports is None and job.silent_epochs < NO_LOSS_EPOCHS:
@@ -186,9 +213,28 @@ class EpochLoop:
         """``name`` reached its target: from the next epoch on it gets the minimum share."""
         with self._lock:
             job = self.jobs.get(name)
-            if job is not None:
+            if job is not None and not job.satisfied:
                 job.satisfied = True
+                job.satisfied_at = self._clock()
         self._wake.set()
+
+    def final_row(self, job: LiveJob, now: float) -> Any:
+        """A finished job's row from its whole history (the last epoch's row misses the losses ingested
+        after it): final loss and iterations, wall time, core-seconds, and time to its target (when it
+        reached one) or else to :data:`~slaq.live.status.REDUCTION` of its loss reduction."""
+        losses = list(job.history.losses)
+        times = list(job.history.times)
+        normalized = 1.0
+        if losses:
+            table = ForecastTable([job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)], self.epoch)
+            normalized = float(table.normalized_now()[0])
+        if job.satisfied_at is not None:
+            to_target = job.satisfied_at - job.added_at
+        else:
+            to_target = seconds_to_reduction(losses, times, job.added_at)
+        figures = JobFigures(TARGET if job.satisfied else ENDED, now - job.added_at, job.consumed, to_target, job.tuning,
+                             job.driver.fraction())
+        return job_status(job.name, FINISHED, len(losses), losses[-1] if losses else 0.0, normalized, 0.0, 0.0, 0.0, figures)
 
     def history(self, name: str) -> JobHistory | None:
         with self._lock:
@@ -203,24 +249,33 @@ class EpochLoop:
             jobs = list(self.jobs.values())
         closed = [c for c in closed if c not in self.jobs]
         if not jobs and not closed:
-            self._decided = (None, [], [])
+            self._decided = (None, [], [], [])
             return {}
         capacity = max(capacity - self.reserve, 0.0)
         alloc = fixed_shares(jobs, closed, capacity)
+        fixed = set(alloc)
         forecasts = [job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs]  # all: the status shows them
         steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
+        minimum = 0.0
         if steered:
             table = ForecastTable([f for _, f in steered], self.epoch)
             left = max(capacity - sum(alloc.values()), 0.0)
+            minimum = unit(left, len(steered)) if self.policy.minimum_share else 0.0
             cores = self.policy.allocate(table, left)
             chosen = {j.name: float(c) for (j, _), c in zip(steered, cores)}
             if self.policy.fitted_curves:  # a policy that steers by predicted gain; fair, fifo, ... keep their own shares
                 chosen = self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered)))
             alloc.update(chosen)
+        now = self._clock()
+        figures = []
         for j in jobs:
             j.cores = alloc[j.name]
+            why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
+                               self.policy.fitted_curves and self.policy.minimum_share)
+            to_target = j.satisfied_at - j.added_at if j.satisfied_at is not None else -1.0
+            figures.append(JobFigures(why, now - j.added_at, j.consumed, to_target, j.tuning, j.driver.fraction()))
         self._decided = (ForecastTable(forecasts, self.epoch) if jobs else None, [alloc[j.name] for j in jobs],
-                         [j.history.iterations for j in jobs])
+                         [j.history.iterations for j in jobs], figures)
         return alloc
 
     def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:
@@ -239,7 +294,9 @@ class EpochLoop:
         with self._ingest_lock:
             after = self._admit() if self._admit is not None else None
             iterations, pools = self.pools.drain()
+            drained = self._clock()
             with self._lock:
+                self._sample = CoreSample(drained, {name: state.consumed for name, state in pools.items()})
                 accepted = ingest(self.jobs, iterations, self._clock_offset)
                 for name, state in pools.items():
                     if name in self.jobs:
@@ -270,14 +327,12 @@ class EpochLoop:
         """Builds this epoch's ``epoch_status`` and hands it on; a failure here never fails the epoch."""
         now, cpu = self._clock(), time.thread_time()
         with self._lock:
-            consumed = {name: j.consumed for name, j in self.jobs.items()}
-            driver = {name: j.driver.fraction() for name, j in self.jobs.items()}
-        before_t, before = self._consumed_at
-        self._consumed_at = (now, consumed)
-        table, cores, iterations = self._decided
+            sample, ended, self._ended = self._sample, self._ended, []
+        before, self._published_sample = self._published_sample, sample
+        table, cores, iterations, figures = self._decided
         try:
             self.status = epoch_status(self.epochs, now - self._started, self.policy_name, capacity, table, cores, iterations,
-                                       used_cores(consumed, before, now - before_t), driver)
+                                       used_cores(sample, before, capacity), figures, ended)
             if self._on_epoch is not None:
                 self._on_epoch(self.status)
         except Exception as exc:  # the view of the schedule must never stop the schedule

@@ -9,6 +9,7 @@ message. Pure functions: no Spark, no clock.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,13 +19,96 @@ from sparkshim.messages import EpochStatus, JobStatus
 
 WAITING = "waiting"  # registered, no loss reported yet
 RUNNING = "running"
+FINISHED = "finished"
+
+# Why a job got its share this epoch (the ``why`` of its row): one of these.
+EXPLORING = "exploring a new job"  # fewer than two losses: no curve yet, so the policy tries it out first
+NO_LOSS = "no loss yet"  # reports no loss (or none so far): an even, weighted share, as fair sharing would give
+GAIN = "predicted gain per core"  # the policy gave it cores for the normalized loss they are predicted to remove
+MINIMUM = "minimum share"  # only the guaranteed minimum: others' predicted gain per core ranked higher
+TARGET = "target reached"  # reached its target: the minimum share from then on
+POLICY = "policy's share"  # a policy that does not rank by predicted gain (fair, fifo, ...) chose it
+ENDED = "ended"  # a finished job that did not reach a target
+WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED)
+
+REDUCTION = 0.9  # a finished job's time to target, without a target of its own: time to this fraction of its loss reduction
 
 
-def used_cores(consumed: Mapping[str, float], before: Mapping[str, float], seconds: float) -> dict[str, float]:
-    """Cores each job's pool actually used over the last ``seconds``, from cumulative core-seconds."""
+@dataclass(frozen=True)
+class Tuning:
+    """Where a fit sits in a tuner (CrossValidator, TrainValidationSplit): the tuner's name, the param
+    map's index, the fold (-1: none) and whether it is the refit on the best param map."""
+
+    group: str = ""
+    candidate: int = -1
+    fold: int = -1
+    refit: bool = False
+
+
+NOT_TUNING = Tuning()
+
+
+@dataclass(frozen=True)
+class CoreSample:
+    """Every pool's cumulative core-seconds at one drain, and when that drain happened (the loop's clock)."""
+
+    t: float
+    consumed: Mapping[str, float] = field(default_factory=dict)
+
+
+def used_cores(now: CoreSample, before: CoreSample, capacity: float) -> dict[str, float]:
+    """Cores each pool used between two drains: its core-seconds over the time between the *same* two
+    drains, so "used" is measured over the window its core-seconds were counted in, like an allocation
+    (cores held for a length of time). A pool new since ``before`` counts from 0; a reopened pool's
+    restarted count gives 0. Running tasks never exceed the executors' cores, so the total stays within
+    ``capacity``; clock jitter between pools is scaled away so it never reads above it."""
+    seconds = now.t - before.t
     if seconds <= 0:
-        return {job: 0.0 for job in consumed}
-    return {job: max(c - before.get(job, 0.0), 0.0) / seconds for job, c in consumed.items()}
+        return {job: 0.0 for job in now.consumed}
+    used = {job: max(c - before.consumed.get(job, 0.0), 0.0) / seconds for job, c in now.consumed.items()}
+    total = sum(used.values())
+    if capacity > 0 and total > capacity:
+        used = {job: u * capacity / total for job, u in used.items()}
+    return used
+
+
+def share_reason(losses: int, satisfied: bool, fixed: bool, cores: float, minimum: float, ranks_by_gain: bool) -> str:
+    """Why a job got ``cores`` this epoch: from the rule or policy decision that gave them (``fixed``: a
+    rule of :func:`slaq.live.loop.fixed_shares`, not the policy; ``minimum``: the guaranteed share)."""
+    if satisfied:
+        return TARGET
+    if fixed:
+        return NO_LOSS
+    if losses < 2:
+        return EXPLORING
+    if not ranks_by_gain:
+        return POLICY
+    return GAIN if cores > minimum * (1 + 1e-6) else MINIMUM
+
+
+def seconds_to_reduction(losses: Sequence[float], times: Sequence[float], start: float, fraction: float = REDUCTION) -> float:
+    """Seconds from ``start`` until the loss first removed ``fraction`` of the job's whole loss
+    reduction (first loss to lowest); -1 without a reduction or without a time per loss."""
+    if len(losses) < 2 or len(times) != len(losses):
+        return -1.0
+    first, best = losses[0], min(losses)
+    if best >= first:
+        return -1.0
+    goal = first - fraction * (first - best)
+    at = next(t for loss, t in zip(losses, times) if loss <= goal)
+    return max(at - start, 0.0)
+
+
+@dataclass(frozen=True)
+class JobFigures:
+    """What a job's row shows besides the forecast: its share's reason, times and cost."""
+
+    why: str
+    wall_seconds: float
+    core_seconds: float
+    seconds_to_target: float = -1.0
+    tuning: Tuning = NOT_TUNING
+    driver_fraction: float | None = None  # share of its latest iterations' time the driver alone worked (driver_share)
 
 
 def forecast_view(table: ForecastTable, cores: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -36,29 +120,37 @@ def forecast_view(table: ForecastTable, cores: Sequence[float]) -> tuple[np.ndar
     return now, np.maximum(gain, 0.0)
 
 
+def job_status(job: str, state: str, iterations: int, loss: float, normalized: float, gain: float, cores: float, used: float,
+               figures: JobFigures) -> Any:
+    """One row (a ``job_status`` message), every number finite."""
+    t = figures.tuning
+    return JobStatus(job=job, state=state, iterations=int(iterations), loss=_finite(loss), normalized_loss=_finite(normalized),
+                     predicted_gain=_finite(gain), cores=_finite(cores), used_cores=_finite(used), why=figures.why,
+                     wall_seconds=_finite(figures.wall_seconds), core_seconds=_finite(figures.core_seconds),
+                     seconds_to_target=_finite(figures.seconds_to_target, -1.0), group=t.group, candidate=int(t.candidate),
+                     fold=int(t.fold), refit=bool(t.refit),
+                     driver_fraction=-1.0 if figures.driver_fraction is None else _finite(figures.driver_fraction))
+
+
 def epoch_status(epoch: int, t: float, policy: str, capacity: float, table: ForecastTable | None, cores: Sequence[float],
-                 iterations: Sequence[int], used: Mapping[str, float], driver: Mapping[str, float | None] | None = None) -> Any:
-    """The ``epoch_status`` message of one epoch; ``table`` rows, ``cores`` and ``iterations`` are per job, in order;
-    ``driver``: each job's driver fraction of its iteration time (slaq.live.driver_share), -1 where not measured."""
+                 iterations: Sequence[int], used: Mapping[str, float], figures: Sequence[JobFigures] = (),
+                 finished: Sequence[Any] = ()) -> Any:
+    """The ``epoch_status`` message of one epoch; ``table`` rows, ``cores``, ``iterations`` and ``figures`` are per
+    job, in order; ``finished``: the final rows of the jobs that ended since the previous epoch."""
     jobs = []
     if table is not None and len(table):
         normalized, gain = forecast_view(table, cores)
         for i, forecast in enumerate(table.jobs):
-            jobs.append(JobStatus(
-                job=forecast.job_id, state=RUNNING if iterations[i] > 0 else WAITING, iterations=int(iterations[i]),
-                loss=float(forecast.loss_now) if iterations[i] > 0 else 0.0,
-                normalized_loss=float(normalized[i]) if iterations[i] > 0 else 1.0,
-                predicted_gain=_finite(gain[i]), cores=_finite(cores[i]), used_cores=_finite(used.get(forecast.job_id, 0.0)),
-                driver_fraction=_measured((driver or {}).get(forecast.job_id))))
-    return EpochStatus(epoch=int(epoch), t=float(t), policy=policy, capacity=_finite(capacity), jobs=jobs)
+            reported = iterations[i] > 0
+            jobs.append(job_status(
+                forecast.job_id, RUNNING if reported else WAITING, iterations[i], forecast.loss_now if reported else 0.0,
+                normalized[i] if reported else 1.0,
+                gain[i] if iterations[i] >= 2 else 0.0,  # before two losses there is no curve to predict from
+                cores[i], used.get(forecast.job_id, 0.0), figures[i] if i < len(figures) else JobFigures(POLICY, 0.0, 0.0)))
+    return EpochStatus(epoch=int(epoch), t=float(t), policy=policy, capacity=_finite(capacity), jobs=jobs, finished=list(finished))
 
 
-def _measured(x: float | None) -> float:
-    """A fraction, or -1 when not measured (JSON has no null in this schema's floats)."""
-    return -1.0 if x is None else _finite(x)
-
-
-def _finite(x: float) -> float:
-    """JSON has no NaN or infinity: a forecast that has none yet shows as 0."""
+def _finite(x: float, default: float = 0.0) -> float:
+    """JSON has no NaN or infinity: a figure that has none yet shows as ``default``."""
     v = float(x)
-    return v if np.isfinite(v) else 0.0
+    return v if np.isfinite(v) else default

@@ -9,12 +9,12 @@ from sparkshim import messages
 from sparkshim.bridge import new_instance
 
 
-def job(name, iterations=3, cores=1.0):
-    return messages.JobStatus(name, "running", iterations, 0.5, 0.4, 0.05, cores, cores * 0.9, 0.25)
+def job(name, iterations=3, cores=1.0, state="running", why="predicted gain per core"):
+    return messages.JobStatus(name, state, iterations, 0.5, 0.4, 0.05, cores, cores * 0.9, why, 2.0, 3.0, -1.0, "", -1, -1, False, 0.25)
 
 
-def epoch(n, *jobs):
-    return messages.EpochStatus(n, n * 0.5, "slaq", 2.0, list(jobs))
+def epoch(n, *jobs, finished=()):
+    return messages.EpochStatus(n, n * 0.5, "slaq", 2.0, list(jobs), list(finished))
 
 
 @pytest.fixture
@@ -36,9 +36,20 @@ def test_jobs_that_leave_are_listed_as_finished_until_their_name_runs_again(stor
     publish(epoch(2, job("a")))
     r = report()
     assert [e.epoch for e in r.history] == [1, 2]
-    assert r.finished == (messages.JobStatus("b", "finished", 5, 0.5, 0.4, 0.0, 0.0, 0.0, 0.25),)  # no cores once it left
+    (b,) = r.finished  # without final figures from the loop: its last epoch's, no cores once it left
+    assert (b.job, b.state, b.iterations, b.cores, b.used_cores, b.why, b.core_seconds) == ("b", "finished", 5, 0.0, 0.0, "ended", 3.0)
     publish(epoch(3, job("a"), job("b", 1)))
     assert report().finished == ()
+
+
+def test_the_loops_final_figures_replace_the_last_epochs_row(store):
+    publish, report = store
+    publish(epoch(1, job("a"), job("b", 5)))
+    final = messages.JobStatus("b", "finished", 9, 0.1, 0.0, 0.0, 0.0, 0.0, "target reached", 4.0, 6.5, 3.5, "CrossValidator_x", 1, -1, True, -1.0)
+    publish(epoch(2, job("a"), finished=[final]))
+    assert report().finished == (final,)
+    publish(epoch(3, finished=[job("c", 2, 0.0, "finished", "ended")]))  # a job that came and went between two epochs
+    assert [j.job for j in report().finished] == ["b", "a", "c"]
 
 
 def test_window_is_bounded_and_idle_epochs_are_kept_once(store):

@@ -16,8 +16,9 @@ from urllib.parse import urlparse
 
 import pytest
 
+from slaq.live.status import WHYS
 from sparkshim import messages
-from tests.spark.ui_app import JOBS
+from tests.spark.ui_app import CV_FOLDS, CV_PARAMS, JOBS
 from tests.spark.ui_support import CHROMIUM, CHROMIUM_FLAGS, get_json, log4j2
 
 APP = Path(__file__).with_name("ui_app.py")
@@ -29,7 +30,8 @@ SHORT = "short"
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """The running app: its UI URL, its status report once every job has iterated and `short` finished, and its driver log."""
+    """The running app: its UI URL, its status report once every job has iterated and `short` and the CrossValidator
+    finished, and its driver log."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run scripts/setup.sh (it installs Debian's chromium for these tests)")
     tmp = tmp_path_factory.mktemp("ui-app")
@@ -44,13 +46,14 @@ def app(tmp_path_factory):
         line = proc.stdout.readline()
         assert line, f"the app exited before its UI was up:\n{(tmp / 'driver.log').read_text()[-3000:]}"
         ui = json.loads(line)["ui"]
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 240
         while True:
             report = messages.decode(json.dumps(get_json(ui + "/slaq/json/")))
             seen = {j.job: j for e in report.history for j in e.jobs if j.iterations >= 3}
-            if len(report.history) >= 4 and set(seen) == set(NAMES) and any(j.job == SHORT for j in report.finished):
+            tuned = any(j.refit for j in report.finished)
+            if len(report.history) >= 4 and set(NAMES) <= set(seen) and any(j.job == SHORT for j in report.finished) and tuned:
                 break
-            assert time.monotonic() < deadline, f"no epochs with every job after 180 s: {report}"
+            assert time.monotonic() < deadline, f"no epochs with every job and the CrossValidator done after 240 s: {report}"
             assert proc.poll() is None, (tmp / "driver.log").read_text()[-3000:]
             time.sleep(1.0)
         yield {"ui": ui, "report": report, "tmp": tmp, "proc": proc}
@@ -92,18 +95,28 @@ def test_rest_json_is_the_schema_status_report(app):
     for e in report.history:
         assert e.policy == "slaq" and e.capacity == 2.0
         assert sum(j.cores for j in e.jobs) <= e.capacity + 1e-9
+        assert sum(j.used_cores for j in e.jobs) <= e.capacity + 1e-9  # measured over the window its core-seconds were counted in
         for j in e.jobs:
             assert j.state in ("waiting", "running") and (j.state == "running") == (j.iterations > 0)
-            assert j.used_cores >= 0 and j.predicted_gain >= 0
+            assert j.used_cores >= 0 and j.predicted_gain >= 0 and j.why in WHYS
     per_job: dict[str, list[int]] = {}
     for e in report.history:
         for j in e.jobs:
             per_job.setdefault(j.job, []).append(j.iterations)
     assert all(seq == sorted(seq) for seq in per_job.values()), per_job
-    assert set(per_job) == set(NAMES)  # exact names, including the one with <, &, '
+    assert set(NAMES) <= set(per_job)  # exact names, including the one with <, &, '
     short = next(j for j in report.finished if j.job == SHORT)
-    assert short.state == "finished" and 0 < short.iterations <= 7  # as of its last epoch (7 = the initial loss plus 6)
+    losses = json.loads((app["tmp"] / "short-losses.json").read_text())
+    assert short.state == "finished" and short.iterations == len(losses) > 1  # its whole history, not as of its last epoch
+    assert short.loss == pytest.approx(losses[-1])  # the final loss, not the last epoch's
     assert (short.cores, short.used_cores) == (0.0, 0.0)
+    for j in report.finished:  # (whether a tuner's fits captured losses is the capture tests' business)
+        assert j.wall_seconds > 0 and j.core_seconds > 0 and j.why in ("ended", "target reached"), j
+    assert 0 < short.seconds_to_target <= short.wall_seconds + 0.5  # 90% of its loss reduction (clocks mapped JVM -> Python)
+    tuned = [j for j in report.finished if j.group]
+    assert len({j.group for j in tuned}) == 1 and sum(j.refit for j in tuned) == 1, tuned  # one CrossValidator, one refit
+    candidates = sorted((j.candidate, j.fold) for j in tuned if not j.refit)
+    assert candidates == [(c, f) for c in range(len(CV_PARAMS)) for f in range(CV_FOLDS)], tuned
     # the JVM's running total of cores used is real: the long jobs used some
     assert any(j.used_cores > 0 for e in report.history for j in e.jobs)
     recent = messages.decode(json.dumps(get_json(app["ui"] + "/slaq/json/?epochs=2")))
@@ -118,6 +131,8 @@ class _Dom(HTMLParser):
         self.rows: list[list[str]] = []
         self.svgs: dict[str, dict[str, list[str]]] = {}
         self.tabs: list[str] = []
+        self.groups: list[str] = []
+        self.keys: list[str] = []
         self._svg: str | None = None
         self._row: list[str] | None = None
         self._cell: list[str] | None = None
@@ -132,6 +147,10 @@ class _Dom(HTMLParser):
             self.svgs[self._svg].setdefault(a["class"], []).append(a.get("data-job", ""))
         elif tag == "tr" and a.get("class") == "slaq-job":
             self._row = []
+        elif tag == "tr" and a.get("class") == "slaq-group":
+            self.groups.append(a["data-group"])
+        elif tag == "span" and a.get("class") == "slaq-key":
+            self.keys.append(a["data-job"])
         elif tag == "td" and self._row is not None:
             self._cell = []
         elif tag == "a" and "nav-link" in (a.get("class") or ""):
@@ -165,14 +184,19 @@ def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
     page = _Dom()
     page.feed(dom.stdout)
     assert "SLAQ" in page.tabs and "Jobs" in page.tabs, page.tabs  # our tab in Spark's own navigation bar
-    rows = {r[0]: r for r in page.rows}
+    rows = {r[1]: r for r in page.rows}
     assert set(NAMES) <= set(rows), page.rows  # every job, names escaped and shown as text
-    assert rows[SHORT][1] == "finished"
-    assert all(rows[n][1] == "running" and int(rows[n][2]) >= 3 for n in NAMES if n != SHORT)
-    assert len(rows[NAMES[0]]) == 8  # job, state, iterations, loss, normalized loss, predicted gain, cores allocated, used
+    assert rows[SHORT][3] == "finished" and rows[SHORT][4] in WHYS
+    assert all(rows[n][3] == "running" and int(rows[n][5]) >= 3 for n in NAMES if n != SHORT)
+    # #, job, tuning, state, why, iterations, loss, normalized loss, predicted gain, cores allocated, used, wall time, time to target, core-seconds
+    assert all(len(r) == 14 and r[4] in WHYS for r in page.rows), page.rows
+    tuned = [r for r in page.rows if r[2] != "\u2013"]
+    assert sum(r[2].startswith("refit") for r in tuned) == 1 and len(tuned) == len(CV_PARAMS) * CV_FOLDS + 1, tuned
+    assert len(page.groups) == 1  # the CrossValidator's heading, its fits under it
     loss, alloc = page.svgs["slaq-loss-chart"], page.svgs["slaq-alloc-chart"]
-    assert set(loss["slaq-series"]) == set(NAMES) and loss["slaq-mean"] == [""]
-    assert set(alloc["slaq-series"]) <= set(NAMES) and len(alloc["slaq-series"]) >= 2 and alloc["slaq-used"] == [""]
+    assert set(NAMES) <= set(loss["slaq-series"]) and loss["slaq-mean"] == [""]
+    assert set(alloc["slaq-series"]) <= set(rows) and len(alloc["slaq-series"]) >= 2 and alloc["slaq-used"] == [""]
+    assert set(loss["slaq-series"]) | set(alloc["slaq-series"]) <= set(page.keys) <= set(rows)  # a legend key with its name for every series
     shot = tmp / "slaq-tab.png"
     run = subprocess.run([CHROMIUM, *flags, "--virtual-time-budget=5000", "--window-size=1280,1600", f"--screenshot={shot}", url],
                          capture_output=True, text=True, timeout=120)

@@ -2,7 +2,8 @@
 
 Starts local-cluster Spark with the UI on 127.0.0.1 (the caller sets SPARK_LOCAL_IP) and a random
 port, runs SLAQ jobs (instrumented logistic regression and SVM on Spark; one of them short, so it
-finishes while the others run), prints {"ui": <url>} on stdout, and exits when its stdin closes.
+finishes while the others run) and a small spark.ml CrossValidator beside them (its fits are SLAQ jobs
+grouped under it), prints {"ui": <url>} on stdout, and exits when its stdin closes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import os
 import sys
 import threading
+from pathlib import Path
 
 from pyspark import InheritableThread
 from pyspark.sql import SparkSession
@@ -20,6 +22,23 @@ from slaq.ml import logistic_regression, svm, synthetic_blocks
 
 # (name, trainer, iterations): the first name needs HTML escaping; "short" finishes early
 JOBS = [("lr <a>&'x'", logistic_regression, 100_000), ("svm-1", svm, 100_000), ("short", logistic_regression, 6)]
+CV_PARAMS = [0.1, 0.01]  # regParam of the CrossValidator's candidates
+CV_FOLDS = 2
+
+
+def cross_validate(spark: SparkSession) -> None:
+    """A small CrossValidator over LogisticRegression: len(CV_PARAMS) x CV_FOLDS fits, then the refit."""
+    from pyspark.ml.classification import LogisticRegression
+    from pyspark.ml.evaluation import BinaryClassificationEvaluator
+    from pyspark.ml.linalg import Vectors
+    from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+
+    rows = [(float(i % 2), Vectors.dense([(i % 7) / 7.0 + (i % 2), (i % 5) / 5.0])) for i in range(200)]
+    data = spark.createDataFrame(rows, ["label", "features"]).repartition(2).cache()
+    lr = LogisticRegression(maxIter=8)
+    grid = ParamGridBuilder().addGrid(lr.regParam, CV_PARAMS).build()
+    CrossValidator(estimator=lr, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(), numFolds=CV_FOLDS,
+                   parallelism=2, seed=7).fit(data)
 
 
 def main() -> int:
@@ -37,16 +56,27 @@ def main() -> int:
     def train(name: str, trainer, iterations: int) -> None:
         try:
             blocks = synthetic_blocks(sc, 2, 200, 5, seed=len(name), cache=True)
-            with slaq.job(name):
+            with slaq.job(name) as job:
                 trainer(blocks, iterations)
+            if name == "short":  # what the test compares the finished row with
+                (Path(local_dir).parent / "short-losses.json").write_text(json.dumps(job.losses))
         except Exception as exc:  # the app is stopped under running jobs; only report failures before that
             if not stopping.is_set():
                 errors.append(f"{name}: {exc}")
                 print(f"ui_app: job {name} failed: {exc}", file=sys.stderr, flush=True)
 
+    def tune() -> None:
+        try:
+            cross_validate(spark)
+        except Exception as exc:
+            if not stopping.is_set():
+                errors.append(f"CrossValidator: {exc}")
+                print(f"ui_app: CrossValidator failed: {exc}", file=sys.stderr, flush=True)
+
     stopping = threading.Event()
     for name, trainer, iterations in JOBS:
         InheritableThread(target=train, args=(name, trainer, iterations), daemon=True).start()
+    InheritableThread(target=tune, daemon=True).start()
     print(json.dumps({"ui": sc.uiWebUrl}), flush=True)
     sys.stdin.read()  # the test closes stdin when it is done
     stopping.set()

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from slaq.live.loop import EpochLoop
-from slaq.live.status import used_cores
+from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, seconds_to_reduction, share_reason, used_cores
 from slaq.progress import ConsoleProgress, console, format_table
 from sparkshim import messages
 from tests.fixtures import FakePools
@@ -37,8 +37,13 @@ class FakeClock:
         return self.now
 
 
+def row(job, state, iterations, loss, normalized, gain, cores, used):
+    """A ``job_status`` with the figures these tests do not look at left at their defaults."""
+    return messages.JobStatus(job, state, iterations, loss, normalized, gain, cores, used, POLICY, 0.0, 0.0, -1.0, "", -1, -1, False, -1.0)
+
+
 def it(job, loss, t, core_seconds):
-    return messages.Iteration(job, loss, t, core_seconds, 0.0, "python")
+    return messages.Iteration(job, loss, t, core_seconds, "python")
 
 
 def run_epochs(batches, step_seconds=0.5):
@@ -57,7 +62,7 @@ def test_each_epoch_publishes_one_status_with_losses_gains_and_cores():
     loop, published = run_epochs([
         ([it("a", 1.0, 0.1, 0.0)], {"a": 0.0}),
         ([it("a", 0.5, 0.6, 0.5), it("a", 0.3, 1.1, 1.0)], {"a": 1.0, "b": 0.25}),
-        ([it("a", 0.2, 1.6, 1.5), it("a", 0.15, 2.1, 2.0)], {"a": 2.0, "b": 0.5}),
+        ([it("a", 0.2, 1.6, 1.25), it("a", 0.15, 2.1, 1.75)], {"a": 1.75, "b": 0.5}),
     ])
     assert [s.epoch for s in published] == [1, 2, 3]
     assert [s.t for s in published] == pytest.approx([0.5, 1.0, 1.5])  # seconds since the loop started, by its clock
@@ -67,7 +72,7 @@ def test_each_epoch_publishes_one_status_with_losses_gains_and_cores():
     assert (a.state, a.iterations, a.loss) == ("running", 5, 0.15)
     assert 0.0 <= a.normalized_loss < published[1].jobs[0].normalized_loss <= 1.0  # falls as the job converges
     assert a.predicted_gain >= 0.0 and a.predicted_gain <= a.normalized_loss
-    assert a.used_cores == pytest.approx(2.0)  # 1.0 core-second in 0.5 s
+    assert a.used_cores == pytest.approx(1.5)  # 0.75 core-seconds in 0.5 s
     assert (b.state, b.iterations, b.loss, b.normalized_loss) == ("waiting", 0, 0.0, 1.0)
     assert b.used_cores == pytest.approx(0.5)
     assert a.cores + b.cores == pytest.approx(2.0)
@@ -86,15 +91,89 @@ def test_a_failing_publisher_never_fails_the_epoch(caplog):
 
 
 def test_used_cores_from_cumulative_core_seconds():
-    assert used_cores({"a": 3.0, "b": 1.0}, {"a": 1.0}, 2.0) == {"a": 1.0, "b": 0.5}
-    assert used_cores({"a": 3.0}, {"a": 4.0}, 1.0) == {"a": 0.0}  # a reopened pool restarts its count
-    assert used_cores({"a": 3.0}, {}, 0.0) == {"a": 0.0}
+    before = CoreSample(10.0, {"a": 1.0})
+    assert used_cores(CoreSample(12.0, {"a": 3.0, "b": 1.0}), before, 2.0) == {"a": 1.0, "b": 0.5}
+    assert used_cores(CoreSample(11.0, {"a": 0.5}), before, 2.0) == {"a": 0.0}  # a reopened pool restarts its count
+    assert used_cores(CoreSample(10.0, {"a": 3.0}), before, 2.0) == {"a": 0.0}  # no time between the drains
+    jitter = used_cores(CoreSample(11.0, {"a": 2.0, "b": 1.05}), before, 2.0)  # 2.05 cores of 2: clock jitter between pools
+    assert sum(jitter.values()) == pytest.approx(2.0)
+
+
+class SlowDepositPools(ScriptedPools):
+    """Two pools that together keep both cores busy (1 core-second per second each); each deposit takes
+    the scripted time on the loop's clock, as a slow curve fit or a busy py4j call would."""
+
+    def __init__(self, clock, deposit_seconds):
+        super().__init__([])
+        self.clock, self.delays = clock, list(deposit_seconds)
+
+    def drain(self):
+        c = self.clock.now - 100.0
+        return [], {job: messages.PoolState(job, c, 0.0, 1, False) for job in ("a", "b")}
+
+    def deposit(self, alloc, epoch):
+        self.clock.now += self.delays.pop(0)
+
+
+def test_cores_used_never_exceed_capacity_when_publishing_lags_the_drain():
+    """Cores used were once the core-seconds between two drains over the time between two *publishes*:
+    an epoch that published late followed by one woken early (a job arrived) read 8.33 of 2 cores."""
+    clock = FakeClock()
+    published = []
+    loop = EpochLoop(SlowDepositPools(clock, [1.0, 0.1, 0.1]), "slaq", 0.5, on_epoch=published.append, clock=clock)
+    loop.add("a", 1.0)
+    loop.add("b", 1.0)
+    for _ in range(3):
+        loop.step()
+    for status in published[1:]:
+        assert sum(j.used_cores for j in status.jobs) == pytest.approx(2.0)  # both cores busy, never more
+        assert {j.job: j.used_cores for j in status.jobs} == pytest.approx({"a": 1.0, "b": 1.0})
+
+
+def test_share_reason_names_the_rule_or_decision_behind_each_share():
+    assert share_reason(9, True, True, 0.25, 0.25, True) == TARGET
+    assert share_reason(0, False, True, 1.0, 0.25, True) == NO_LOSS
+    assert share_reason(1, False, False, 1.5, 0.25, True) == EXPLORING
+    assert share_reason(5, False, False, 1.5, 0.25, True) == GAIN
+    assert share_reason(5, False, False, 0.25, 0.25, True) == MINIMUM
+    assert share_reason(5, False, False, 1.0, 0.0, False) == POLICY
+
+
+def test_seconds_to_reduction_is_the_first_time_past_that_share_of_the_whole_drop():
+    losses, times = [1.0, 0.5, 0.2, 0.12, 0.1], [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert seconds_to_reduction(losses, times, 0.5) == pytest.approx(3.5)  # 0.12 <= 1 - 0.9 * 0.9 = 0.19
+    assert seconds_to_reduction([1.0, 1.2], [1.0, 2.0], 0.0) == -1.0  # no reduction
+    assert seconds_to_reduction(losses, [], 0.0) == -1.0  # no times
+
+
+def test_a_finished_job_carries_its_final_figures_from_its_whole_history():
+    """The last epoch's row misses losses ingested as the job closed: its final row comes from its history."""
+    clock = FakeClock()
+    published = []
+    tuning = Tuning("CrossValidator_1", 1, -1, True)
+    loop = EpochLoop(ScriptedPools([([it("a", 1.0, 0.1, 0.0)], {"a": 0.0}),
+                                    ([it("a", 0.5, 0.6, 0.5), it("a", 0.2, 1.1, 1.0)], {"a": 1.0})]),
+                     "slaq", 0.5, on_epoch=published.append, clock=clock, clock_offset=100.0)
+    loop.add("a", 1.0, tuning=tuning)
+    clock.now += 0.5
+    loop.step()
+    clock.now += 0.5
+    loop.poll()  # the job's close brings in its last losses...
+    loop.remove("a")  # ...and ends it before the next epoch
+    loop.step()
+    assert [j.job for j in published[-2].jobs] == ["a"] and published[-2].jobs[0].iterations == 1
+    (row,) = published[-1].finished
+    assert (row.state, row.iterations, row.loss, row.why) == ("finished", 3, 0.2, ENDED)
+    assert row.wall_seconds == pytest.approx(1.0) and row.core_seconds == pytest.approx(1.0)
+    assert row.seconds_to_target == pytest.approx(1.1)  # 0.2 is the first loss at 90% of the drop, at 1.1 s
+    assert (row.group, row.candidate, row.fold, row.refit) == ("CrossValidator_1", 1, -1, True)
+    assert published[-1].jobs == () and messages.decode(messages.encode(published[-1])) == published[-1]
 
 
 def test_console_table_lists_jobs_by_cores_and_folds_the_rest():
-    jobs = [messages.JobStatus(f"job-{i}", "running", i + 1, 1.0 / (i + 1), 0.5, 0.01, float(i), 0.5, -1.0) for i in range(15)]
-    jobs.append(messages.JobStatus("new", "waiting", 0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0))
-    text = format_table(messages.EpochStatus(7, 12.0, "slaq", 16.0, jobs), rows=12)
+    jobs = [row(f"job-{i}", "running", i + 1, 1.0 / (i + 1), 0.5, 0.01, float(i), 0.5) for i in range(15)]
+    jobs.append(row("new", "waiting", 0, 0.0, 1.0, 1.0, 0.0, 0.0))
+    text = format_table(messages.EpochStatus(7, 12.0, "slaq", 16.0, jobs, []), rows=12)
     lines = text.splitlines()
     assert lines[0].startswith("SLAQ epoch 7 t=12s policy=slaq: 16 jobs, cores allocated 105.0 / used 7.5 of 16")
     assert lines[2].split()[0] == "job-14" and len(lines) == 2 + 12 + 1
@@ -106,11 +185,11 @@ def test_console_progress_prints_each_new_epoch_once():
     out = io.StringIO()
     progress = ConsoleProgress(lambda: current["status"], out)
     assert not progress.tick()
-    current["status"] = messages.EpochStatus(1, 0.5, "fair", 2.0, [messages.JobStatus("a", "running", 3, 0.5, 0.4, 0.1, 2.0, 1.5, -1.0)])
+    current["status"] = messages.EpochStatus(1, 0.5, "fair", 2.0, [row("a", "running", 3, 0.5, 0.4, 0.1, 2.0, 1.5)], [])
     assert progress.tick() and not progress.tick()
-    current["status"] = messages.EpochStatus(2, 1.0, "fair", 2.0, [])
+    current["status"] = messages.EpochStatus(2, 1.0, "fair", 2.0, [], [])
     assert not progress.tick()  # no job registered: no table
-    current["status"] = messages.EpochStatus(3, 1.5, "fair", 2.0, [messages.JobStatus("a", "running", 4, 0.4, 0.3, 0.1, 2.0, 2.0, -1.0)])
+    current["status"] = messages.EpochStatus(3, 1.5, "fair", 2.0, [row("a", "running", 4, 0.4, 0.3, 0.1, 2.0, 2.0)], [])
     assert progress.tick()
     assert out.getvalue().count("SLAQ epoch") == 2
     assert "\n  a   running      3        0.5  0.400  0.100  2.00/1.50\n" in out.getvalue()

@@ -61,7 +61,7 @@ public final class Messages {
 
   // ---------------------------------------------------------------- SLAQ: JVM -> Python
   @JsonTypeName("iteration")
-  public record Iteration(String job, double loss, double t, double coreSeconds, double stageSeconds, String source) implements Message {}
+  public record Iteration(String job, double loss, double t, double coreSeconds, String source) implements Message {}
 
   @JsonTypeName("pool_state")
   public record PoolState(String job, double consumed, double tokens, int running, boolean closed) implements Message {}
@@ -76,16 +76,19 @@ public final class Messages {
   public record Allocation(double epochSeconds, Map<String, Double> cores) implements Message {}
 
   /**
-   * One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these);
+   * One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these): its
+   * figures, why it got its share, and for a tuning candidate its tuner ({@code group}), candidate and fold (-1: none)
+   * and whether it is the tuner's refit on the best params. {@code secondsToTarget} is -1 until known;
    * {@code driverFraction}: the share of its latest iterations' wall time the driver alone worked (-1: not measured yet).
    */
   @JsonTypeName("job_status")
   public record JobStatus(String job, String state, int iterations, double loss, double normalizedLoss, double predictedGain,
-      double cores, double usedCores, double driverFraction) implements Message {}
+      double cores, double usedCores, String why, double wallSeconds, double coreSeconds, double secondsToTarget,
+      String group, int candidate, int fold, boolean refit, double driverFraction) implements Message {}
 
-  /** One epoch's decisions, pushed once per epoch by the Python loop ({@code SlaqStatus.publish}). */
+  /** One epoch's decisions, pushed once per epoch by the Python loop ({@code SlaqStatus.publish}), with the final figures of the jobs that ended since the previous one. */
   @JsonTypeName("epoch_status")
-  public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs) implements Message {}
+  public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs, List<JobStatus> finished) implements Message {}
 
   // ---------------------------------------------------------------- JVM -> REST clients (/slaq/json)
   /** One job over the whole application: seconds from its first epoch to normalized loss 0.1 (-1: not reached), its core-seconds and their share. */

@@ -27,8 +27,31 @@ final class SlaqCharts {
 
   private SlaqCharts() {}
 
+  /** Line styles: the palette's colours repeat every 10 jobs, so each round of colours gets its own dash pattern. */
+  private static final String[] DASHES = {"none", "7 3", "2 2", "9 3 2 3", "4 4", "12 2 2 2 2 2"};
+
   static String color(int index) {
     return PALETTE[Math.floorMod(index, PALETTE.length)];
+  }
+
+  /** The dash pattern of job {@code index} ({@code none}: solid), distinct for the first 60 jobs together with its colour. */
+  static String dash(int index) {
+    return DASHES[Math.floorMod(index / PALETTE.length, DASHES.length)];
+  }
+
+  /** A legend key: a short line in the job's colour and dash pattern, as an inline SVG. */
+  static String swatch(int index) {
+    return String.format(Locale.ROOT,
+        "<svg width=\"28\" height=\"10\" aria-hidden=\"true\"><line x1=\"0\" y1=\"5\" x2=\"28\" y2=\"5\" stroke=\"%s\" stroke-width=\"3\" stroke-dasharray=\"%s\"/></svg>",
+        color(index), dash(index));
+  }
+
+  /** The job's number (its row's #) at a point of its series, so the charts read without telling colours apart. */
+  private static String label(int index, String xy) {
+    String[] p = xy.trim().split(",");
+    return String.format(Locale.ROOT,
+        "<text class=\"slaq-label\" x=\"%s\" y=\"%s\" font-size=\"10\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\" paint-order=\"stroke\">%d</text>",
+        p[0], p[1], color(index), index + 1);
   }
 
   /** Normalized loss of every job that reported a loss, one line each, and their mean (thick, black). */
@@ -54,9 +77,11 @@ final class SlaqCharts {
     for (int i = 0; i < jobs.size(); i++) {
       StringBuilder points = lines.get(jobs.get(i));
       if (points != null) {
+        String trimmed = points.toString().trim();
         svg.append(String.format(Locale.ROOT,
-            "<polyline class=\"slaq-series\" data-job=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"><title>%s</title></polyline>",
-            SlaqPage.escape(jobs.get(i)), color(i), points.toString().trim(), SlaqPage.escape(jobs.get(i))));
+            "<polyline class=\"slaq-series\" data-job=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"%s\" points=\"%s\"><title>%d %s</title></polyline>",
+            SlaqPage.escape(jobs.get(i)), color(i), dash(i), trimmed, i + 1, SlaqPage.escape(jobs.get(i))));
+        svg.append(label(i, trimmed.substring(trimmed.lastIndexOf(' ') + 1)));
       }
     }
     if (mean.length() > 0) {
@@ -96,15 +121,20 @@ final class SlaqCharts {
       }
       if (any) {
         StringBuilder points = new StringBuilder();
+        int widest = 0;
         for (int k = 0; k < n; k++) {
           points.append(f.point(history.get(k).t(), above[k]));
+          if (above[k] - below[k] > above[widest] - below[widest]) {
+            widest = k;
+          }
         }
         for (int k = n - 1; k >= 0; k--) {
           points.append(f.point(history.get(k).t(), below[k]));
         }
         svg.append(String.format(Locale.ROOT,
-            "<polygon class=\"slaq-series\" data-job=\"%s\" fill=\"%s\" fill-opacity=\"0.75\" stroke=\"none\" points=\"%s\"><title>%s</title></polygon>",
-            SlaqPage.escape(job), color(i), points.toString().trim(), SlaqPage.escape(job)));
+            "<polygon class=\"slaq-series\" data-job=\"%s\" fill=\"%s\" fill-opacity=\"0.75\" stroke=\"%s\" stroke-width=\"1\" stroke-dasharray=\"%s\" points=\"%s\"><title>%d %s</title></polygon>",
+            SlaqPage.escape(job), color(i), dash(i).equals("none") ? "none" : "#000", dash(i), points.toString().trim(), i + 1, SlaqPage.escape(job)));
+        svg.append(label(i, f.point(history.get(widest).t(), (above[widest] + below[widest]) / 2)));
       }
       below = above;
     }

@@ -5,7 +5,10 @@ import io.slaqriffle.seam.SparkInternals;
 import io.slaqriffle.seam.TabPage;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import org.json4s.JValue;
 import scala.collection.immutable.Seq;
@@ -56,31 +59,115 @@ final class SlaqPage extends TabPage {
     }
     List<Messages.JobStatus> rows = new ArrayList<>(history.isEmpty() ? List.of() : history.get(history.size() - 1).jobs());
     rows.addAll(report.finished());
+    List<String> jobs = SlaqStatus.jobOrder(history);
+    Map<String, Integer> number = new HashMap<>();
+    for (int i = 0; i < jobs.size(); i++) {
+      number.put(jobs.get(i), i);
+    }
     b.append("<h4>Jobs</h4><table id=\"slaq-jobs\" class=\"table table-bordered table-sm table-striped\"><thead><tr>")
-        .append("<th>Job</th><th>State</th><th>Iterations</th><th>Loss</th><th>Normalized loss</th>")
-        .append("<th title=\"predicted drop of normalized loss over the next epoch with the allocated cores\">Predicted gain</th>")
-        .append("<th>Cores allocated</th><th>Cores used</th></tr></thead><tbody>");
-    for (Messages.JobStatus j : rows) {
-      boolean reported = j.iterations() > 0;
-      b.append(String.format(Locale.ROOT,
-          "<tr class=\"slaq-job\" data-job=\"%s\"><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%.3f</td><td>%.2f</td><td>%.2f</td></tr>",
-          escape(j.job()), escape(j.job()), escape(j.state()), j.iterations(),
-          reported ? String.format(Locale.ROOT, "%.6g", j.loss()) : "&ndash;",
-          reported ? String.format(Locale.ROOT, "%.3f", j.normalizedLoss()) : "&ndash;",
-          j.predictedGain(), j.cores(), j.usedCores()));
+        .append("<th title=\"the job's number and line style in the charts\">#</th><th>Job</th>")
+        .append("<th title=\"a tuning candidate's param map and fold, or the tuner's refit on the best param map\">Tuning</th>")
+        .append("<th>State</th><th title=\"why the job got its share this epoch (see below)\">Why</th><th>Iterations</th><th>Loss</th>")
+        .append("<th title=\"1 at the job's first loss, 0 at its predicted floor\">Normalized loss</th>")
+        .append("<th title=\"").append(GAIN_DEFINITION).append("\">Predicted gain</th>")
+        .append("<th>Cores allocated</th><th title=\"cores the job's tasks ran on over the last epoch\">Cores used</th>")
+        .append("<th>Wall time</th><th title=\"").append(TARGET_DEFINITION).append("\">Time to target</th>")
+        .append("<th title=\"cores x seconds the job's tasks ran\">Core-seconds</th></tr></thead><tbody>");
+    for (Group g : groups(rows)) {
+      if (!g.name.isEmpty()) {
+        b.append(String.format(Locale.ROOT,
+            "<tr class=\"slaq-group\" data-group=\"%s\"><th colspan=\"14\">%s &middot; %d fits</th></tr>",
+            escape(g.name), escape(g.name), g.rows.size()));
+      }
+      for (Messages.JobStatus j : g.rows) {
+        b.append(row(j, number.get(j.job())));
+      }
     }
     b.append("</tbody></table>");
-    List<String> jobs = SlaqStatus.jobOrder(history);
     b.append("<h4>Normalized loss over time</h4>").append(SlaqCharts.lossChart(history, jobs))
         .append("<h4>Cores allocated over time</h4>").append(SlaqCharts.allocationChart(history, jobs))
-        .append("<p id=\"slaq-legend\">");
+        .append("<div id=\"slaq-legend\">");
     for (int i = 0; i < jobs.size(); i++) {
-      b.append(String.format(Locale.ROOT,
-          "<span style=\"margin-right:1em\"><span style=\"display:inline-block;width:12px;height:12px;background:%s\"></span> %s</span>",
-          SlaqCharts.color(i), escape(jobs.get(i))));
+      b.append(String.format(Locale.ROOT, "<span class=\"slaq-key\" data-job=\"%s\" style=\"margin-right:1em;white-space:nowrap\">%s %d %s</span> ",
+          escape(jobs.get(i)), SlaqCharts.swatch(i), i + 1, escape(jobs.get(i))));
     }
-    b.append("<span>thick black: mean normalized loss; dashed: cores used</span></p></div>");
+    b.append("<p>Thick black: mean normalized loss; dashed black: cores used by all jobs. Each job keeps its number, colour and "
+        + "line style in both charts (numbers at the lines' ends).</p></div>");
+    b.append("<h4>Reading the table</h4><dl id=\"slaq-definitions\">")
+        .append("<dt>Predicted gain</dt><dd>").append(GAIN_DEFINITION).append("</dd>")
+        .append("<dt>Time to target</dt><dd>").append(TARGET_DEFINITION).append("</dd>")
+        .append("<dt>Why</dt><dd><ul>")
+        .append("<li><em>exploring a new job</em>: fewer than two losses, so no curve to predict from; new jobs get cores first</li>")
+        .append("<li><em>no loss yet</em>: the job reports no loss (or none after 3 epochs); it gets an even share, as fair sharing would</li>")
+        .append("<li><em>predicted gain per core</em>: it got cores beyond the minimum because its predicted gain per core ranked high</li>")
+        .append("<li><em>minimum share</em>: other jobs' predicted gain per core ranked higher; it keeps the guaranteed minimum</li>")
+        .append("<li><em>target reached</em>: it reached its target loss or reduction; the minimum share from then on</li>")
+        .append("<li><em>policy's share</em>: the policy does not rank by predicted gain (fair, fifo, ...)</li>")
+        .append("<li><em>ended</em>: a finished job that did not reach a target</li>")
+        .append("</ul></dd></dl></div>");
     return b.toString();
+  }
+
+  static final String GAIN_DEFINITION = "the drop of normalized loss (1 = the job's first loss, 0 = its predicted floor) that its fitted "
+      + "loss curve predicts over the next epoch with the cores allocated; 0 before the job has two losses";
+  static final String TARGET_DEFINITION = "seconds from the job's start until it reached its target, or, without one, until it "
+      + "achieved 90% of its whole loss reduction (known once it finished)";
+
+  /** One table row: number, job, tuning place, state, why, then its figures (dashes where there are none). */
+  private static String row(Messages.JobStatus j, Integer number) {
+    boolean reported = j.iterations() > 0;
+    boolean finished = j.state().equals("finished");
+    String tuning = "&ndash;";
+    if (!j.group().isEmpty()) {
+      tuning = j.refit() ? "<strong>refit</strong> on best params" + (j.candidate() >= 0 ? String.format(Locale.ROOT, " (candidate %d)", j.candidate()) : "")
+          : String.format(Locale.ROOT, "candidate %d", j.candidate()) + (j.fold() >= 0 ? String.format(Locale.ROOT, ", fold %d", j.fold()) : "");
+    }
+    return String.format(Locale.ROOT,
+        "<tr class=\"slaq-job\" data-job=\"%s\" data-group=\"%s\"%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td>"
+            + "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>",
+        escape(j.job()), escape(j.group()), j.refit() ? " data-refit=\"true\"" : "",
+        number == null ? "&ndash;" : Integer.toString(number + 1), escape(j.job()), tuning, escape(j.state()), escape(j.why()), j.iterations(),
+        reported ? String.format(Locale.ROOT, "%.6g", j.loss()) : "&ndash;",
+        reported ? String.format(Locale.ROOT, "%.3f", j.normalizedLoss()) : "&ndash;",
+        finished || j.iterations() < 2 ? "&ndash;" : String.format(Locale.ROOT, "%.3f", j.predictedGain()),
+        finished ? "&ndash;" : String.format(Locale.ROOT, "%.2f", j.cores()),
+        finished ? "&ndash;" : String.format(Locale.ROOT, "%.2f", j.usedCores()),
+        String.format(Locale.ROOT, "%.1f s", j.wallSeconds()),
+        j.secondsToTarget() >= 0 ? String.format(Locale.ROOT, "%.1f s", j.secondsToTarget()) : "&ndash;",
+        String.format(Locale.ROOT, "%.1f", j.coreSeconds()));
+  }
+
+  /** Rows in order, a tuner's fits gathered under it where its first fit appears (the unnamed group: jobs outside any tuner). */
+  private static final class Group {
+    final String name;
+    final List<Messages.JobStatus> rows = new ArrayList<>();
+
+    Group(String name) {
+      this.name = name;
+    }
+  }
+
+  private static List<Group> groups(List<Messages.JobStatus> rows) {
+    List<Group> out = new ArrayList<>();
+    Map<String, Group> byName = new LinkedHashMap<>();
+    Group loose = null;
+    for (Messages.JobStatus j : rows) {
+      Group g;
+      if (j.group().isEmpty()) {
+        if (loose == null) {
+          loose = new Group("");
+          out.add(loose);
+        }
+        g = loose;
+      } else {
+        g = byName.computeIfAbsent(j.group(), Group::new);
+        if (g.rows.isEmpty()) {
+          out.add(g);
+        }
+      }
+      g.rows.add(j);
+    }
+    return out;
   }
 
   /** Text made safe for HTML and SVG content and attribute values (job names are user input). */

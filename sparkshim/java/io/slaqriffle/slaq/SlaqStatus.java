@@ -61,24 +61,28 @@ public final class SlaqStatus {
     Messages.EpochStatus status = Messages.decode(epochStatusJson, Messages.EpochStatus.class);
     synchronized (this) {
       Messages.EpochStatus previous = history.peekLast();
-      if (status.jobs().isEmpty() && (previous == null || previous.jobs().isEmpty())) {
-        return; // idle: one empty epoch marks the end of a busy period; more would only push the charts out of the window
-      }
+      Set<String> now = new HashSet<>();
+      status.jobs().forEach(j -> now.add(j.job()));
       if (previous != null) {
-        Set<String> now = new HashSet<>();
-        status.jobs().forEach(j -> now.add(j.job()));
         for (Messages.JobStatus j : previous.jobs()) {
           if (!now.contains(j.job())) {
-            finished.remove(j.job());
-            finished.put(j.job(), asFinished(j));
+            finish(asFinished(j));
           }
         }
-        while (finished.size() > MAX_FINISHED) {
-          finished.remove(finished.keySet().iterator().next());
+      }
+      for (Messages.JobStatus j : status.finished()) {  // the loop's final figures (from the whole history) win over the last epoch's
+        if (!now.contains(j.job())) {
+          finish(j);
         }
+      }
+      while (finished.size() > MAX_FINISHED) {
+        finished.remove(finished.keySet().iterator().next());
       }
       for (Messages.JobStatus j : status.jobs()) {
         finished.remove(j.job()); // a name reused by a new job is running again
+      }
+      if (status.jobs().isEmpty() && (previous == null || previous.jobs().isEmpty())) {
+        return; // idle: one empty epoch marks the end of a busy period; more would only push the charts out of the window
       }
       tally(previous, status);
       history.addLast(status);
@@ -200,8 +204,15 @@ public final class SlaqStatus {
     return last == null ? 0.0 : last.jobs().stream().filter(j -> j.iterations() > 0).mapToDouble(Messages.JobStatus::normalizedLoss).average().orElse(0.0);
   }
 
+  private void finish(Messages.JobStatus j) {
+    finished.remove(j.job());
+    finished.put(j.job(), j);
+  }
+
+  /** A job that left without final figures from the loop: its last epoch's, with no cores. */
   private static Messages.JobStatus asFinished(Messages.JobStatus j) {
-    return new Messages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0, j.driverFraction());
+    return new Messages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0, "ended",
+        j.wallSeconds(), j.coreSeconds(), j.secondsToTarget(), j.group(), j.candidate(), j.fold(), j.refit(), j.driverFraction());
   }
 
   /** The last {@code epochs} retained epochs (oldest first) and the finished jobs (oldest first), as one snapshot. */
@@ -242,8 +253,8 @@ public final class SlaqStatus {
         b.append(String.format(Locale.ROOT, "; ... %d more", s.jobs().size() - LOG_JOBS));
         break;
       }
-      b.append(String.format(Locale.ROOT, "; %s [%s] it=%d loss=%.4g norm=%.3f gain=%.3f cores=%.2f/%.2f",
-          j.job(), j.state(), j.iterations(), j.loss(), j.normalizedLoss(), j.predictedGain(), j.cores(), j.usedCores()));
+      b.append(String.format(Locale.ROOT, "; %s [%s] it=%d loss=%.4g norm=%.3f gain=%.3f cores=%.2f/%.2f (%s)",
+          j.job(), j.state(), j.iterations(), j.loss(), j.normalizedLoss(), j.predictedGain(), j.cores(), j.usedCores(), j.why()));
     }
     return b.toString();
   }
