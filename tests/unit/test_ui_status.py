@@ -43,7 +43,7 @@ def row(job, state, iterations, loss, normalized, gain, cores, used):
 
 
 def it(job, loss, t, core_seconds):
-    return messages.Iteration(job, loss, t, core_seconds, "python")
+    return messages.Iteration(job, loss, t, core_seconds, 0.0, "python")
 
 
 def run_epochs(batches, step_seconds=0.5):

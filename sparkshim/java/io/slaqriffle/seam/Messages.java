@@ -61,7 +61,7 @@ public final class Messages {
 
   // ---------------------------------------------------------------- SLAQ: JVM -> Python
   @JsonTypeName("iteration")
-  public record Iteration(String job, double loss, double t, double coreSeconds, String source) implements Message {}
+  public record Iteration(String job, double loss, double t, double coreSeconds, double stageSeconds, String source) implements Message {}
 
   @JsonTypeName("pool_state")
   public record PoolState(String job, double consumed, double tokens, int running, boolean closed) implements Message {}
