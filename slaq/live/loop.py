@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from slaq.live.status import epoch_status, used_cores
 from slaq.policy import make_policy
 from slaq.policy.base import unit
-from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast
+from slaq.predict.forecast import CurveCache, ForecastTable, JobForecast, job_forecast
+from slaq.predict.prior import FitKey, PriorBook, build_prior, prior_forecast, reference, uses_prior
 from slaq.stats.history import InvalidReport, JobHistory
 
 log = logging.getLogger("slaq.loop")
@@ -46,6 +47,7 @@ class LiveJob:
     satisfied: bool = False  # reached its target: the minimum share from then on
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
     reports: bool | None = None  # whether it will report losses, when known in advance (slaq.estimators.reports_loss)
+    fit: FitKey | None = None  # a spark.ml fit's estimator and params: what its prior learns from (slaq.predict.prior)
 
 
 def ingest(jobs: dict[str, LiveJob], iterations: list[Any], clock_offset: float = 0.0) -> list[Any]:
@@ -114,14 +116,15 @@ class EpochLoop:
     def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
                  on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic,
                  on_loss: Callable[[Any], None] | None = None, clock_offset: float = 0.0,
-                 admit: Callable[[], Callable[[], None] | None] | None = None):
+                 admit: Callable[[], Callable[[], None] | None] | None = None, prior: bool = True):
         """``on_epoch`` receives each epoch's ``epoch_status`` message (slaq.live.status); the runtime
         pushes it to the driver JVM for the Spark UI tab and the driver log. ``on_loss`` receives every
         accepted iteration message, in order, outside the loop's lock (the runtime checks targets
         there); ``clock_offset`` turns the JVM's report times into the Python process's clock.
         ``admit`` runs before each drain (it adds jobs that started in the JVM, Spark Connect fits, so
         their first losses are not dropped) and returns what to run once the drain is ingested (it
-        removes the jobs that ended there, after their last losses)."""
+        removes the jobs that ended there, after their last losses). ``prior``: forecast a spark.ml fit
+        from its estimator's other fits until its own losses carry a curve (slaq.predict.prior)."""
         self.pools = pools
         self.policy_name = policy
         self.policy = make_policy(policy)
@@ -136,6 +139,8 @@ class EpochLoop:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._arrivals = 0
+        self.prior = prior
+        self.prior_book = PriorBook()  # the application's finished fits, for the next fits' priors
         self._ingest_lock = threading.Lock()  # one drain + ingest at a time, so losses stay in order
         self._closed: list[str] = []  # closed pools the latest drain reported
         self._on_loss = on_loss
@@ -151,15 +156,15 @@ class EpochLoop:
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, name: str, weight: float, reports: bool | None = None, history: JobHistory | None = None,
-            curves: CurveCache | None = None) -> LiveJob:
+            curves: CurveCache | None = None, fit: FitKey | None = None) -> LiveJob:
         """A new job; ``reports``: whether it will report losses, when known (spark.ml fits).
         ``history``/``curves``: the job's own, when its owner keeps them (a ``slaq.job``: one history
-        per job, read by the user and scheduled on by the loop)."""
+        per job, read by the user and scheduled on by the loop). ``fit``: a spark.ml fit's estimator and params."""
         with self._lock:
             self._arrivals += 1
             job = self.jobs[name] = LiveJob(name, weight, float(self._arrivals), reports=reports,
                                             history=JobHistory() if history is None else history,
-                                            curves=CurveCache() if curves is None else curves)
+                                            curves=CurveCache() if curves is None else curves, fit=fit)
         if reports is False:
             log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", name)
         self._wake.set()  # a new job gets tokens now, not at the next epoch boundary
@@ -169,6 +174,8 @@ class EpochLoop:
         with self._lock:
             job = self.jobs.pop(name, None)
         self._wake.set()
+        if job is not None and job.fit is not None:
+            self.prior_book.record(job.fit, job.history)
         # the one place a job's "reports no loss" line is logged at its end (step() logs it at the 3rd silent epoch)
         if job is not None and not job.history.losses and job.reports is None and job.silent_epochs < NO_LOSS_EPOCHS:
             log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", name)
@@ -199,7 +206,7 @@ class EpochLoop:
             return {}
         capacity = max(capacity - self.reserve, 0.0)
         alloc = fixed_shares(jobs, closed, capacity)
-        forecasts = [job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs]  # all: the status shows them
+        forecasts = [self._forecast(j, jobs) for j in jobs]  # all: the status shows them
         steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
         if steered:
             table = ForecastTable([f for _, f in steered], self.epoch)
@@ -210,6 +217,16 @@ class EpochLoop:
         self._decided = (ForecastTable(forecasts, self.epoch) if jobs else None, [alloc[j.name] for j in jobs],
                          [j.history.iterations for j in jobs])
         return alloc
+
+    def _forecast(self, job: LiveJob, jobs: list[LiveJob]) -> JobForecast:
+        """The job's own forecast, or for a spark.ml fit without enough losses yet its prior from the
+        application's finished fits and the other running ones."""
+        if self.prior and job.fit is not None and uses_prior(job.fit, job.history):
+            running = [reference(j.fit, j.history, finished=False) for j in jobs if j is not job and j.fit is not None
+                       and j.fit.estimator == job.fit.estimator]
+            prior = build_prior(job.fit, self.prior_book.finished() + running)
+            return prior_forecast(job.name, job.history, prior, job.weight, math.inf, job.order)
+        return job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)
 
     def poll(self) -> None:
         """Drain the shim and fold its losses and pool states into the jobs (any thread; the user's
