@@ -108,7 +108,8 @@ class SlaqRuntime:
         self.pools = PoolBridge(sc)
         self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self._on_epoch,
-                              on_loss=self._on_loss, clock_offset=self.pools.clock_offset(), admit=self._admit_connect_fits)
+                              on_loss=self._on_loss, clock_offset=self.pools.clock_offset(), admit=self._admit_connect_fits,
+                              prior=config.prior)
 
     @property
     def enabled(self) -> bool:

@@ -12,6 +12,7 @@ import logging
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -48,6 +49,7 @@ class LiveJob:
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
     reports: bool | None = None  # whether it will report losses, when known in advance (slaq.estimators.reports_loss)
     fit: FitKey | None = None  # a spark.ml fit's estimator and params: what its prior learns from (slaq.predict.prior)
+    cores_before_loss: list[float] = field(default_factory=list)  # its allocation in each epoch before its first loss
 
 
 def ingest(jobs: dict[str, LiveJob], iterations: list[Any], clock_offset: float = 0.0) -> list[Any]:
@@ -110,6 +112,7 @@ def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) ->
 
 
 LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
+ENDED_KEPT = 1024  # ended jobs whose allocation before their first loss the loop remembers
 
 
 class EpochLoop:
@@ -141,6 +144,8 @@ class EpochLoop:
         self._arrivals = 0
         self.prior = prior
         self.prior_book = PriorBook()  # the application's finished fits, for the next fits' priors
+        # per ended job: its mean allocation over the epochs before its first loss (what the prior changes)
+        self.before_first_loss: OrderedDict[str, float] = OrderedDict()
         self._ingest_lock = threading.Lock()  # one drain + ingest at a time, so losses stay in order
         self._closed: list[str] = []  # closed pools the latest drain reported
         self._on_loss = on_loss
@@ -176,6 +181,10 @@ class EpochLoop:
         self._wake.set()
         if job is not None and job.fit is not None:
             self.prior_book.record(job.fit, job.history)
+        if job is not None and job.cores_before_loss:
+            self.before_first_loss[name] = sum(job.cores_before_loss) / len(job.cores_before_loss)
+            while len(self.before_first_loss) > ENDED_KEPT:
+                self.before_first_loss.popitem(last=False)
         # the one place a job's "reports no loss" line is logged at its end (step() logs it at the 3rd silent epoch)
         if job is not None and not job.history.losses and job.reports is None and job.silent_epochs < NO_LOSS_EPOCHS:
             log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", name)
@@ -214,6 +223,8 @@ class EpochLoop:
             alloc.update((j.name, float(c)) for (j, _), c in zip(steered, cores))
         for j in jobs:
             j.cores = alloc[j.name]
+            if not j.history.losses:
+                j.cores_before_loss.append(j.cores)
         self._decided = (ForecastTable(forecasts, self.epoch) if jobs else None, [alloc[j.name] for j in jobs],
                          [j.history.iterations for j in jobs])
         return alloc

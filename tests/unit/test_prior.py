@@ -136,3 +136,15 @@ def test_the_prior_cost_per_iteration_replaces_the_median_of_other_jobs():
     prior = build_prior(LR, [reference(LR, history(curve(1.0, 0.0, 0.5, 6), cost=7.0), finished=True)])
     table = ForecastTable([prior_forecast("new", history([]), prior)], 2.0)
     assert table.cost[0] == pytest.approx(7.0)
+
+
+def test_the_loop_remembers_each_jobs_cores_before_its_first_loss():
+    loop = EpochLoop(FakePools(), "fair", 2.0)
+    job = loop.add("a", 1.0, True, fit=LR)
+    loop.add("b", 1.0, True)
+    loop.allocate(4.0)
+    job.history.report(1.0)
+    loop.allocate(4.0)  # after its first loss: not counted
+    loop.remove("a")
+    assert loop.before_first_loss == {"a": 2.0}
+    assert [r.key for r in loop.prior_book.finished()] == []  # one loss teaches no curve
