@@ -10,13 +10,14 @@ normalized loss curve, its iterations and its cost per iteration from, strongest
 2. fits of the same estimator with other params (the other candidates),
 3. the estimator's default from its params (:func:`default_prior`: ``maxIter``, the solver).
 
-Blending (:func:`prior_forecast`): the prior is worth ``strength`` observations (:data:`STRENGTH`).
-It is placed in the fit's own units by its first loss and a span (first loss minus final loss) that
-shrinks the prior's relative span towards what the fit's own reductions imply, weighted
-``strength : own reductions``; the curve the policy reads is the weighted fit of both families over
-the fit's own losses (weight 1 each) and the placed prior after them (``strength`` in total). From
-:data:`PRIOR_UNTIL` own losses on, the fit's own curve (:func:`~slaq.predict.forecast.job_forecast`)
-takes over. Pure: no Spark, no clock.
+Blending (:func:`prior_forecast`): the prior is worth ``strength`` observations (:data:`STRENGTH`),
+the fit's own short-history curve (what SLAQ reads without a prior) one per own reduction. The prior
+is placed in the fit's units by its first loss and a span (first minus final loss) blended from the
+prior's relative span and the one the own reductions imply against the prior's shape, and its
+prediction after the latest loss is blended with the own curve's in the same ratio
+(:func:`own_weight`); the policy reads both curve families fitted over the own losses and that blend.
+From :data:`PRIOR_UNTIL` own losses on, the fit's own curve
+(:func:`~slaq.predict.forecast.job_forecast`) takes over alone. Pure: no Spark, no clock.
 """
 
 from __future__ import annotations
@@ -36,14 +37,19 @@ from slaq.stats.history import JobHistory
 
 PRIOR_UNTIL = MIN_FIT_POINTS  # own losses from which the fit's own curve takes over
 SAME_PARAMS, SAME_ESTIMATOR, ESTIMATOR_DEFAULT = "same params", "same estimator", "estimator default"
-STRENGTH = {SAME_PARAMS: 4.0, SAME_ESTIMATOR: 2.0, ESTIMATOR_DEFAULT: 1.0}  # observations each source is worth
+# Observations each source is worth against the fit's own reductions. Measured on recorded spark.ml
+# fits (docs/benchmarks.md, `slaq bench predict`): other folds of the same params predict a held-out
+# fold's remaining curve to ~2% of its span where the fit's own 3-loss curve errs by ~30%; the
+# estimator default is no better than that curve once it exists, so it only stands in before it.
+STRENGTH = {SAME_PARAMS: 16.0, SAME_ESTIMATOR: 8.0, ESTIMATOR_DEFAULT: 0.0}
 DEFAULT_LEFT = 0.01  # estimator default: the share of the span left at the expected last iteration
 MAX_ITER_DEFAULT = 100  # spark.ml's maxIter default for the iterative estimators
-# Iterations the L-BFGS/OWLQN estimators took to converge at spark.ml's default tol on the
-# ``slaq bench mllib`` sweep's data (sparkml_traces fixture, median over grid entries and folds); a fit
-# stops earlier when its maxIter says so. Unlisted estimators: UNKNOWN_ITERATIONS.
-TYPICAL_ITERATIONS = {"LogisticRegression": 15, "LinearRegression": 6, "LinearSVC": 20,
-                      "MultilayerPerceptronClassifier": 100, "AFTSurvivalRegression": 20}
+# Iterations after its first captured loss an estimator took to converge at spark.ml's default tol on
+# the ``slaq bench mllib`` sweep's data (the sparkml_traces fixture, median over grid entries and folds;
+# the MLP ran to maxIter). A fit stops earlier when its maxIter says so. AFTSurvivalRegression is not in
+# the sweep (a guess, as UNKNOWN_ITERATIONS is for unlisted estimators).
+TYPICAL_ITERATIONS = {"LogisticRegression": 10, "LinearRegression": 5, "LinearSVC": 32,
+                      "MultilayerPerceptronClassifier": MAX_ITER_DEFAULT, "AFTSurvivalRegression": 20}
 UNKNOWN_ITERATIONS = 20
 FLAT_TAIL = 0.5  # the prior curve stays at its end for this share of its iterations: the fit stops there
 FINISHED_KEPT = 256  # finished fits a book remembers
@@ -135,7 +141,7 @@ def default_prior(key: FitKey) -> Prior:
     """The estimator's default: ``min(maxIter, typical)`` iterations, geometric reductions down to
     :data:`DEFAULT_LEFT` of the span; a closed-form LinearRegression ("normal" solver) takes one."""
     max_iter = key.param("maxIter")
-    limit = float(max_iter) if max_iter is not None else MAX_ITER_DEFAULT
+    limit = (float(max_iter) if max_iter is not None else MAX_ITER_DEFAULT) - 1  # maxIter losses: maxIter - 1 after the first
     n = min(limit, TYPICAL_ITERATIONS.get(key.estimator, UNKNOWN_ITERATIONS))
     if key.estimator == "LinearRegression" and key.param("solver") == "normal":
         n = 1
@@ -203,12 +209,24 @@ def _pooled(curves: list[tuple[Reference, tuple[np.ndarray, bool]]], source: str
                  float(np.median(spans)) if spans else None, STRENGTH[source], source)
 
 
+def _own(losses: Sequence[float]) -> Curve | None:
+    """The fit's own short-history curve: what SLAQ reads without a prior."""
+    return fit_loss_curve(list(losses)) if len(losses) >= 2 else None
+
+
+def own_weight(prior: Prior, losses: Sequence[float]) -> float:
+    """How much the fit's own curve counts against the prior: own reductions : (own reductions + worth)."""
+    reductions = max(len(losses) - 1, 0)
+    return reductions / (reductions + prior.strength) if reductions else 0.0
+
+
 def placed(prior: Prior, losses: Sequence[float]) -> tuple[float, float]:
     """``(first, span)``: where the prior's 1 and 0 sit in the fit's units given its own ``losses``.
 
     The span blends the prior's (its relative span times |first loss|) with the one the fit's own
-    reductions imply against the prior's shape, ``strength : own reductions``. Before any loss the
-    fit is on the prior's own scale (first 1, span 1)."""
+    reductions imply against the prior's shape (least squares), by :func:`own_weight`. Before any
+    loss the fit is on the prior's own scale (first 1, span 1); with one loss and no relative span
+    known, on a span of |first loss| (the policy's gains are ratios of reductions: the span cancels)."""
     if not losses:
         return 1.0, 1.0
     first = float(losses[0])
@@ -224,33 +242,38 @@ def placed(prior: Prior, losses: Sequence[float]) -> tuple[float, float]:
         if denom > 0:
             own = float(drops @ shape_drops) / denom
     if own is not None and own > 0:
-        reductions = n - 1
-        span = own if prior_span is None else (prior.strength * prior_span + reductions * own) / (prior.strength + reductions)
+        w = own_weight(prior, losses)
+        span = own if prior_span is None else w * own + (1 - w) * prior_span
     else:
         span = prior_span if prior_span is not None else size
     return first, max(span, 1e-12)
 
 
 def prior_curve(prior: Prior, losses: Sequence[float]) -> Curve:
-    """The curve the policy reads: both families fitted over the fit's own losses (weight 1 each) and
-    the prior placed after them (``strength`` in total), anchored on the last own loss."""
+    """The curve the policy reads: the placed prior continued from the latest own loss, blended with
+    the fit's own short-history curve by :func:`own_weight`, then both curve families fitted over the
+    own losses and that blend (uniform weights), anchored on the latest own loss."""
     first, span = placed(prior, losses)
     shape = np.asarray(prior.shape)
     n = len(losses)
-    tail_end = len(shape) + max(int(math.ceil(FLAT_TAIL * (len(shape) - 1))), 2)
+    tail_end = max(len(shape) + max(int(math.ceil(FLAT_TAIL * (len(shape) - 1))), 2), n + 3)
     z = np.concatenate([shape, np.zeros(tail_end - len(shape))])
     predicted = first - span + span * z
     last = float(losses[-1]) if losses else 1.0
     k_last = float(max(n - 1, 0))
-    # the prior after the own losses, shifted to continue from the last one
     start = max(n, 1)
-    future = predicted[start:] + (last - predicted[start - 1])
-    future = np.minimum(future, last)
-    own = np.asarray(losses, dtype=float) if losses else np.asarray([1.0])
-    y = np.concatenate([own, future])
+    future = np.minimum(predicted[start:] + (last - predicted[start - 1]), last)  # continues from the latest loss
+    own = _own(losses)
+    k_future = np.arange(start, tail_end, dtype=float)
+    if own is not None:
+        w = own_weight(prior, losses)
+        if w >= 1.0:  # a prior worth nothing (the estimator default) once the fit has its own curve
+            return own
+        future = w * np.minimum(own(k_future), last) + (1 - w) * future
+    y = np.concatenate([np.asarray(losses, dtype=float) if losses else np.asarray([1.0]), future])
     k = np.arange(y.size, dtype=float)
-    w = np.concatenate([np.ones(own.size), np.full(future.size, prior.strength / max(future.size, 1))])
-    fits = [f for f in (fit_sublinear(k, y, w), fit_exponential(k, y, w)) if f is not None]
+    w8 = np.ones(y.size)
+    fits = [f for f in (fit_sublinear(k, y, w8), fit_exponential(k, y, w8)) if f is not None]
     if not fits:
         return Curve(EXPONENTIAL, (-1.0, math.log(max(span, 1e-12)), last - span, 0.0))
     _, best = min(fits, key=lambda f: f[0])

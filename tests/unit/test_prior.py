@@ -69,8 +69,9 @@ def test_a_running_fit_of_the_same_params_teaches_its_shape_but_not_its_end():
 
 
 def test_the_estimator_default_follows_max_iter_and_the_closed_form_solver():
-    assert default_prior(fit_key("LogisticRegression", {"maxIter": 5})).iterations == 5
-    assert default_prior(fit_key("LogisticRegression", {})).iterations == 15
+    assert default_prior(fit_key("LogisticRegression", {"maxIter": 5})).iterations == 4
+    assert default_prior(fit_key("LogisticRegression", {})).iterations == 10
+    assert default_prior(fit_key("MultilayerPerceptronClassifier", {"maxIter": 40})).iterations == 39
     assert default_prior(fit_key("LinearRegression", {"solver": "normal"})).iterations == 1
     assert default_prior(fit_key("SomethingNew", {})).shape[0] == 1.0
 

@@ -89,17 +89,19 @@ def _history(losses: Sequence[float]) -> JobHistory:
     return h
 
 
-def cold_start_errors(trace: SparkMlTrace, fc: JobForecast, observed: int) -> list[float]:
+def cold_start_errors(trace: SparkMlTrace, fc: JobForecast, observed: int, clip: bool = False) -> list[float]:
     """Absolute error of ``fc`` at every iteration the fit has left, in % of the fit's own span (first
     captured loss to final). With nothing observed both sides are on the 1-to-0 scale. Predictions
-    are read as the policy reads them (never above the latest loss) and never below the forecast's own
-    floor, which is the kind reading of today's straight line."""
+    are read as the policy reads them (never above the latest loss); ``clip``: also never below the
+    forecast's own floor, the kind reading of today's straight line, which the policy does not apply."""
     y = np.asarray(trace.losses[1:], dtype=float)  # what SLAQ captures: one loss per iteration after the initial point
     span = float(y[0] - y[-1])
     if span <= 0 or observed >= y.size:
         return []
     k = np.arange(max(observed, 1), y.size, dtype=float)
-    predicted = np.maximum(np.minimum(fc.curve(k), fc.loss_now), fc.floor)
+    predicted = np.minimum(fc.curve(k), fc.loss_now)
+    if clip:
+        predicted = np.maximum(predicted, fc.floor)
     truth = (y[k.astype(int)] - y[-1]) / span if observed == 0 else y[k.astype(int)]
     return list(np.abs(predicted - truth) / (1.0 if observed == 0 else span) * 100)
 
@@ -108,7 +110,9 @@ def cold_start_report(traces: Sequence[SparkMlTrace]) -> dict:
     """Loss-prediction error at 0, 1 and 3 observed iterations, today's default vs the prior by its
     source, per estimator; the prior's error in iterations and cost per iteration where it has one."""
     methods = ("today",) + PRIOR_SOURCES
-    errors: dict[str, dict[str, dict[int, list[float]]]] = {m: defaultdict(lambda: {n: [] for n in OBSERVED}) for m in methods}
+    readings = ("policy", "clipped")
+    errors: dict[tuple[str, str], dict[str, dict[int, list[float]]]] = {
+        (m, r): defaultdict(lambda: {n: [] for n in OBSERVED}) for m in methods for r in readings}
     iteration_err: dict[str, list[float]] = {m: [] for m in PRIOR_SOURCES}
     cost_err: dict[str, list[float]] = {m: [] for m in ("today",) + PRIOR_SOURCES}
     for i, t in enumerate(traces):
@@ -119,8 +123,9 @@ def cold_start_report(traces: Sequence[SparkMlTrace]) -> dict:
         if cost is not None and others:
             cost_err["today"].append(abs(float(np.median(others)) - cost) / cost * 100)
         for n in OBSERVED:
-            h = _history(y[:n])
-            errors["today"][t.estimator][n].extend(cold_start_errors(t, job_forecast(t.estimator, h, CurveCache()), n))
+            fc = job_forecast(t.estimator, _history(y[:n]), CurveCache())
+            for r in readings:
+                errors["today", r][t.estimator][n].extend(cold_start_errors(t, fc, n, r == "clipped"))
         for source in PRIOR_SOURCES:
             prior = build_prior(key, _references(i, traces, source))
             iteration_err[source].append(abs(prior.iterations - (len(y) - 1)))
@@ -128,7 +133,8 @@ def cold_start_report(traces: Sequence[SparkMlTrace]) -> dict:
                 cost_err[source].append(abs(prior.cost - cost) / cost * 100)
             for n in OBSERVED:
                 fc = prior_forecast(t.estimator, _history(y[:n]), prior)
-                errors[source][t.estimator][n].extend(cold_start_errors(t, fc, n))
+                for r in readings:
+                    errors[source, r][t.estimator][n].extend(cold_start_errors(t, fc, n, r == "clipped"))
 
     def mean(values: list[float]) -> float | None:
         return round(float(np.mean(values)), 1) if values else None
@@ -136,10 +142,11 @@ def cold_start_report(traces: Sequence[SparkMlTrace]) -> dict:
     report: dict = {"observed": list(OBSERVED), "fits": len(traces),
                     "estimators": dict(sorted(Counter(t.estimator for t in traces).items())), "methods": {}}
     for m in methods:
-        pooled = {n: [e for per in errors[m].values() for e in per[n]] for n in OBSERVED}
+        pooled = {r: {n: [e for per in errors[m, r].values() for e in per[n]] for n in OBSERVED} for r in readings}
         report["methods"][m] = {
-            "error_pct_of_span": {f"{n}_observed": mean(pooled[n]) for n in OBSERVED},
-            "per_estimator": {est: {f"{n}_observed": mean(per[n]) for n in OBSERVED} for est, per in sorted(errors[m].items())},
+            "error_pct_of_span": {f"{n}_observed": mean(pooled["policy"][n]) for n in OBSERVED},
+            "error_pct_of_span_floor_clipped": {f"{n}_observed": mean(pooled["clipped"][n]) for n in OBSERVED},
+            "per_estimator": {est: {f"{n}_observed": mean(per[n]) for n in OBSERVED} for est, per in sorted(errors[m, "policy"].items())},
             "cost_per_iteration_error_pct": mean(cost_err[m]),
         }
         if m in iteration_err:
