@@ -19,6 +19,7 @@ from slaq.enforce.pools import check_job_name
 from slaq.estimators import reports_loss
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.target import Target
+from slaq.predict.prior import FitKey, fit_key
 from slaq.runtime import SlaqRuntime, Tracked
 from slaq.stats.history import InvalidReport, finite_number
 from sparkshim.attach import Attachments
@@ -40,7 +41,8 @@ def _fit_as_job(runtime: SlaqRuntime, estimator: Any, fit: Callable[[], Any]) ->
     if _runtimes.current() is not runtime or current_job() is not None:
         return fit()
     kind, params = type(estimator).__name__, sparkml.hyperparameters(estimator)
-    job = Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params))
+    job = Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params),
+              fit=fit_key(kind, params))
     job._track.tuning = tuning.place_of(estimator)  # its CrossValidator/TrainValidationSplit, shown grouped in the UI tab
     with job:
         return fit()
@@ -93,16 +95,17 @@ class Job:
     """One training job: ``with slaq.job("lr-0.1") as job: ... job.report(loss)``."""
 
     def __init__(self, name: str, weight: float = 1.0, target_loss: float | None = None, target_reduction: float | None = None,
-                 *, reports: bool | None = None):
+                 *, reports: bool | None = None, fit: FitKey | None = None):
         """``reports``: whether the job will report per-iteration losses, when known before it starts
-        (SLAQ knows it for spark.ml fits); ``None``, the default, lets the epoch loop find out."""
+        (SLAQ knows it for spark.ml fits); ``None``, the default, lets the epoch loop find out. ``fit``: a
+        spark.ml fit's estimator and params, from which SLAQ forecasts it before its first losses."""
         name = check_job_name(name)
         weight = finite_number(weight, "weight")
         if weight <= 0:
             raise ValueError(f"weight must be > 0, got {weight!r}")
         target = Target.checked(target_loss, target_reduction)
         # the job's one history: the runtime's epoch loop schedules on it while SLAQ is enabled
-        self._track = Tracked(name, weight, target, reports, owner=self)
+        self._track = Tracked(name, weight, target, reports, owner=self, fit=fit)
         self.runtime: SlaqRuntime | None = None
         self.done = False
         self._previous: Any = None  # the thread's JVM local properties before the block

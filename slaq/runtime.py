@@ -26,6 +26,7 @@ from slaq.live.status import NOT_TUNING, Tuning
 from slaq.live.storage import StorageCheck, memory_blocks_on_disk
 from slaq.live.target import Target
 from slaq.predict.forecast import CurveCache
+from slaq.predict.prior import FitKey, fit_key
 from slaq.stats.history import JobHistory
 
 log = logging.getLogger("slaq")
@@ -49,6 +50,7 @@ class Tracked:
     curves: CurveCache = field(default_factory=CurveCache)
     satisfied: bool = False  # reached its target: minimum share from then on
     tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit (spark.ml fits)
+    fit: FitKey | None = None  # a spark.ml fit's estimator and params (its prior's key), when it is one
 
     def record(self, loss: float) -> bool:
         """A loss that does not pass through the JVM (SLAQ disabled) joins the history here; True
@@ -108,7 +110,8 @@ class SlaqRuntime:
         self.pools = PoolBridge(sc)
         self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self._on_epoch,
-                              on_loss=self._on_loss, clock_offset=self.pools.clock_offset(), admit=self._admit_connect_fits)
+                              on_loss=self._on_loss, clock_offset=self.pools.clock_offset(), admit=self._admit_connect_fits,
+                              prior=config.prior)
 
     @property
     def enabled(self) -> bool:
@@ -159,7 +162,7 @@ class SlaqRuntime:
             self._open[job.name] = job
         if self.pools is not None and self.loop is not None:
             self.pools.register(job.name, job.weight)
-            self.loop.add(job.name, job.weight, job.reports, history=job.history, curves=job.curves, tuning=job.tuning)
+            self.loop.add(job.name, job.weight, job.reports, history=job.history, curves=job.curves, tuning=job.tuning, fit=job.fit)
 
     def close(self, job: Tracked) -> None:
         """Stop tracking ``job`` (its history stays with it); its pool is throttled until idle."""
@@ -250,10 +253,11 @@ class SlaqRuntime:
                 ended.append(m.job)
                 continue
             owner = connect.fit_job(m.job, m.operation, m.estimator, m.params)
-            track = owner.track = Tracked(m.job, reports=owner.reports, owner=owner)
+            track = owner.track = Tracked(m.job, reports=owner.reports, owner=owner,
+                                          fit=fit_key(connect.estimator_kind(m.estimator), owner.params))
             with self._lock:
                 self._open[m.job] = track
-            self.loop.add(m.job, track.weight, track.reports, history=track.history, curves=track.curves)
+            self.loop.add(m.job, track.weight, track.reports, history=track.history, curves=track.curves, fit=track.fit)
             log.info("SLAQ: Spark Connect operation %s fits %s: job %s", m.operation, m.estimator, m.job)
         return (lambda: self._end_connect_fits(ended)) if ended else None
 

@@ -12,6 +12,7 @@ import logging
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,7 +34,8 @@ from slaq.live.status import (
 )
 from slaq.policy import make_policy
 from slaq.policy.base import unit
-from slaq.predict.forecast import CurveCache, ForecastTable, job_forecast
+from slaq.predict.forecast import CurveCache, ForecastTable, JobForecast, job_forecast
+from slaq.predict.prior import FitKey, PriorBook, build_prior, prior_forecast, reference, uses_prior
 from slaq.stats.history import InvalidReport, JobHistory
 
 log = logging.getLogger("slaq.loop")
@@ -65,6 +67,8 @@ class LiveJob:
     added_at: float = 0.0  # when the loop took it on (the loop's clock)
     satisfied_at: float | None = None  # when it reached its target (the loop's clock)
     tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit, if any
+    fit: FitKey | None = None  # a spark.ml fit's estimator and params: what its prior learns from (slaq.predict.prior)
+    cores_before_loss: list[float] = field(default_factory=list)  # its allocation in each epoch before its first loss
 
 
 def ingest(jobs: dict[str, LiveJob], iterations: list[Any], clock_offset: float = 0.0) -> list[Any]:
@@ -132,20 +136,22 @@ def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) ->
 
 LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
 MAX_ENDED = 500  # final rows kept for the next status (the UI keeps as many finished jobs)
+ENDED_KEPT = 1024  # ended jobs whose allocation before their first loss the loop remembers
 
 
 class EpochLoop:
     def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
                  on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic,
                  on_loss: Callable[[Any], None] | None = None, clock_offset: float = 0.0,
-                 admit: Callable[[], Callable[[], None] | None] | None = None):
+                 admit: Callable[[], Callable[[], None] | None] | None = None, prior: bool = True):
         """``on_epoch`` receives each epoch's ``epoch_status`` message (slaq.live.status); the runtime
         pushes it to the driver JVM for the Spark UI tab and the driver log. ``on_loss`` receives every
         accepted iteration message, in order, outside the loop's lock (the runtime checks targets
         there); ``clock_offset`` turns the JVM's report times into the Python process's clock.
         ``admit`` runs before each drain (it adds jobs that started in the JVM, Spark Connect fits, so
         their first losses are not dropped) and returns what to run once the drain is ingested (it
-        removes the jobs that ended there, after their last losses)."""
+        removes the jobs that ended there, after their last losses). ``prior``: forecast a spark.ml fit
+        from its estimator's other fits until its own losses carry a curve (slaq.predict.prior)."""
         self.pools = pools
         self.policy_name = policy
         self.policy = make_policy(policy)
@@ -160,6 +166,10 @@ class EpochLoop:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._arrivals = 0
+        self.prior = prior
+        self.prior_book = PriorBook()  # the application's finished fits, for the next fits' priors
+        # per ended job: its mean allocation over the epochs before its first loss (what the prior changes)
+        self.before_first_loss: OrderedDict[str, float] = OrderedDict()
         self._ingest_lock = threading.Lock()  # one drain + ingest at a time, so losses stay in order
         self._closed: list[str] = []  # closed pools the latest drain reported
         self._on_loss = on_loss
@@ -178,16 +188,18 @@ class EpochLoop:
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, name: str, weight: float, reports: bool | None = None, history: JobHistory | None = None,
-            curves: CurveCache | None = None, tuning: Tuning = NOT_TUNING) -> LiveJob:
+            curves: CurveCache | None = None, tuning: Tuning = NOT_TUNING, fit: FitKey | None = None) -> LiveJob:
         """A new job; ``reports``: whether it will report losses, when known (spark.ml fits).
         ``history``/``curves``: the job's own, when its owner keeps them (a ``slaq.job``: one history
-        per job, read by the user and scheduled on by the loop). ``tuning``: its place in a tuner."""
+        per job, read by the user and scheduled on by the loop). ``tuning``: its place in a tuner;
+        ``fit``: a spark.ml fit's estimator and params."""
         now = self._clock()
         with self._lock:
             self._arrivals += 1
             job = self.jobs[name] = LiveJob(name, weight, float(self._arrivals), reports=reports,
                                             history=JobHistory() if history is None else history,
-                                            curves=CurveCache() if curves is None else curves, added_at=now, tuning=tuning)
+                                            curves=CurveCache() if curves is None else curves, added_at=now, tuning=tuning,
+                                            fit=fit)
         if reports is False:
             log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", name)
         self._wake.set()  # a new job gets tokens now, not at the next epoch boundary
@@ -204,6 +216,12 @@ class EpochLoop:
             except Exception as exc:  # the view of the schedule must never fail the job
                 log.warning("SLAQ: could not summarize finished job %s for the UI tab: %s", name, exc)
         self._wake.set()
+        if job is not None and job.fit is not None:
+            self.prior_book.record(job.fit, job.history)
+        if job is not None and job.cores_before_loss:
+            self.before_first_loss[name] = sum(job.cores_before_loss) / len(job.cores_before_loss)
+            while len(self.before_first_loss) > ENDED_KEPT:
+                self.before_first_loss.popitem(last=False)
         # the one place a job's "reports no loss" line is logged at its end (step() logs it at the 3rd silent epoch)
         if job is not None and not job.history.losses and job.reports is None and job.silent_epochs < NO_LOSS_EPOCHS:
             log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", name)
@@ -254,7 +272,7 @@ class EpochLoop:
         capacity = max(capacity - self.reserve, 0.0)
         alloc = fixed_shares(jobs, closed, capacity)
         fixed = set(alloc)
-        forecasts = [job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs]  # all: the status shows them
+        forecasts = [self._forecast(j, jobs) for j in jobs]  # all: the status shows them
         steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
         minimum = 0.0
         if steered:
@@ -274,6 +292,8 @@ class EpochLoop:
                                self.policy.fitted_curves and self.policy.minimum_share)
             to_target = j.satisfied_at - j.added_at if j.satisfied_at is not None else -1.0
             figures.append(JobFigures(why, now - j.added_at, j.consumed, to_target, j.tuning, j.driver.fraction()))
+            if not j.history.losses:
+                j.cores_before_loss.append(j.cores)
         self._decided = (ForecastTable(forecasts, self.epoch) if jobs else None, [alloc[j.name] for j in jobs],
                          [j.history.iterations for j in jobs], figures)
         return alloc
@@ -287,6 +307,16 @@ class EpochLoop:
             self.driver_warned = True
             log.warning(driver_bound_warning(found))
         return cap_driver_bound(chosen, {job: cap for job, (_, cap) in found.items()})
+
+    def _forecast(self, job: LiveJob, jobs: list[LiveJob]) -> JobForecast:
+        """The job's own forecast, or for a spark.ml fit without enough losses yet its prior from the
+        application's finished fits and the other running ones."""
+        if self.prior and job.fit is not None and uses_prior(job.fit, job.history):
+            running = [reference(j.fit, j.history, finished=False) for j in jobs if j is not job and j.fit is not None
+                       and j.fit.estimator == job.fit.estimator]
+            prior = build_prior(job.fit, self.prior_book.finished() + running)
+            return prior_forecast(job.name, job.history, prior, job.weight, math.inf, job.order)
+        return job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)
 
     def poll(self) -> None:
         """Drain the shim and fold its losses and pool states into the jobs (any thread; the user's

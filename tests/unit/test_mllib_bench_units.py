@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from srlab.slaq_bench.configs import CONFIGS, check_configs, session_conf, stock_pool_name
+from srlab.slaq_bench.configs import CONFIGS, NO_PRIOR, check_configs, session_conf, stock_pool_name
 from srlab.slaq_bench.fit_timing import union_length
-from srlab.slaq_bench.mllib import REASSOCIATION_RTOL, objective_agreement
+from srlab.slaq_bench.mllib import REASSOCIATION_RTOL, FitRecord, cores_before_first_loss, objective_agreement
 from srlab.slaq_bench.mllib_workload import FAMILIES, GRIDS, cv_groups, make_fits
 
 
@@ -68,3 +68,21 @@ def test_executor_memory_sizes_the_executor_and_a_local_cluster_worker_to_match(
     assert executor_memory("spark://127.0.0.1:7077", 2048) == ("spark://127.0.0.1:7077", {"spark.executor.memory": "2048m"})
     with pytest.raises(ValueError, match="at least 512"):
         executor_memory("local-cluster[2,1,1024]", 256)
+
+
+def test_the_no_prior_configuration_is_slaq_with_the_prior_off_and_opt_in():
+    conf = session_conf(NO_PRIOR, 2.0)
+    assert conf["spark.slaq.policy"] == "slaq" and conf["spark.slaq.prior"] == "false"
+    assert NO_PRIOR not in CONFIGS and check_configs(["slaq", NO_PRIOR]) == ["slaq", NO_PRIOR]
+
+
+def test_each_fit_gets_the_cores_its_slaq_job_had_before_its_first_loss():
+    records = {"cv-lr-p0-0": FitRecord("lr", 1.0, job_prefix="LogisticRegression[regParam=0]"),
+               "cv-lr-p0-1": FitRecord("lr", 2.0, job_prefix="LogisticRegression[regParam=0]"),
+               "cv-lr-p1-0": FitRecord("lr", 1.5, job_prefix="LogisticRegression[regParam=0.1]"),
+               "svc-00": FitRecord("svc", 3.0, job_prefix="LinearSVC[regParam=0]")}
+    before = {"LogisticRegression[regParam=0]#12": 1.5, "LogisticRegression[regParam=0]#3": 0.5,
+              "LogisticRegression[regParam=0.1]#7": 2.0}
+    assert cores_before_first_loss(records, before, "zero-change") == {
+        "cv-lr-p0-0": 0.5, "cv-lr-p0-1": 1.5, "cv-lr-p1-0": 2.0, "svc-00": None}
+    assert cores_before_first_loss(records, {"svc-00": 3.0}, "explicit")["svc-00"] == 3.0

@@ -2,6 +2,8 @@
 
 * ``slaq``: SLAQ on, policy ``slaq``.
 * ``fair``: SLAQ's machinery (pools, epoch loop, token buckets) with the ``fair`` policy.
+* ``slaq-noprior`` (opt-in, not run by default): ``slaq`` without the prior (``spark.slaq.prior=false``):
+  a spark.ml fit is explored as a new job until its first loss.
 * ``stock``: SLAQ off; Spark's own FAIR scheduler with one pool per job (what a user runs without
   SLAQ). Spark creates a pool the first time a job names it, with weight 1 and minShare 0.
 """
@@ -12,16 +14,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-CONFIGS = ("slaq", "fair", "stock")
+CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
+NO_PRIOR = "slaq-noprior"
+KNOWN = CONFIGS + (NO_PRIOR,)
 STOCK = "stock"
 POOL_PROPERTY = "spark.scheduler.pool"
 
 
 def check_configs(names: list[str]) -> list[str]:
     """The configurations named, in order; a clear error for an unknown or repeated one."""
-    unknown = [n for n in names if n not in CONFIGS]
+    unknown = [n for n in names if n not in KNOWN]
     if unknown or not names or len(set(names)) != len(names):
-        raise ValueError(f"configurations must be distinct names from {', '.join(CONFIGS)}; got {','.join(names) or 'none'}")
+        raise ValueError(f"configurations must be distinct names from {', '.join(KNOWN)}; got {','.join(names) or 'none'}")
     return names
 
 
@@ -30,6 +34,9 @@ def session_conf(config: str, epoch: float) -> dict[str, str]:
     check_configs([config])
     if config == STOCK:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "false"}
+    if config == NO_PRIOR:
+        return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
+                "spark.slaq.prior": "false"}
     return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": config, "spark.slaq.epoch": f"{epoch}s"}
 
 

@@ -32,6 +32,7 @@ from pyspark.ml import Estimator
 import slaq
 from slaq.live.loop import LOOP_THREAD
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
+from slaq.sparkml import fit_job_name, hyperparameters
 from srlab.session import executor_memory, spark_session
 from srlab.slaq_bench.capture_check import check_capture
 from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
@@ -75,6 +76,7 @@ class FitRecord:
     start: float
     end: float = 0.0
     losses: list[float] = field(default_factory=list)
+    job_prefix: str | None = None  # the SLAQ job name zero-change tuning gives the fit, without its "#N"
 
 
 class FitRecorder:
@@ -109,9 +111,39 @@ class FitRecorder:
 
     def fit(self, name: str, family: str, estimator: Any, dataset: Any, params: dict[Any, Any]) -> Any:
         with self.scope(name, family) as record:
+            record.job_prefix = zero_change_prefix(estimator, params)
             model = estimator.fit(dataset, params)
         record.losses = objective_history(model)
         return model
+
+
+def zero_change_prefix(estimator: Any, params: dict[Any, Any]) -> str:
+    """The name SLAQ's spark.ml hook gives this fit's job, up to its sequence number."""
+    fitted = estimator.copy(params)
+    return fit_job_name(type(fitted).__name__, hyperparameters(fitted), 0).rsplit("#", 1)[0]
+
+
+def cores_before_first_loss(records: dict[str, FitRecord], before: dict[str, float], attribution: str) -> dict[str, float | None]:
+    """Each fit's mean allocation over the epochs before its first loss (``before``: per ended SLAQ job).
+
+    With explicit attribution the job is named after the fit. With zero-change tuning it is named
+    ``<estimator>[<params>]#N``, N in the order fits start: the k-th fit (by start) with a prefix is
+    the k-th job (by N) with that prefix."""
+    if attribution == "explicit":
+        return {name: before.get(name) for name in records}
+    jobs: dict[str, list[tuple[int, float]]] = {}
+    for job, cores in before.items():
+        prefix, _, seq = job.rpartition("#")
+        if seq.isdigit():
+            jobs.setdefault(prefix, []).append((int(seq), cores))
+    out: dict[str, float | None] = {}
+    taken: dict[str, int] = {}
+    for name, r in sorted(records.items(), key=lambda item: item[1].start):
+        ranked = sorted(jobs.get(r.job_prefix or "", []))
+        k = taken.get(r.job_prefix or "", 0)
+        taken[r.job_prefix or ""] = k + 1
+        out[name] = ranked[k][1] if k < len(ranked) else None
+    return out
 
 
 def objective_history(model: Any) -> list[float]:
@@ -197,9 +229,13 @@ def run_cv(recorder: FitRecorder, work: Workload, data: Any) -> float:
     return _run_threads([(name, arrival, lambda fn=fn: fn(data)) for name, arrival, fn in targets])
 
 
-def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split: dict[str, dict[str, Any]]) -> dict:
-    """Per-fit time to 90%/95% (from the fit's own start) and the driver/executor split per iteration."""
+def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split: dict[str, dict[str, Any]],
+              before: dict[str, float] | None = None) -> dict:
+    """Per-fit time to 90%/95% (from the fit's own start), time to its first loss and, under SLAQ
+    (``before``: the loop's per-job record), its mean cores before that first loss, and the
+    driver/executor split per iteration."""
     ends = clock.iteration_times()
+    early = cores_before_first_loss(recorder.records, before, recorder.attribution) if before is not None else {}
     fits: dict[str, dict] = {}
     for name, r in sorted(recorder.records.items()):
         iteration_ends = ends.get(name, [])
@@ -214,6 +250,7 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
                       **job_metrics(r.start - start, times, r.losses), "final_objective": r.losses[-1],
                       # until its first iteration ends a fit has no loss: SLAQ schedules it as a new job, without a curve
                       "time_to_first_loss_s": round(times[1] - times[0], 3) if len(times) > 1 else None,
+                      "cores_before_first_loss": _rounded(early.get(name)),
                       "spark_jobs": s["spark_jobs"], "tasks_per_stage": round(s["tasks_per_stage"], 1),
                       "task_locality": s["task_locality"],
                       "per_iteration_ms": {"executor_task": round(1000 * s["executor_run_s"] / iterations, 1),
@@ -225,9 +262,15 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
     out.update(mean_times(fits.values(), 3))
     firsts = [f["time_to_first_loss_s"] for f in fits.values() if f["time_to_first_loss_s"] is not None]
     out["mean_time_to_first_loss_s"] = round(statistics.fmean(firsts), 3) if firsts else None
+    early_cores = [f["cores_before_first_loss"] for f in fits.values() if f["cores_before_first_loss"] is not None]
+    out["mean_cores_before_first_loss"] = round(statistics.fmean(early_cores), 3) if early_cores else None
     out["split"] = split_summary(fits.values())
     out["task_locality"] = dict(sorted(sum((Counter(f["task_locality"]) for f in fits.values()), Counter()).items()))
     return out
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def split_summary(fits: Any) -> dict[str, float]:
@@ -255,13 +298,16 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     recorder = FitRecorder(sc, config, attribution)
                     log.info("%s: running the %s variant", config, variant)
                     loop_cpu = thread_cpu_s(LOOP_THREAD)
+                    ended_before = set(scheduler.loop.before_first_loss) if scheduler.loop is not None else set()
                     cpu = session_cpu(sc)
                     earlier = list(scheduler.finished)  # held, so no new job can reuse an earlier one's id
                     seen = {id(job) for job in earlier}
                     with StorageWatch(sc) as storage:
                         start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
                     cpu = cpu_delta(cpu, session_cpu(sc))
-                    out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)))
+                    before = None if scheduler.loop is None else {
+                        job: cores for job, cores in scheduler.loop.before_first_loss.items() if job not in ended_before}
+                    out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)), before)
                     out[variant]["cpu_s"] = cpu
                     out[variant]["storage"] = storage.summary
                     if scheduler.loop is not None:
