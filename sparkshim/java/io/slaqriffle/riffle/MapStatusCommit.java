@@ -52,7 +52,7 @@ final class MapStatusCommit {
               g.owner(), commit.shuffle(), g.lengths().size(), partitions);
           continue;
         }
-        if (splits.straddles(g.mapIndexes(), statuses)) {
+        if (splits.straddles(g.owner(), g.mapIndexes(), statuses)) {
           straddling++;
           continue;
         }

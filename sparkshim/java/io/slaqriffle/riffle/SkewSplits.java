@@ -95,21 +95,17 @@ final class SkewSplits {
   }
 
   /**
-   * Whether the group at {@code mapIndexes} straddles a split: for some skewed partition its members
-   * with bytes there lie in more than one of the partition's map-index ranges.
+   * Whether the group at {@code mapIndexes}, published at {@code owner}, straddles a split: for some
+   * skewed partition a member with bytes there lies outside the owner's map-index range (the split
+   * holding the owner reads the whole merged block).
    */
-  boolean straddles(List<Integer> mapIndexes, MapStatus[] statuses) {
+  boolean straddles(int owner, List<Integer> mapIndexes, MapStatus[] statuses) {
     for (Map.Entry<Integer, int[]> e : starts.entrySet()) {
-      int range = -1;
+      int ownerRange = rangeOf(e.getValue(), owner);
       for (int index : mapIndexes) {
-        if (SparkInternals.sizeForBlock(statuses[index], e.getKey()) == 0) {
-          continue;
-        }
-        int r = rangeOf(e.getValue(), index);
-        if (range >= 0 && r != range) {
+        if (SparkInternals.sizeForBlock(statuses[index], e.getKey()) != 0 && rangeOf(e.getValue(), index) != ownerRange) {
           return true;
         }
-        range = r;
       }
     }
     return false;
