@@ -118,7 +118,7 @@ def test_skewed_partition_is_still_split_evenly(spark, scheduler, stage_metrics)
     join_vanilla = stage_read(spark, stage_metrics, stages_of(spark, vanilla_jobs)[-1])
     join_merged = stage_read(spark, stage_metrics, stages_of(spark, merged_jobs)[-1])
     assert join_vanilla["tasks"] > 8 and join_merged["tasks"] > 8, (join_vanilla, join_merged)  # the skewed partition was split
-    assert join_merged["bytes_read"] == join_vanilla["bytes_read"]
+    assert abs(join_merged["bytes_read"] - join_vanilla["bytes_read"]) <= 0.02 * join_vanilla["bytes_read"]  # separate runs' files
     assert join_merged["max_task_bytes_read"] <= SKEW_SPLIT_TOLERANCE * join_vanilla["max_task_bytes_read"], (join_vanilla, join_merged)
 
 

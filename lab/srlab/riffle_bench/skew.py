@@ -85,7 +85,7 @@ def _one_run(spark: Any, scheduler: Any, listener: Any, merging: bool, args: tup
 def _result(spark: Any, scheduler: Any, merging: bool, args: tuple) -> list:
     scheduler.set_merging(merging)
     big, small = _frames(spark, *args)
-    row = big.join(small, "k").selectExpr("count(*) as n", "sum(xxhash64(k, v, id, w)) as h").collect()[0]
+    row = big.join(small, "k").selectExpr("count(*) as n", "bit_xor(xxhash64(k, v, id, w)) as h").collect()[0]
     scheduler.wait_idle()
     return [int(row["n"]), int(row["h"])]
 
