@@ -64,7 +64,8 @@ def stage_read(spark: Any, listener: Any, stage: int, timeout: float = 30.0) -> 
         time.sleep(0.05)
 
 
-def _one_run(spark: Any, scheduler: Any, listener: Any, merging: bool, args: tuple) -> dict:
+def _one_run(spark: Any, scheduler: Any, listener: Any, merging: bool, args: tuple, args_reducers: int) -> dict:
+    """One noop write of the join; ``skew_split``: the join ran more tasks than partitions (AQE split a skewed one)."""
     scheduler.set_merging(merging)
     before = set(scheduler.stats)
     big, small = _frames(spark, *args)
@@ -73,12 +74,11 @@ def _one_run(spark: Any, scheduler: Any, listener: Any, merging: bool, args: tup
     scheduler.wait_idle()
     scheduler.set_merging(False)
     m = stage_read(spark, listener, stage)
-    plan = df._jdf.queryExecution().executedPlan().toString()
     stats = [v for k, v in scheduler.stats.items() if k not in before]
     done = sum(s["merges_requested"] - s["merges_cancelled"] - s["merges_failed"] for s in stats)
     committed = sum(s["merges_committed"] for s in stats)
     return {"largest_split_bytes": m["max_task_bytes_read"], "join_bytes_read": m["bytes_read"], "join_tasks": m["tasks"],
-            "skew_split": "AQEShuffleRead skewed" in plan, "merges_finished": done, "merges_committed": committed,
+            "skew_split": m["tasks"] > args_reducers, "merges_finished": done, "merges_committed": committed,
             "left_unmerged_at_commit": done - committed}
 
 
@@ -111,7 +111,7 @@ def bench_skew(maps: int = 32, rows_per_map: int = 20000, reducers: int = 16, sk
             results = {"vanilla": _result(spark, scheduler, False, args), "riffle": _result(spark, scheduler, True, args)}
             for r in range(repeats):
                 for name in (("vanilla", "riffle") if r % 2 == 0 else ("riffle", "vanilla")):
-                    runs[name].append(_one_run(spark, scheduler, listener, name == "riffle", args))
+                    runs[name].append(_one_run(spark, scheduler, listener, name == "riffle", args, reducers))
             riffle.detach(spark)
     med = {name: statistics.median(x["largest_split_bytes"] for x in rs) for name, rs in runs.items()}
     return {"maps": maps, "rows_per_map": rows_per_map, "reducers": reducers, "skew": skew, "keys": keys, "payload_bytes": payload,
