@@ -31,6 +31,14 @@ def cmd_bench_spark(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_skew(args: argparse.Namespace) -> int:
+    from srlab.riffle_bench.skew import bench_skew
+
+    emit_json(bench_skew(args.maps, args.rows_per_map, args.reducers, args.skew, args.keys, args.payload, args.advisory, args.nway,
+                         args.repeat, args.master))
+    return 0
+
+
 def cmd_bench_load(args: argparse.Namespace) -> int:
     from srlab.riffle_bench.load import bench_load
 
@@ -114,6 +122,21 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     spark.add_argument("--merger-fsync", action="store_true", help="let the mergers fsync merged files (vanilla Spark does not)")
     spark.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
     spark.set_defaults(func=cmd_bench_spark)
+    skew = bench.add_parser("skew", help="largest split of a skewed join under AQE, vanilla vs Riffle",
+                            description="A skewed sort-merge join with AQE's skew-join splitting on local-cluster Spark and a "
+                                        "loopback merger, vanilla and Riffle alternating in one session; prints the most bytes one "
+                                        "join task read in each mode and their ratio (starts Spark).")
+    skew.add_argument("--maps", type=positive(int), default=32)
+    skew.add_argument("--rows-per-map", type=positive(int), default=20000)
+    skew.add_argument("--reducers", type=positive(int), default=16)
+    skew.add_argument("--skew", type=float, default=0.6, help="fraction of the big side's rows with the hot key (default 0.6)")
+    skew.add_argument("--keys", type=positive(int), default=64)
+    skew.add_argument("--payload", type=positive(int), default=20, help="bytes per row's string column")
+    skew.add_argument("--advisory", default="1MB", help="spark.sql.adaptive.advisoryPartitionSizeInBytes (the split target)")
+    skew.add_argument("--nway", type=positive(int), default=4)
+    skew.add_argument("--repeat", type=positive(int), default=3)
+    skew.add_argument("--master", default="local-cluster[2,1,1024]")
+    skew.set_defaults(func=cmd_bench_skew)
     faults = bench.add_parser("faults", help="the fault matrix on a 3-node loopback cluster: each case's time vs undisturbed",
                               description="Starts a 3-node standalone cluster (a merger per node, token + TLS), kills a driver "
                                           "with merges in flight, then runs each fault case and undisturbed runs of the same "

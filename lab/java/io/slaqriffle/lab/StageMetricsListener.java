@@ -12,7 +12,7 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
 /**
  * Per-stage shuffle read metrics for the benchmarks, which register it themselves
  * ({@code SparkContext.addSparkListener}): blocks fetched (local and remote), bytes read, finished
- * tasks, and the stage's time from submission to completion as the scheduler stamped them
+ * tasks, the most bytes one task read (a skewed partition's largest split), and the stage's time from submission to completion as the scheduler stamped them
  * ({@code StageInfo}, milliseconds). Public listener API only; the most recent {@link #MAX_STAGES}
  * stages are kept.
  */
@@ -20,7 +20,7 @@ public final class StageMetricsListener extends SparkListener {
   /** Stages kept; the oldest are dropped first. */
   public static final int MAX_STAGES = 256;
 
-  /** blocks fetched, bytes read, tasks, stage milliseconds (-1 until completed). */
+  /** blocks fetched, bytes read, tasks, stage milliseconds (-1 until completed), most bytes one task read. */
   private final Map<Integer, long[]> stages = new LinkedHashMap<>(16, 0.75f, false) {
     @Override
     protected boolean removeEldestEntry(Map.Entry<Integer, long[]> eldest) {
@@ -29,7 +29,7 @@ public final class StageMetricsListener extends SparkListener {
   };
 
   private synchronized long[] stage(int stageId) {
-    return stages.computeIfAbsent(stageId, k -> new long[] {0, 0, 0, -1});
+    return stages.computeIfAbsent(stageId, k -> new long[] {0, 0, 0, -1, 0});
   }
 
   @Override
@@ -42,6 +42,7 @@ public final class StageMetricsListener extends SparkListener {
     m[0] += read.totalBlocksFetched();
     m[1] += read.totalBytesRead();
     m[2] += 1;
+    m[4] = Math.max(m[4], read.totalBytesRead());
   }
 
   @Override
@@ -53,7 +54,7 @@ public final class StageMetricsListener extends SparkListener {
   }
 
   /**
-   * One stage as JSON: {@code {"stage", "blocks_fetched", "bytes_read", "tasks", "seconds"}} (seconds
+   * One stage as JSON: {@code {"stage", "blocks_fetched", "bytes_read", "tasks", "seconds", "max_task_bytes_read"}} (seconds
    * -1 until it completed), or {@code null} when the stage is unknown. Read after the job ended: the
    * listener bus delivers events asynchronously.
    */
@@ -63,8 +64,8 @@ public final class StageMetricsListener extends SparkListener {
       return null;
     }
     double seconds = m[3] >= 0 ? m[3] / 1e3 : -1;
-    return String.format(Locale.ROOT, "{\"stage\": %d, \"blocks_fetched\": %d, \"bytes_read\": %d, \"tasks\": %d, \"seconds\": %.3f}",
-        stageId, m[0], m[1], m[2], seconds);
+    return String.format(Locale.ROOT, "{\"stage\": %d, \"blocks_fetched\": %d, \"bytes_read\": %d, \"tasks\": %d, \"seconds\": %.3f, "
+        + "\"max_task_bytes_read\": %d}", stageId, m[0], m[1], m[2], seconds, m[4]);
   }
 
   /** Stages currently kept (bounded by {@link #MAX_STAGES}). */

@@ -16,8 +16,15 @@ import org.slf4j.LoggerFactory;
  * (original ids and checksums) at the others, all with the executor's BlockManagerId, under the
  * shuffle's write lock; then the serialized-status cache is invalidated and the epoch bumped, so
  * every reader fetches the new statuses. A group is committed only if each member still has the map
- * id and executor it had when merged (a re-run map task leaves its group unmerged). The caller holds
- * the scheduler lock and the shuffle's readers, so no reader has fetched the statuses being changed.
+ * id and executor it had when merged (a re-run map task leaves its group unmerged), and only if it does
+ * not straddle a split AQE makes of a skewed partition ({@link SkewSplits}). The caller holds the
+ * scheduler lock and the shuffle's readers, so no reader has fetched the statuses being changed.
+ *
+ * <p>Checksums: Spark compares a re-registered map output's order-independent row checksum with the
+ * one last registered at the same map index ({@code ShuffleStatus.addMapOutput}) and retries the
+ * consumer stages on a mismatch. What re-registers at an index is always that index's own map task
+ * (re-run after a lost merged file), whose rows are the original output's, so every index keeps its
+ * original checksum, the owner's included; a sum over the group would be a mismatch on the owner's re-run.
  */
 final class MapStatusCommit {
   private static final Logger LOG = LoggerFactory.getLogger(MapStatusCommit.class);
@@ -25,7 +32,7 @@ final class MapStatusCommit {
   private MapStatusCommit() {}
 
   /** Groups committed, or -1 when Spark has no status for the shuffle. A group whose statuses changed is skipped. */
-  static int apply(Messages.Commit commit, int partitions) {
+  static int apply(Messages.Commit commit, int partitions, SkewSplits.Conf skew) {
     ShuffleStatus status = SparkInternals.shuffleStatus(commit.shuffle());
     if (status == null) {
       return -1;
@@ -36,11 +43,17 @@ final class MapStatusCommit {
     try {
       MapStatus[] statuses = SparkInternals.mapStatuses(status);
       scala.collection.mutable.HashMap<Object, Object> idToIndex = SparkInternals.mapIdToIndex(status);
+      SkewSplits splits = SkewSplits.plan(statuses, partitions, skew);
+      int straddling = 0;
       for (Messages.MergeGroup g : commit.groups()) {
         BlockManagerId loc = unchangedLocation(g, statuses);
         if (loc == null || g.lengths().size() != partitions) {
           LOG.warn("Riffle: group at map index {} of shuffle {} left unmerged (statuses changed since its merge, or {} != {} partitions)",
               g.owner(), commit.shuffle(), g.lengths().size(), partitions);
+          continue;
+        }
+        if (splits.straddles(g.owner(), g.mapIndexes(), statuses)) {
+          straddling++;
           continue;
         }
         long[] sizes = g.lengths().stream().mapToLong(Long::longValue).toArray();
@@ -57,6 +70,10 @@ final class MapStatusCommit {
           }
         }
         committed++;
+      }
+      if (straddling > 0) {
+        LOG.info("Riffle: {} group(s) of shuffle {} left unmerged: each straddles a split AQE makes of one of its {} skewed partition(s)",
+            straddling, commit.shuffle(), splits.skewedPartitions());
       }
     } finally {
       lock.unlock();

@@ -49,7 +49,7 @@ public final class RiffleTracker implements Shim.FailOpen {
   private RiffleTracker(SparkContext sc) {
     this.sc = sc;
     Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS, Feature.CLEANER,
-        Feature.UI_TAB, Feature.METRICS));
+        Feature.SKEW_SPLITS, Feature.UI_TAB, Feature.METRICS));
     missing.keySet().retainAll(MERGING);
     String why = missing.isEmpty() ? null : "Spark internals changed (" + missing + ")";
     this.ts = missing.containsKey(Feature.GATE) ? null : SparkInternals.taskScheduler(sc);
@@ -155,17 +155,43 @@ public final class RiffleTracker implements Shim.FailOpen {
     if (unavailable != null) {
       return -1;
     }
+    SkewSplits.Conf skew = SkewSplits.Conf.read(sc);
     synchronized (ts) {
       if (!gate.isHeld(commit.shuffle(), clock.nanoTime()) || gate.readerLaunched(commit.shuffle())) {
         return -1;
       }
-      return MapStatusCommit.apply(commit, listener.partitions(commit.shuffle()));
+      return MapStatusCommit.apply(commit, listener.partitions(commit.shuffle()), skew);
     }
   }
 
   /** The executor's ordered blockmgr dirs as the block manager master recorded them (empty when unknown). */
   public String[] localDirs(String executorId) {
     return SparkInternals.localDirs(executorId);
+  }
+
+  /**
+   * The shuffle's map statuses' order-independent row checksums, as a JSON object: {@code statuses}
+   * registered, {@code nonzero_checksums} among them (zero: the checksum is off) and
+   * {@code mismatched_indexes} (Spark's record of re-registered outputs whose checksum changed;
+   * -1 when this Spark keeps none). Tests and benchmarks read it.
+   */
+  public String checksumReport(int shuffle) {
+    Map<String, Integer> out = new java.util.TreeMap<>();
+    org.apache.spark.ShuffleStatus status = unavailable == null ? SparkInternals.shuffleStatus(shuffle) : null;
+    if (status != null) {
+      int registered = 0;
+      int nonzero = 0;
+      for (org.apache.spark.scheduler.MapStatus s : SparkInternals.mapStatuses(status)) {
+        if (s != null) {
+          registered++;
+          nonzero += SparkInternals.checksum(s) != 0 ? 1 : 0;
+        }
+      }
+      out.put("statuses", registered);
+      out.put("nonzero_checksums", nonzero);
+      out.put("mismatched_indexes", SparkInternals.checksumMismatches(status));
+    }
+    return Messages.encodeCounts(out);
   }
 
   public String applicationId() {

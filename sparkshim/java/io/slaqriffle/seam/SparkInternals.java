@@ -87,6 +87,11 @@ import scala.xml.Node;
  *     SPARK-25341), {@code invalidateSerializedMapOutputStatusCache()},
  *     {@code MapOutputTrackerMaster.incrementEpoch()}, {@code MapStatus.apply(loc, sizes, mapId, checksum)},
  *     {@code MapStatus.location()/mapId()/checksumValue()} (checksums since 4.0)</td><td>COMMIT</td><td>4.3.0</td></tr>
+ * <tr><td>{@code MapStatus.getSizeForBlock(int)}, {@code Utils$.median(long[], boolean)} (private[spark]; the median
+ *     {@code OptimizeSkewedJoin} uses), {@code ShufflePartitionsUtil$.splitSizeListByTargetSize(long[], long, double)} and
+ *     {@code SMALL_PARTITION_FACTOR()} (spark-sql; what {@code createSkewPartitionSpecs} splits a skewed partition with),
+ *     {@code SparkSession$.getDefaultSession()/getActiveSession()} and {@code RuntimeConfig.getOption}</td>
+ *     <td>SKEW_SPLITS</td><td>4.3.0 (the smallPartitionFactor parameter since 3.3)</td></tr>
  * <tr><td>{@code Serializer.supportsRelocationOfSerializedObjects()},
  *     {@code CompressionCodec.supportsConcatenationOfSerializedStreams/createCodec} (private[spark])</td>
  *     <td>COMMIT (safety check)</td><td>4.3.0</td></tr>
@@ -121,6 +126,8 @@ public final class SparkInternals {
     COMMIT("Riffle", "shuffles run unmerged (plain Spark)"),
     /** Reading an executor's ordered local dirs from the block manager master. */
     LOCAL_DIRS("Riffle", "shuffles run unmerged (plain Spark)"),
+    /** Reading AQE's skew-split plan of a shuffle (SQL confs, Spark's own split function) so merged groups never straddle a split. */
+    SKEW_SPLITS("Riffle", "merged groups are committed without regard to AQE's skew splits: a skewed partition of a merged shuffle may be split unevenly"),
     /** Hearing that Spark cleaned a shuffle. */
     CLEANER("Riffle", "merged files of cleaned shuffles are deleted only when the application ends"),
     /** SLAQ's token pools under the task scheduler's root pool. */
@@ -144,6 +151,7 @@ public final class SparkInternals {
   private static final String NETTY_RPC_ENV = "org.apache.spark.rpc.netty.NettyRpcEnv";
   private static final String DISPATCHER = "org.apache.spark.rpc.netty.Dispatcher";
   private static final String BLOCK_MANAGER_MASTER_ENDPOINT = "org.apache.spark.storage.BlockManagerMasterEndpoint";
+  private static final String SHUFFLE_PARTITIONS_UTIL = "org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil$";
   private static final String SCHEDULING_MODE_VALUE = "scala.Enumeration$Value";
   private static final String ARRAY_BUFFER = "scala.collection.mutable.ArrayBuffer";
 
@@ -279,6 +287,15 @@ public final class SparkInternals {
         requireMethod(problems, "org.apache.spark.io.CompressionCodec$", "supportsConcatenationOfSerializedStreams",
             "org.apache.spark.io.CompressionCodec");
         requireMethod(problems, "org.apache.spark.io.CompressionCodec$", "createCodec", "org.apache.spark.SparkConf", "java.lang.String");
+      }
+      case SKEW_SPLITS -> {
+        requireMethod(problems, "org.apache.spark.scheduler.MapStatus", "getSizeForBlock", "int");
+        requireMethod(problems, "org.apache.spark.util.Utils$", "median", "[J", "boolean");
+        requireMethod(problems, SHUFFLE_PARTITIONS_UTIL, "splitSizeListByTargetSize", "[J", "long", "double");
+        requireMethod(problems, SHUFFLE_PARTITIONS_UTIL, "SMALL_PARTITION_FACTOR");
+        requireMethod(problems, "org.apache.spark.sql.SparkSession$", "getDefaultSession");
+        requireMethod(problems, "org.apache.spark.sql.SparkSession$", "getActiveSession");
+        requireMethod(problems, "org.apache.spark.sql.RuntimeConfig", "getOption", "java.lang.String");
       }
       case LOCAL_DIRS -> {
         try {
@@ -665,6 +682,57 @@ public final class SparkInternals {
       return stage.isDefined() ? stage.get().shuffleDep() : null;
     } catch (RuntimeException e) {
       return null;
+    }
+  }
+
+  // ---------------------------------------------------------------- SKEW_SPLITS
+
+  /** Bytes the status records for reduce partition {@code partition} (what AQE's planners read). */
+  public static long sizeForBlock(MapStatus status, int partition) {
+    return status.getSizeForBlock(partition);
+  }
+
+  /**
+   * A SQL conf as the application's session sees it (the thread's active session, else the default
+   * one), else from the SparkConf; null when unset everywhere. A commit runs on a py4j thread, where
+   * only the default session is known: it is the session SQL queries run in unless the application
+   * made others.
+   */
+  public static String sqlConf(SparkContext sc, String key) {
+    try {
+      Option<org.apache.spark.sql.SparkSession> session = org.apache.spark.sql.SparkSession$.MODULE$.getActiveSession();
+      if (session.isEmpty()) {
+        session = org.apache.spark.sql.SparkSession$.MODULE$.getDefaultSession();
+      }
+      if (session.isDefined()) {
+        Option<String> v = session.get().conf().getOption(key);
+        if (v.isDefined()) {
+          return v.get();
+        }
+      }
+    } catch (RuntimeException | LinkageError e) {
+      // no SQL module or session: only the SparkConf is left
+    }
+    return sc.getConf().getOption(key).isDefined() ? sc.getConf().get(key) : null;
+  }
+
+  /** The median {@code OptimizeSkewedJoin} compares partition sizes with. */
+  public static long median(long[] sizes) {
+    return org.apache.spark.util.Utils$.MODULE$.median(sizes.clone(), false);
+  }
+
+  /** Where AQE starts each split of a skewed partition whose per-map sizes are {@code sizes}: Spark's own function, same factor. */
+  public static int[] skewSplitStarts(long[] sizes, long targetSize) {
+    org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil$ util = org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil$.MODULE$;
+    return util.splitSizeListByTargetSize(sizes, targetSize, util.SMALL_PARTITION_FACTOR());
+  }
+
+  /** Indexes whose re-registered status carried another checksum than the one it replaced (Spark's checksum-mismatch record). */
+  public static int checksumMismatches(ShuffleStatus status) {
+    try {
+      return status.checksumMismatchIndices().size();
+    } catch (LinkageError e) {
+      return -1; // a Spark without the record (before 4.1): nothing to compare
     }
   }
 
