@@ -387,6 +387,7 @@ public final class SparkInternals {
         case "int" -> int.class;
         case "long" -> long.class;
         case "boolean" -> boolean.class;
+        case "double" -> double.class;
         case "[J" -> long[].class;
         default -> cls(names[i]);
       };
