@@ -9,7 +9,7 @@ local-cluster Spark with one loopback merger, running :mod:`srlab.shim_bench.plu
 - ``plugin``: ``spark-submit --class PluginBenchDriver``, a Java driver (compiled here, against
   pyspark's jars) that builds the SparkContext, so the plugin starts the brain as a child process;
   the driver then hands its context to the same Python application over a py4j gateway, as Spark's
-  PythonRunner does for a Python application.
+  PythonRunner does for a Python application (that process leaves SLAQ and Riffle to the brain).
 
 What differs is only where SLAQ's and Riffle's Python side runs and how it reaches the JVM. The
 enforcement measurement deposits its shares itself every epoch (it is the allocator, in both arms, and
