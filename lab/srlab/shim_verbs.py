@@ -1,9 +1,10 @@
-"""The lab's verbs of the ``slaq-riffle`` command: ``slaq-riffle bench attach`` (registered through the
-``slaq_riffle.cli`` entry point)."""
+"""The lab's verbs of the ``slaq-riffle`` command: ``slaq-riffle bench attach|plugin`` (registered through
+the ``slaq_riffle.cli`` entry point)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from sparkshim.commands import emit_json, positive
@@ -13,6 +14,14 @@ def cmd_bench_attach(args: argparse.Namespace) -> int:
     from srlab.shim_bench.attach import bench_attach
 
     emit_json(bench_attach(args.repeat))
+    return 0
+
+
+def cmd_bench_plugin(args: argparse.Namespace) -> int:
+    from srlab.shim_bench.plugin import bench_plugin
+
+    emit_json(bench_plugin(args.repeat, args.jobs, args.maps, args.reducers, args.nway, args.shares, args.seconds, args.epoch,
+                           args.master, logs=args.logs))
     return 0
 
 
@@ -26,3 +35,19 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
                                           "shipped in the wheel. Prints medians and their ratio as JSON.")
     attach.add_argument("--repeat", type=positive(int), default=5, help="samples of each kind (default 5)")
     attach.set_defaults(func=cmd_bench_attach)
+    plugin = bench.add_parser("plugin", help="the plugin's out-of-process brain vs the in-process one, same workloads (starts Spark)",
+                              description="Runs the same application (the `riffle bench spark` shuffle, then the `slaq bench "
+                                          "enforce` measurement) with the same confs under a pyspark driver (the brain in "
+                                          "process) and under a Java driver (the plugin starts the brain as a child process), "
+                                          "alternating. Prints medians and plugin/in-process ratios as JSON.")
+    plugin.add_argument("--repeat", type=positive(int), default=3, help="applications of each kind (default 3)")
+    plugin.add_argument("--jobs", type=positive(int), default=3, help="measured shuffle jobs per application (default 3)")
+    plugin.add_argument("--maps", type=positive(int), default=100)
+    plugin.add_argument("--reducers", type=positive(int), default=100)
+    plugin.add_argument("--nway", type=positive(int), default=10, help="spark.riffle.nway (default 10)")
+    plugin.add_argument("--shares", default="0.5,0.3,0.2", help="the enforcement measurement's target shares")
+    plugin.add_argument("--seconds", type=positive(float), default=10.0, help="the enforcement measurement's window per mode")
+    plugin.add_argument("--epoch", type=positive(float), default=1.0, help="seconds per epoch (deposits and spark.slaq.epoch)")
+    plugin.add_argument("--master", default="local-cluster[2,1,1024]")
+    plugin.add_argument("--logs", type=Path, help="keep each application's driver log in this directory")
+    plugin.set_defaults(func=cmd_bench_plugin)

@@ -117,3 +117,25 @@ def test_the_lab_adds_bench_attach_to_slaq_riffle():
     assert args.repeat == 3 and args.func is shim_verbs.cmd_bench_attach
     samples = [{"compile_s": 0.0, "load_s": x, "total_s": x} for x in (3.0, 1.0, 2.0)]
     assert summarize(samples)["median_total_s"] == 2.0
+
+
+def test_the_lab_adds_bench_plugin_to_slaq_riffle():
+    import argparse
+
+    from srlab import shim_verbs
+    from srlab.shim_bench.plugin import ratio, summarize
+
+    parser = argparse.ArgumentParser(prog="slaq-riffle")
+    shim_verbs.register(parser, parser.add_subparsers(dest="verb", required=True))
+    args = parser.parse_args(["bench", "plugin", "--repeat", "2", "--nway", "5"])
+    assert (args.repeat, args.nway, args.jobs) == (2, 5, 3) and args.func is shim_verbs.cmd_bench_plugin
+
+    def app(job_seconds: list[float], error_pp: float) -> dict:
+        enforce = [{"mode": m, "max_error_pp": error_pp, "utilization": 1.0, "deposit_ms_median": 2.0} for m in ("strict", "work-conserving")]
+        return {"brain_started": True, "merges_completed": 8, "enforce": enforce,
+                "shuffles": [{"job_seconds": s, "reduce_stage": {"seconds": s / 2, "blocks_fetched": 200}} for s in job_seconds]}
+
+    summary = summarize([app([1.0, 4.0], 3.0), app([2.0], 1.0)])  # medians over every job and every run of the arm
+    assert summary["shuffle_job_seconds"] == 2.0 and summary["brain_processes"] == 2
+    assert summary["enforce_strict"]["max_error_pp"] == 2.0 and summary["blocks_fetched"] == 200
+    assert ratio(3.0, 2.0) == 1.5 and ratio(None, 2.0) is None and ratio(1.0, 0.0) is None
