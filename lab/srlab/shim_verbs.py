@@ -1,5 +1,5 @@
-"""The lab's verbs of the ``slaq-riffle`` command: ``slaq-riffle bench attach`` (registered through the
-``slaq_riffle.cli`` entry point)."""
+"""The lab's verbs of the ``slaq-riffle`` command: ``slaq-riffle bench attach`` and ``bench ui`` (registered
+through the ``slaq_riffle.cli`` entry point)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,13 @@ def cmd_bench_attach(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_ui(args: argparse.Namespace) -> int:
+    from srlab.shim_bench.ui import bench_ui
+
+    emit_json(bench_ui(args.epochs, args.jobs, args.shuffles, args.repeat))
+    return 0
+
+
 def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     """Adds the lab's verbs to ``slaq-riffle``'s sub-command ``verbs`` (called by the product's CLI)."""
     bench = verbs.add_parser("bench", help="benchmarks that print JSON").add_subparsers(dest="bench", required=True)
@@ -26,3 +33,13 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
                                           "shipped in the wheel. Prints medians and their ratio as JSON.")
     attach.add_argument("--repeat", type=positive(int), default=5, help="samples of each kind (default 5)")
     attach.set_defaults(func=cmd_bench_attach)
+    ui = bench.add_parser("ui", help="the SLAQ and Riffle tabs at scale: event-log bytes and serving time, live and in the History Server "
+                                     "(starts Spark and a History Server)",
+                          description="Feeds one local driver synthetic models (EPOCHS epochs of JOBS jobs, then SHUFFLES settled "
+                                      "shuffles), times each tab's HTML and JSON over HTTP, counts the tabs' bytes in the event log, "
+                                      "then times the same pages in a History Server replaying that log. Prints JSON.")
+    ui.add_argument("--epochs", type=positive(int), default=600, help="SLAQ epochs (default 600: the most the tab keeps)")
+    ui.add_argument("--jobs", type=positive(int), default=50, help="SLAQ jobs running in every epoch (default 50)")
+    ui.add_argument("--shuffles", type=positive(int), default=1000, help="Riffle shuffles settling one by one (default 1000)")
+    ui.add_argument("--repeat", type=positive(int), default=5, help="timed fetches of each page (default 5)")
+    ui.set_defaults(func=cmd_bench_ui)
