@@ -16,7 +16,7 @@ import pytest
 
 from sparkshim import messages
 from srlab.riffle_bench.daemon_proc import DaemonProcess
-from srlab.shim_bench.history_server import history_server
+from srlab.shim_bench.history_server import event_log_files, history_server
 from tests.spark.riffle_ui_app import SLAQ_JOB
 from tests.spark.ui_support import get, get_json, log4j2
 
@@ -59,8 +59,7 @@ def replayed(tmp_path_factory):
 
 
 def test_event_log_carries_both_tabs(replayed):
-    (log,) = [p for p in replayed["events"].iterdir() if p.is_file()]
-    text = log.read_text()
+    text = "".join(log.read_text() for log in event_log_files(replayed["events"]))
     assert text.count(TAB_EVENT) >= 2 and '"tab":"slaq"' in text and '"tab":"riffle"' in text
 
 

@@ -40,6 +40,12 @@ def fetch(url: str, timeout: float = 60.0) -> str:
         return str(r.read().decode())
 
 
+def event_log_files(log_dir: Path) -> list[Path]:
+    """The event log files under ``log_dir``: one file per application, or (rolling logs, Spark 4's
+    default) the ``events_<n>_<app>`` files in each ``eventlog_v2_<app>`` directory."""
+    return sorted(p for p in log_dir.rglob("*") if p.is_file() and (p.parent == log_dir or p.name.startswith("events_")))
+
+
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 120.0) -> T:
     """``probe()``'s first truthy value, polled every 0.2 s until ``timeout``; the last error says why not."""
     deadline, last = time.monotonic() + timeout, None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkshim.messages import SCHEMA
-from srlab.shim_bench.history_server import fetch, history_server
+from srlab.shim_bench.history_server import event_log_files, fetch, history_server
 
 PAGES = ("/slaq/", "/slaq/json/", "/riffle/", "/riffle/json/")
 TAB_EVENT = "io.slaqriffle.seam.TabEvent"
@@ -89,13 +89,14 @@ def serve_times(base: str, repeat: int) -> dict[str, Any]:
     return out
 
 
-def tab_event_bytes(log: Path) -> Counter[str]:
+def tab_event_bytes(logs: list[Path]) -> Counter[str]:
     """Bytes (with their newlines) of the event log's tab events, by tab."""
     sizes: Counter[str] = Counter()
-    with open(log, "rb") as f:
-        for line in f:
-            if TAB_EVENT.encode() in line:
-                sizes[json.loads(line)["tab"]] += len(line)
+    for log in logs:
+        with open(log, "rb") as f:
+            for line in f:
+                if TAB_EVENT.encode() in line:
+                    sizes[json.loads(line)["tab"]] += len(line)
     return sizes
 
 
@@ -128,8 +129,8 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
             live = serve_times(str(sc.uiWebUrl), repeat)
         finally:
             sc.stop()
-        (log,) = [p for p in events.iterdir() if p.is_file()]
-        sizes = tab_event_bytes(log)
+        logs = event_log_files(events)
+        sizes = tab_event_bytes(logs)
         with history_server(events, app_id, Path(tmp) / "history.log") as base:
             t0 = time.perf_counter()
             fetch(base + "/slaq/json/", timeout=600)
@@ -137,7 +138,7 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
             history = serve_times(base, repeat)
     return {
         "model": {"epochs": epochs, "jobs": jobs, "shuffles": shuffles},
-        "event_log": {"bytes_total": log.stat().st_size, "slaq_bytes": sizes["slaq"], "riffle_bytes": sizes["riffle"],
+        "event_log": {"bytes_total": sum(log.stat().st_size for log in logs), "slaq_bytes": sizes["slaq"], "riffle_bytes": sizes["riffle"],
                       "slaq_bytes_per_epoch": round(sizes["slaq"] / epochs), "slaq_bytes_per_job_epoch": round(sizes["slaq"] / (epochs * jobs), 1),
                       "riffle_bytes_per_shuffle": round(sizes["riffle"] / shuffles)},
         "publish_ms": {"slaq_per_epoch": round(1000 * slaq_publish / epochs, 3), "riffle_per_shuffle": round(1000 * riffle_publish / shuffles, 3)},
