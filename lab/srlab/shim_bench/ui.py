@@ -131,6 +131,7 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
             sc.stop()
         logs = event_log_files(events)
         sizes = tab_event_bytes(logs)
+        total = sum(log.stat().st_size for log in logs)
         with history_server(events, app_id, Path(tmp) / "history.log") as base:
             t0 = time.perf_counter()
             fetch(base + "/slaq/json/", timeout=600)
@@ -138,7 +139,7 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
             history = serve_times(base, repeat)
     return {
         "model": {"epochs": epochs, "jobs": jobs, "shuffles": shuffles},
-        "event_log": {"bytes_total": sum(log.stat().st_size for log in logs), "slaq_bytes": sizes["slaq"], "riffle_bytes": sizes["riffle"],
+        "event_log": {"bytes_total": total, "slaq_bytes": sizes["slaq"], "riffle_bytes": sizes["riffle"],
                       "slaq_bytes_per_epoch": round(sizes["slaq"] / epochs), "slaq_bytes_per_job_epoch": round(sizes["slaq"] / (epochs * jobs), 1),
                       "riffle_bytes_per_shuffle": round(sizes["riffle"] / shuffles)},
         "publish_ms": {"slaq_per_epoch": round(1000 * slaq_publish / epochs, 3), "riffle_per_shuffle": round(1000 * riffle_publish / shuffles, 3)},
