@@ -27,7 +27,10 @@ SOURCES = Path(__file__).parent / "java"
 JAR_NAME = "slaq-riffle-shim.jar"
 PACKAGED_JAR = Path(__file__).parent / "jars" / JAR_NAME  # the one place the jar lives, in a wheel and in a checkout
 # Files packed next to the classes: the message schema, which the JVM reads its shared names from (Names.java)
-RESOURCES: Mapping[str, Path] = {"io/slaqriffle/seam/messages.json": Path(__file__).with_name("messages.json")}
+# and the History Server plugins' service file (docs/ui.md, "In Spark's History Server")
+HISTORY_PLUGINS = "META-INF/services/org.apache.spark.status.AppHistoryServerPlugin"
+RESOURCES: Mapping[str, Path] = {"io/slaqriffle/seam/messages.json": Path(__file__).with_name("messages.json"),
+                                 HISTORY_PLUGINS: SOURCES / HISTORY_PLUGINS}
 SPARK_VERSION_ATTR = "Spark-Version"
 SOURCES_ATTR = "Slaq-Riffle-Sources"
 

@@ -3,6 +3,7 @@
     slaq-riffle jar            the shim jar's path, for ``--jars`` / ``spark.jars``
     slaq-riffle jar --info     also the Spark version it was built against
     slaq-riffle bench attach   (the lab, from a clone) attach time: packaged jar vs compiling it first
+    slaq-riffle bench ui       (the lab) the tabs at scale: event-log bytes, serving time live and in the History Server
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The lab's verbs of the ``slaq-riffle`` command: ``slaq-riffle bench attach|plugin`` (registered through
+"""The lab's verbs of the ``slaq-riffle`` command: ``slaq-riffle bench attach|plugin|ui`` (registered through
 the ``slaq_riffle.cli`` entry point)."""
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ def cmd_bench_plugin(args: argparse.Namespace) -> int:
 
     emit_json(bench_plugin(args.repeat, args.jobs, args.maps, args.reducers, args.nway, args.shares, args.seconds, args.epoch,
                            args.master, logs=args.logs))
+    return 0
+
+
+def cmd_bench_ui(args: argparse.Namespace) -> int:
+    from srlab.shim_bench.ui import bench_ui
+
+    emit_json(bench_ui(args.epochs, args.jobs, args.shuffles, args.repeat))
     return 0
 
 
@@ -51,3 +58,13 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     plugin.add_argument("--master", default="local-cluster[2,1,1024]")
     plugin.add_argument("--logs", type=Path, help="keep each application's driver log in this directory")
     plugin.set_defaults(func=cmd_bench_plugin)
+    ui = bench.add_parser("ui", help="the SLAQ and Riffle tabs at scale: event-log bytes and serving time, live and in the History Server "
+                                     "(starts Spark and a History Server)",
+                          description="Feeds one local driver synthetic models (EPOCHS epochs of JOBS jobs, then SHUFFLES settled "
+                                      "shuffles), times each tab's HTML and JSON over HTTP, counts the tabs' bytes in the event log, "
+                                      "then times the same pages in a History Server replaying that log. Prints JSON.")
+    ui.add_argument("--epochs", type=positive(int), default=600, help="SLAQ epochs (default 600: the most the tab keeps)")
+    ui.add_argument("--jobs", type=positive(int), default=50, help="SLAQ jobs running in every epoch (default 50)")
+    ui.add_argument("--shuffles", type=positive(int), default=1000, help="Riffle shuffles settling one by one (default 1000)")
+    ui.add_argument("--repeat", type=positive(int), default=5, help="timed fetches of each page (default 5)")
+    ui.set_defaults(func=cmd_bench_ui)

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import java.util.function.ToDoubleFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,8 +17,8 @@ import org.slf4j.LoggerFactory;
  * What Riffle's merge scheduler did, as the Python scheduler last pushed it (one {@code riffle_status}
  * message: shuffles, mergers and application totals). The Riffle tab renders it, its REST JSON is it,
  * Riffle's metric source reads its totals, and at application end its totals are logged as one INFO
- * block (logger {@code io.slaqriffle.riffle.RiffleStatus}). The model is one serialisable object, so it
- * could as well travel as a listener-bus event.
+ * block (logger {@code io.slaqriffle.riffle.RiffleStatus}). Each change travels on the listener bus as a
+ * {@link RiffleDelta}, from which the History Server rebuilds the same model ({@link RiffleHistory}).
  */
 public final class RiffleStatus {
   private static final Logger LOG = LoggerFactory.getLogger(RiffleStatus.class);
@@ -26,10 +27,29 @@ public final class RiffleStatus {
 
   private volatile Messages.RiffleStatus latest = EMPTY;
   private final AtomicBoolean summarized = new AtomicBoolean();
+  private volatile Consumer<RiffleDelta> recorded = d -> {};
 
-  /** Replaces the model ({@code riffle_status} JSON). */
-  public void publish(String riffleStatusJson) {
-    latest = Messages.decode(riffleStatusJson, Messages.RiffleStatus.class);
+  /**
+   * Replaces the model ({@code riffle_status} JSON) when anything but its time changed, through the
+   * {@link RiffleDelta} it hands to {@link #onRecorded}'s consumer (the listener bus, hence the event
+   * log): so {@code t} is when the model last changed, here and in the History Server alike.
+   */
+  public synchronized void publish(String riffleStatusJson) {
+    RiffleDelta delta = RiffleDelta.between(latest, Messages.decode(riffleStatusJson, Messages.RiffleStatus.class));
+    if (delta != null) {
+      record(delta);
+      recorded.accept(delta);
+    }
+  }
+
+  /** Where each change goes besides this model: the listener bus in a driver (by default nowhere). */
+  void onRecorded(Consumer<RiffleDelta> consumer) {
+    recorded = consumer;
+  }
+
+  /** Applies one change: the one path into the model, from the live driver's {@link #publish} and the History Server's replay. */
+  synchronized void record(RiffleDelta delta) {
+    latest = delta.applyTo(latest);
   }
 
   public Messages.RiffleStatus report() {

@@ -5,6 +5,7 @@ import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
 import io.slaqriffle.seam.SparkInternals;
 import io.slaqriffle.seam.SparkInternals.Feature;
+import io.slaqriffle.seam.TabEvent;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -29,6 +30,8 @@ import org.slf4j.LoggerFactory;
 public final class RiffleTracker implements Shim.FailOpen {
   /** Events kept for a scheduler that stopped draining; older ones are dropped. */
   static final int MAX_PENDING_EVENTS = 65_536;
+  /** The Riffle tab's prefix in the Spark UI, and its events' {@code tab} in the event log. */
+  static final String TAB = "riffle";
   private static final Logger LOG = LoggerFactory.getLogger(RiffleTracker.class);
 
   private final SparkContext sc;
@@ -49,7 +52,7 @@ public final class RiffleTracker implements Shim.FailOpen {
   private RiffleTracker(SparkContext sc) {
     this.sc = sc;
     Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS, Feature.CLEANER,
-        Feature.SKEW_SPLITS, Feature.UI_TAB, Feature.METRICS));
+        Feature.SKEW_SPLITS, Feature.UI_TAB, Feature.METRICS, Feature.EVENT_LOG));
     missing.keySet().retainAll(MERGING);
     String why = missing.isEmpty() ? null : "Spark internals changed (" + missing + ")";
     this.ts = missing.containsKey(Feature.GATE) ? null : SparkInternals.taskScheduler(sc);
@@ -72,6 +75,7 @@ public final class RiffleTracker implements Shim.FailOpen {
     sc.addSparkListener(listener);
     SparkInternals.attachCleanerListener(sc, listener);
     SparkInternals.attachTab(sc, ui -> new RiffleTab(ui, status));
+    status.onRecorded(delta -> SparkInternals.postEvent(sc, TabEvent.of(TAB, delta)));
     SparkInternals.registerSource(sc, "riffle", status.metrics());
   }
 

@@ -180,4 +180,27 @@ public final class Messages {
       throw new IllegalArgumentException("bad " + type.getSimpleName() + " message: " + e.getOriginalMessage(), e);
     }
   }
+
+  /** A message (or a record of messages) as a JSON tree, in the encoding of {@link #encode}: what a listener-bus event carries. */
+  public static com.fasterxml.jackson.databind.JsonNode tree(Object value) {
+    return JSON.valueToTree(value);
+  }
+
+  /** JSON text as a tree (what {@link #fromTree} reads). */
+  public static com.fasterxml.jackson.databind.JsonNode parse(String json) {
+    try {
+      return JSON.readTree(json);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("bad JSON: " + e.getOriginalMessage(), e);
+    }
+  }
+
+  /** {@link #tree}'s inverse, as strict as {@link #decode}. */
+  public static <T> T fromTree(com.fasterxml.jackson.databind.JsonNode tree, Class<T> type) {
+    try {
+      return JSON.treeToValue(tree, type);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("bad " + type.getSimpleName() + ": " + e.getOriginalMessage(), e);
+    }
+  }
 }

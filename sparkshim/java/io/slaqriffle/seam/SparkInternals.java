@@ -26,6 +26,7 @@ import org.apache.spark.scheduler.MapStatus;
 import org.apache.spark.scheduler.MapStatus$;
 import org.apache.spark.scheduler.Pool;
 import org.apache.spark.scheduler.SchedulerBackend;
+import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.ShuffleMapStage;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.apache.spark.scheduler.TaskSetManager;
@@ -34,6 +35,7 @@ import org.apache.spark.storage.BlockManagerId;
 import org.apache.spark.ui.SparkUI;
 import org.apache.spark.ui.SparkUITab;
 import org.apache.spark.ui.UIUtils;
+import org.apache.spark.util.kvstore.KVStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Function0;
@@ -110,6 +112,9 @@ import scala.xml.Node;
  * <tr><td>{@code SparkContext.ui()}, {@code WebUI.attachTab}, {@code SparkUITab}/{@code WebUIPage} (subclassed),
  *     {@code UIUtils.headerSparkPage/prependBaseUri} (all private[spark]; the SQL and Streaming tabs use them)</td>
  *     <td>UI_TAB</td><td>4.3.0</td></tr>
+ * <tr><td>{@code SparkContext.listenerBus()}, {@code LiveListenerBus.post} (private[spark]); in the History Server
+ *     {@code AppHistoryServerPlugin} (implemented), {@code ElementTrackingStore.write}, {@code SparkUI.store()},
+ *     {@code AppStatusStore.store()} (private[spark]; the SQL tab's history plugin uses them)</td><td>EVENT_LOG</td><td>4.3.0</td></tr>
  * <tr><td>{@code SparkEnv.metricsSystem()}, {@code MetricsSystem.registerSource(Source)}, {@code Source} (implemented by
  *     {@link MetricSource}; all private[spark], as Spark's own sources and SparkPlugin metric registries use them)</td>
  *     <td>METRICS</td><td>4.3.0 (since 1.x)</td></tr>
@@ -136,6 +141,9 @@ public final class SparkInternals {
     UI_TAB("SLAQ/Riffle", "the Spark UI has no SLAQ or Riffle tab; scheduling and merging are unaffected and the status stays in the driver log"),
     /** SLAQ's and Riffle's metric sources in the driver's metrics system. */
     METRICS("SLAQ/Riffle", "no slaq.* or riffle.* metrics reach the configured sinks; the tabs and the driver log still show the numbers"),
+    /** Posting the tabs' models on the listener bus, so the event log carries them to the History Server. */
+    EVENT_LOG("SLAQ/Riffle", "the tabs' models are not written to the event log, so Spark's History Server shows no SLAQ or Riffle tab; "
+        + "the live tabs are unaffected"),
     /** Spark Connect's running operations, to make each spark.ml fit a Connect client submits a SLAQ job. */
     CONNECT("SLAQ", "spark.ml fits submitted by Spark Connect clients run as plain Spark work, outside SLAQ's jobs");
 
@@ -315,6 +323,10 @@ public final class SparkInternals {
             "jakarta.servlet.http.HttpServletRequest", "java.lang.String", "java.lang.String");
         requireMethod(problems, "org.apache.spark.ui.UIUtils", "headerSparkPage", "jakarta.servlet.http.HttpServletRequest",
             "java.lang.String", "scala.Function0", "org.apache.spark.ui.SparkUITab", "scala.Option", "boolean", "boolean", "boolean");
+      }
+      case EVENT_LOG -> {
+        sc.listenerBus();
+        requireMethod(problems, "org.apache.spark.scheduler.LiveListenerBus", "post", "org.apache.spark.scheduler.SparkListenerEvent");
       }
       case METRICS -> {
         // called, not looked up: reflecting over SparkEnv's methods loads types missing from pyspark's jars
@@ -578,6 +590,33 @@ public final class SparkInternals {
   /** A page with Spark's header, navigation and styles around {@code content}. */
   public static Seq<Node> sparkPage(HttpServletRequest request, String title, Function0<Seq<Node>> content, SparkUITab tab) {
     return UIUtils.headerSparkPage(request, title, content, tab, Option.empty(), false, false, false);
+  }
+
+  // ---------------------------------------------------------------- EVENT_LOG
+
+  /**
+   * Posts {@code event} on the driver's listener bus, where Spark's event logging listener writes it to
+   * the event log (when {@code spark.eventLog.enabled}); false when EVENT_LOG is off. Asynchronous: the
+   * bus delivers it to every listener in order, off the caller's thread.
+   */
+  public static boolean postEvent(SparkContext sc, SparkListenerEvent event) {
+    if (!available(Feature.EVENT_LOG)) {
+      return false;
+    }
+    try {
+      sc.listenerBus().post(event);
+      return true;
+    } catch (RuntimeException | LinkageError e) {
+      if (WARNED.add("postEvent" + e)) {
+        LOG.warn("SLAQ/Riffle: cannot post the tabs' models to the event log on Spark {}: {}.", sc.version(), e.toString());
+      }
+      return false;
+    }
+  }
+
+  /** The key-value store a (live or History Server) Spark UI reads its application's state from. */
+  public static KVStore uiStore(SparkUI ui) {
+    return ui.store().store();
   }
 
   // ---------------------------------------------------------------- METRICS

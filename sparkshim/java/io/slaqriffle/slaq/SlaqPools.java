@@ -6,6 +6,7 @@ import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
 import io.slaqriffle.seam.SparkInternals;
 import io.slaqriffle.seam.SparkInternals.Feature;
+import io.slaqriffle.seam.TabEvent;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -29,6 +30,8 @@ public final class SlaqPools implements Shim.FailOpen {
   private static final Logger LOG = LoggerFactory.getLogger(SlaqPools.class);
   /** Loss records kept for a loop that stopped draining; older ones are dropped. */
   static final int MAX_PENDING_RECORDS = 65_536;
+  /** The SLAQ tab's prefix in the Spark UI, and its events' {@code tab} in the event log. */
+  static final String TAB = "slaq";
 
   private final SparkContext sc;
   private final TaskSchedulerImpl ts;
@@ -52,6 +55,7 @@ public final class SlaqPools implements Shim.FailOpen {
       SparkInternals.rootPool(ts).addSchedulable(parent);
     }
     SparkInternals.attachTab(sc, ui -> new SlaqTab(ui, status));
+    status.onRecorded(epoch -> SparkInternals.postEvent(sc, TabEvent.of(TAB, epoch)));
     SparkInternals.registerSource(sc, "slaq", status.metrics());
     sc.addSparkListener(new org.apache.spark.scheduler.SparkListener() {
       @Override
@@ -71,7 +75,7 @@ public final class SlaqPools implements Shim.FailOpen {
   }
 
   private static SlaqPools create(SparkContext sc) {
-    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB, Feature.METRICS, Feature.CONNECT));
+    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB, Feature.METRICS, Feature.EVENT_LOG, Feature.CONNECT));
     if (missing.containsKey(Feature.POOLS)) {
       throw new IllegalStateException("SLAQ cannot enforce allocations on Spark " + sc.version() + ": " + missing.get(Feature.POOLS));
     }

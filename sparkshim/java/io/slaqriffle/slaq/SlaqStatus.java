@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,6 +45,7 @@ public final class SlaqStatus {
   private final LinkedHashMap<String, Tally> tallies = new LinkedHashMap<>();
   private final AtomicBoolean summarized = new AtomicBoolean();
   private double lastEpochSeconds;
+  private volatile Consumer<Messages.EpochStatus> recorded = e -> {};
 
   /** One job over the application: when it first appeared, when it reached {@link #NINETY} (-1: not yet), cores x seconds allocated. */
   private static final class Tally {
@@ -56,9 +58,31 @@ public final class SlaqStatus {
     }
   }
 
-  /** Records one epoch ({@code epoch_status} JSON) and logs its INFO line. */
+  /**
+   * Records one epoch ({@code epoch_status} JSON), hands it to {@link #onRecorded}'s consumer (the
+   * listener bus, hence the event log) and logs its INFO line.
+   */
   public void publish(String epochStatusJson) {
     Messages.EpochStatus status = Messages.decode(epochStatusJson, Messages.EpochStatus.class);
+    if (record(status)) {
+      recorded.accept(status);
+      if (LOG.isInfoEnabled()) {
+        LOG.info(logLine(status));
+      }
+    }
+  }
+
+  /** Where each recorded epoch goes besides this model: the listener bus in a driver (by default nowhere). */
+  public void onRecorded(Consumer<Messages.EpochStatus> consumer) {
+    recorded = consumer;
+  }
+
+  /**
+   * Adds one epoch to the model; false when it was an idle epoch
+   * that changed nothing. The one path into
+   * the model: the live driver's {@link #publish} and the History Server's replay of the event log.
+   */
+  boolean record(Messages.EpochStatus status) {
     synchronized (this) {
       Messages.EpochStatus previous = history.peekLast();
       Set<String> now = new HashSet<>();
@@ -82,7 +106,9 @@ public final class SlaqStatus {
         finished.remove(j.job()); // a name reused by a new job is running again
       }
       if (status.jobs().isEmpty() && (previous == null || previous.jobs().isEmpty())) {
-        return; // idle: one empty epoch marks the end of a busy period; more would only push the charts out of the window
+        // idle: one empty epoch marks the end of a busy period; more would only push the charts out of the window.
+        // Kept (posted to the event log) only when it brought final rows, so a replay finishes the same jobs.
+        return !status.finished().isEmpty();
       }
       tally(previous, status);
       history.addLast(status);
@@ -90,9 +116,7 @@ public final class SlaqStatus {
         history.removeFirst();
       }
     }
-    if (LOG.isInfoEnabled()) {
-      LOG.info(logLine(status));
-    }
+    return true;
   }
 
   /** Charges each job the cores it held since the previous epoch and notes the first epoch it reached 90%. */

@@ -1,0 +1,148 @@
+"""What the SLAQ and Riffle tabs cost at scale: event-log bytes per SLAQ epoch and per Riffle shuffle,
+and the time to serve each tab (HTML and JSON) with a full model, live and in Spark's History Server.
+
+One local driver (``local[1]``, UI on 127.0.0.1, event log uncompressed in a temporary directory) with
+the shim's SLAQ and Riffle JVM sides attached, fed synthetic models directly, the way the Python epoch
+loop and merge scheduler feed them (one ``epoch_status`` per epoch; one ``riffle_status`` per settled
+shuffle): ``epochs`` epochs of ``jobs`` running jobs, then ``shuffles`` shuffles settling one by one.
+Each page is then fetched over HTTP from the live UI (``repeat`` times after one warm-up; medians), the
+driver stops, the event log's tab events are counted by tab, and a real History Server started on that
+log serves the same four pages (its first fetch includes replaying the log and rebuilding the tabs).
+Messages are built from the schema (sparkshim/messages.json), so fields the tabs gain keep a value.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from sparkshim.messages import SCHEMA
+from srlab.shim_bench.history_server import event_log_files, fetch, history_server
+
+PAGES = ("/slaq/", "/slaq/json/", "/riffle/", "/riffle/json/")
+TAB_EVENT = "io.slaqriffle.seam.TabEvent"
+
+
+def synthetic(kind: str, **values: Any) -> dict[str, Any]:
+    """A ``kind`` message as JSON-ready dict: ``values``, and a plausible value of its type for every other field."""
+    fields: dict[str, Any] = {"type": kind}
+    for name, typ in SCHEMA[kind].items():
+        if name in values:
+            fields[name] = values[name]
+        elif typ in ("int", "long"):
+            fields[name] = 1
+        elif typ == "float":
+            fields[name] = 0.5
+        elif typ == "bool":
+            fields[name] = False
+        elif typ == "str":
+            fields[name] = name
+        elif typ.startswith("list["):
+            fields[name] = []
+        elif typ.startswith("dict["):
+            fields[name] = {}
+        else:
+            fields[name] = synthetic(typ)
+    return fields
+
+
+def epoch(e: int, jobs: int) -> str:
+    """Epoch ``e`` with ``jobs`` running jobs, each with its own loss curve and cores."""
+    rows = [synthetic("job_status", job=f"job-{j:03d}", state="running", iterations=e + 1, loss=1.0 / (e + j + 1),
+                      normalized_loss=1.0 / (e + 1), predicted_gain=0.01 * (j % 7), cores=0.25 + (j % 4) * 0.25, used_cores=0.2 + (j % 4) * 0.2)
+            for j in range(jobs)]
+    return json.dumps(synthetic("epoch_status", epoch=e, t=0.5 * e, policy="slaq", capacity=float(jobs), jobs=rows))
+
+
+def shuffle_row(s: int) -> str:
+    return json.dumps(synthetic("riffle_shuffle", shuffle=s, stage=2 * s, name=f"reduceByKey at /app/job.py:{s}", maps=64, reducers=32,
+                                policy="nway 4", state="settled", groups_merged=16, groups_fell_back={"merger_down": 1},
+                                bytes_merged=1 << 20, blocks_unmerged=2048, blocks_merged=512, gate_wait_seconds=0.04, reason="all merges finished"))
+
+
+def riffle_status(rows: list[str], settled: int) -> str:
+    """The model after ``settled`` shuffles (``rows`` pre-encoded), two mergers, matching totals."""
+    mergers = [synthetic("riffle_merger", address=f"10.0.0.{m}:7337", health="up", queued=0, running=0, merges_done=8 * settled, merges_failed=0,
+                         merges_cancelled=0) for m in (1, 2)]
+    totals = synthetic("riffle_totals", shuffles=settled, groups_merged=16 * settled, groups_fell_back={"merger_down": settled},
+                       bytes_merged=settled << 20, blocks_unmerged=2048 * settled, blocks_merged=512 * settled, gate_wait_seconds=0.04 * settled)
+    head = json.dumps({"type": "riffle_status", "t": 0.1 * settled})[:-1]
+    return f'{head}, "shuffles": [{", ".join(rows)}], "mergers": {json.dumps(mergers)}, "totals": {json.dumps(totals)}}}'
+
+
+def serve_times(base: str, repeat: int) -> dict[str, Any]:
+    """Per page: median and max milliseconds over ``repeat`` fetches after one warm-up, and the body's size."""
+    out = {}
+    for page in PAGES:
+        body = fetch(base + page)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fetch(base + page)
+            times.append((time.perf_counter() - t0) * 1000)
+        out[page] = {"median_ms": round(statistics.median(times), 2), "max_ms": round(max(times), 2), "bytes": len(body.encode())}
+    return out
+
+
+def tab_event_bytes(logs: list[Path]) -> Counter[str]:
+    """Bytes (with their newlines) of the event log's tab events, by tab."""
+    sizes: Counter[str] = Counter()
+    for log in logs:
+        with open(log, "rb") as f:
+            for line in f:
+                if TAB_EVENT.encode() in line:
+                    sizes[json.loads(line)["tab"]] += len(line)
+    return sizes
+
+
+def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: int = 5) -> dict[str, Any]:
+    from pyspark import SparkConf, SparkContext
+
+    from sparkshim.bridge import shim_for
+
+    with tempfile.TemporaryDirectory(prefix="bench-ui-") as tmp:
+        events = Path(tmp) / "events"
+        events.mkdir()
+        conf = (SparkConf().setMaster("local[1]").setAppName("bench-ui").set("spark.ui.enabled", "true").set("spark.ui.port", "0")
+                .set("spark.ui.showConsoleProgress", "false").set("spark.scheduler.mode", "FAIR")
+                .set("spark.eventLog.enabled", "true").set("spark.eventLog.dir", events.as_uri()).set("spark.eventLog.compress", "false"))
+        sc = SparkContext(conf=conf)
+        try:
+            app_id = sc.applicationId
+            shim = shim_for(sc)
+            pools, tracker = shim.slaq(), shim.riffle()
+            t0 = time.perf_counter()
+            for e in range(epochs):
+                pools.publish(epoch(e, jobs))
+            slaq_publish = time.perf_counter() - t0
+            rows: list[str] = []
+            t0 = time.perf_counter()
+            for s in range(shuffles):
+                rows.append(shuffle_row(s))
+                tracker.publishStatus(riffle_status(rows, s + 1))
+            riffle_publish = time.perf_counter() - t0
+            live = serve_times(str(sc.uiWebUrl), repeat)
+        finally:
+            sc.stop()
+        logs = event_log_files(events)
+        sizes = tab_event_bytes(logs)
+        total = sum(log.stat().st_size for log in logs)
+        with history_server(events, app_id, Path(tmp) / "history.log") as base:
+            t0 = time.perf_counter()
+            fetch(base + "/slaq/json/", timeout=600)
+            first = time.perf_counter() - t0
+            history = serve_times(base, repeat)
+    return {
+        "model": {"epochs": epochs, "jobs": jobs, "shuffles": shuffles},
+        "event_log": {"bytes_total": total, "slaq_bytes": sizes["slaq"], "riffle_bytes": sizes["riffle"],
+                      "slaq_bytes_per_epoch": round(sizes["slaq"] / epochs), "slaq_bytes_per_job_epoch": round(sizes["slaq"] / (epochs * jobs), 1),
+                      "riffle_bytes_per_shuffle": round(sizes["riffle"] / shuffles)},
+        "publish_ms": {"slaq_per_epoch": round(1000 * slaq_publish / epochs, 3), "riffle_per_shuffle": round(1000 * riffle_publish / shuffles, 3)},
+        "live": live,
+        "history": {"first_load_s": round(first, 2), **history},
+    }

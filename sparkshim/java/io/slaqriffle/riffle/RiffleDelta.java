@@ -1,0 +1,54 @@
+package io.slaqriffle.riffle;
+
+import io.slaqriffle.seam.Messages;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * What changed between two Riffle models: the shuffle rows that are new or changed, the shuffles the
+ * scheduler no longer keeps, and the mergers and totals (small, sent whole). One is posted on the
+ * listener bus per change instead of the whole model (up to 256 shuffle rows) every second, so the
+ * event log grows with the shuffles, not with the application's length. {@code reset} starts from an
+ * empty model (when rows were reordered, which the merge scheduler does not do).
+ */
+record RiffleDelta(boolean reset, double t, List<Messages.RiffleShuffle> shuffles, List<Integer> removed, List<Messages.RiffleMerger> mergers,
+    Messages.RiffleTotals totals) {
+
+  /** The delta from {@code before} to {@code after}, or null when only the time differs (nothing to post). */
+  static RiffleDelta between(Messages.RiffleStatus before, Messages.RiffleStatus after) {
+    Map<Integer, Messages.RiffleShuffle> old = byShuffle(before.shuffles());
+    List<Messages.RiffleShuffle> changed = new ArrayList<>();
+    for (Messages.RiffleShuffle row : after.shuffles()) {
+      if (!row.equals(old.remove(row.shuffle()))) {
+        changed.add(row);
+      }
+    }
+    List<Integer> removed = new ArrayList<>(old.keySet());
+    if (changed.isEmpty() && removed.isEmpty() && before.mergers().equals(after.mergers()) && before.totals().equals(after.totals())) {
+      return null;
+    }
+    RiffleDelta delta = new RiffleDelta(false, after.t(), changed, removed, after.mergers(), after.totals());
+    return delta.applyTo(before).equals(after) ? delta : new RiffleDelta(true, after.t(), after.shuffles(), List.of(), after.mergers(), after.totals());
+  }
+
+  /** {@code model} with this change applied: changed rows in place, new ones appended, removed ones gone. */
+  Messages.RiffleStatus applyTo(Messages.RiffleStatus model) {
+    Map<Integer, Messages.RiffleShuffle> rows = reset ? new LinkedHashMap<>() : byShuffle(model.shuffles());
+    for (Messages.RiffleShuffle row : shuffles) {
+      rows.put(row.shuffle(), row);
+    }
+    removed.forEach(rows::remove);
+    return new Messages.RiffleStatus(t, List.copyOf(rows.values()), mergers, totals);
+  }
+
+  private static Map<Integer, Messages.RiffleShuffle> byShuffle(List<Messages.RiffleShuffle> rows) {
+    Map<Integer, Messages.RiffleShuffle> m = new LinkedHashMap<>();
+    for (Messages.RiffleShuffle row : rows) {
+      m.put(Objects.requireNonNull(row).shuffle(), row);
+    }
+    return m;
+  }
+}

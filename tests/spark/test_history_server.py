@@ -1,0 +1,85 @@
+"""Both tabs in Spark's History Server: the Riffle tab's app (tests/spark/riffle_ui_app.py: a SLAQ job run
+to its end, a merged shuffle and a fallen-back one) with the event log on, then a real History Server
+process set up as docs/ui.md says (the shim jar in SPARK_DAEMON_CLASSPATH) replaying that log. Its
+/history/<app>/slaq/json/ and /riffle/json/ show the jobs and shuffles the live tabs showed."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkshim import messages
+from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srlab.shim_bench.history_server import event_log_files, history_server
+from tests.spark.riffle_ui_app import SLAQ_JOB
+from tests.spark.ui_support import get, get_json, log4j2
+
+APP = Path(__file__).with_name("riffle_ui_app.py")
+TAB_EVENT = '"Event":"io.slaqriffle.seam.TabEvent"'
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    """The live tabs' JSON of a finished app, and the History Server's URL of the same app."""
+    tmp = tmp_path_factory.mktemp("history")
+    events = tmp / "events"
+    for d in ("conf", "local", "events"):
+        (tmp / d).mkdir()
+    (tmp / "conf" / "log4j2.properties").write_text(log4j2())
+    (tmp / "conf" / "spark-defaults.conf").write_text(
+        f"spark.eventLog.enabled true\nspark.eventLog.dir {events.as_uri()}\nspark.eventLog.compress false\n")
+    up = DaemonProcess([tmp / "local"])
+    with socket.socket() as s:  # nothing listens there: a merger that is down
+        s.bind(("127.0.0.1", 0))
+        down = f"127.0.0.1:{s.getsockname()[1]}"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1", "SPARK_CONF_DIR": str(tmp / "conf"),
+           "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    try:
+        with open(tmp / "driver.log", "w") as log:
+            proc = subprocess.Popen([sys.executable, str(APP), str(tmp / "local"), up.address, down], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=log, env=env, text=True)
+            line = proc.stdout.readline()
+            assert line, f"the app exited early:\n{(tmp / 'driver.log').read_text()[-4000:]}"
+            started = json.loads(line)
+            ui = started["ui"]
+            live = {"slaq": messages.decode(get(ui + "/slaq/json/")), "riffle": messages.decode(get(ui + "/riffle/json/")),
+                    "app": get_json(ui + "/api/v1/applications")[0]["id"]}
+            proc.stdin.close()
+            assert proc.wait(120) == 0, (tmp / "driver.log").read_text()[-4000:]
+        with history_server(events, live["app"], tmp / "history.log", env) as url:
+            yield {**live, "url": url, "events": events}
+    finally:
+        up.stop()
+
+
+def test_event_log_carries_both_tabs(replayed):
+    text = "".join(log.read_text() for log in event_log_files(replayed["events"]))
+    assert text.count(TAB_EVENT) >= 2 and '"tab":"slaq"' in text and '"tab":"riffle"' in text
+
+
+def test_history_slaq_json_equals_the_live_one(replayed):
+    history = messages.decode(get(replayed["url"] + "/slaq/json/"))
+    live = replayed["slaq"]
+    assert SLAQ_JOB in {j.job for j in live.finished}
+    assert history.history == live.history and history.finished == live.finished and history.summary == live.summary
+
+
+def test_history_riffle_json_equals_the_live_one(replayed):
+    history = messages.decode(get(replayed["url"] + "/riffle/json/"))
+    live = replayed["riffle"]
+    assert len(live.shuffles) == 2 and live.totals.groups_merged > 0
+    assert history.shuffles == live.shuffles and history.totals == live.totals
+    assert {m.address for m in history.mergers} == {m.address for m in live.mergers}
+
+
+def test_history_pages_render_in_sparks_frame(replayed):
+    slaq = get(replayed["url"] + "/slaq/")
+    assert 'id="slaq-jobs"' in slaq and "/static/bootstrap.min.css" in slaq and 'data-job="short &lt;j&gt;"' in slaq
+    riffle = get(replayed["url"] + "/riffle/")
+    assert riffle.count('class="riffle-shuffle"') == len(replayed["riffle"].shuffles) and 'id="riffle-mergers"' in riffle
