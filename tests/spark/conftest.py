@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from srlab.riffle_bench.daemon_proc import DaemonProcess
+
 
 @pytest.fixture(scope="module")
 def gateway(spark):
     return spark.sparkContext._gateway
+
+
+@pytest.fixture(scope="module")
+def merger(spark_local_root):
+    d = DaemonProcess([spark_local_root])
+    yield d
+    d.stop()

@@ -31,13 +31,6 @@ def merged_files(root: Path, shuffle_id: int | None = None) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def merger(spark_local_root):
-    d = DaemonProcess([spark_local_root])
-    yield d
-    d.stop()
-
-
-@pytest.fixture(scope="module")
 def base_config(merger):
     return RiffleConfig(enabled=True, mergers=(merger.address,), nway=3, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0)
 

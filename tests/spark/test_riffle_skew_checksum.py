@@ -15,7 +15,6 @@ import pytest
 import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srlab.riffle_bench.daemon_proc import DaemonProcess
 from srlab.riffle_bench.skew import stage_read
 from srlab.session import lab_instance
 
@@ -27,13 +26,6 @@ SKEW_CONF = {"spark.sql.adaptive.enabled": "true", "spark.sql.autoBroadcastJoinT
              "spark.sql.adaptive.coalescePartitions.enabled": "false", "spark.sql.shuffle.partitions": "8"}
 CHECKSUM_CONF = {"spark.sql.shuffle.orderIndependentChecksum.enabled": "true",
                  "spark.sql.shuffle.orderIndependentChecksum.enableFullRetryOnMismatch": "true"}
-
-
-@pytest.fixture(scope="module")
-def merger(spark_local_root):
-    d = DaemonProcess([spark_local_root])
-    yield d
-    d.stop()
 
 
 @pytest.fixture(scope="module")
