@@ -83,8 +83,10 @@ def test_cross_validator_fits_are_separate_jobs_with_results_equal_to_slaq_off(s
         f"elasticNetParam={e:g},maxIter=12,regParam={r:g}" for r in (0.01, 0.1) for e in (0.0, 0.5))
     _assert_histories_match(jobs, [m for fold in on.subModels for m in fold] + [on.bestModel])
     # each ended fit teaches the next ones of its estimator and params (the prior before their first losses)
+    # (the module's other tests leave fits of their own there, with other params)
     taught = {r.key for r in scheduler.loop.prior_book.finished()}
-    assert {dict(k.params)["regParam"] for k in taught if k.estimator == "LogisticRegression"} == {"0.01", "0.1"}
+    grid = {dict(k.params).get("regParam") for k in taught if k.estimator == "LogisticRegression" and dict(k.params).get("maxIter") == "12"}
+    assert grid >= {"0.01", "0.1"}
 
     scheduler.stop()  # SLAQ off: the hook is gone, the pools are open (plain FAIR scheduling)
     try:
