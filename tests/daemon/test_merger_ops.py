@@ -208,7 +208,11 @@ def test_an_application_silent_for_its_lease_loses_its_merged_files(root, dirs):
             d.client.keep_alive("app-live")
             time.sleep(0.2)
         assert Path(live.data_path).exists() and Path(live.index_path).exists()
-        assert "application app-dead sent nothing for 2s (its lease): its merges cancelled, its 2 merged files deleted" in d.log()
+        # the daemon logs after the files are gone: wait for the line rather than read the log at once
+        expected = "application app-dead sent nothing for 2s (its lease): its merges cancelled, its 2 merged files deleted"
+        while expected not in d.log():
+            assert time.monotonic() < deadline + 2, d.log()[-2000:]
+            time.sleep(0.1)
         apps = root / ".riffle-merger" / "apps"
         assert len(list(apps.iterdir())) == 1  # only app-live's records are left
 
