@@ -94,10 +94,19 @@ def test_rdd_join(spark, sc_rdd_data, scheduler):
     compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 50, x)).join(other, 5).collect()))
 
 
-def test_more_than_2000_reduce_partitions(sc_rdd_data, scheduler):
-    """Above 2000 partitions Spark switches to HighlyCompressedMapStatus; zero-size blocks must stay exact."""
-    result, stats = compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x, 1)).reduceByKey(add, 2100).collect()))
-    assert len(result) == 3000 and any(s["partitions"] == 2100 for s in stats)
+def test_more_than_2000_reduce_partitions(spark, scheduler):
+    """Above 2000 partitions Spark switches to HighlyCompressedMapStatus; zero-size blocks must stay exact.
+    A SQL shuffle (AQE off, so nothing coalesces): its 2,100 reduce tasks run in the JVM, where a Python
+    RDD's would each pass through a Python worker at several times the cost."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    spark.conf.set("spark.sql.shuffle.partitions", "2100")
+    try:
+        rows = spark.range(0, 3000, 1, 12).selectExpr("id * 7 as k", "id as v")
+        result, stats = compare(scheduler, lambda: sorted(tuple(r) for r in rows.groupBy("k").agg({"v": "sum"}).collect()))
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+        spark.conf.unset("spark.sql.shuffle.partitions")
+    assert result == [(7 * i, i) for i in range(3000)] and any(s["partitions"] == 2100 for s in stats)
 
 
 def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, base_config):
