@@ -19,18 +19,18 @@ from pyspark.sql import functions as F
 if __name__ == "__main__":
     spark = SparkSession.builder.appName("slaq-crossvalidator").getOrCreate()
     cols = [f"x{i}" for i in range(8)]
-    raw = spark.range(20000, numPartitions=4).select(*[F.randn(seed=i).alias(c) for i, c in enumerate(cols)])
+    raw = spark.range(10000, numPartitions=4).select(*[F.randn(seed=i).alias(c) for i, c in enumerate(cols)])
     raw = raw.withColumn("label", (F.col("x0") - 2 * F.col("x1") + F.col("x2") + F.randn(seed=99) > 0).cast("double"))
     data = VectorAssembler(inputCols=cols, outputCol="features").transform(raw).select("features", "label").cache()
     data.count()
 
-    lr = LogisticRegression(maxIter=30, elasticNetParam=1.0)  # L1: a large regParam drops features
+    lr = LogisticRegression(maxIter=15, elasticNetParam=1.0)  # L1: a large regParam drops features
     grid = ParamGridBuilder().addGrid(lr.regParam, [0.001, 0.05, 0.3]).build()
     cv = CrossValidator(estimator=lr, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(),
                         numFolds=2, parallelism=3, seed=7)
     with ThreadPoolExecutor(2) as pool:
         tuned = pool.submit(cv.fit, data)
-        svc = pool.submit(LinearSVC(maxIter=30, regParam=0.01).fit, data)
+        svc = pool.submit(LinearSVC(maxIter=15, regParam=0.01).fit, data)
         best, svm = tuned.result(), svc.result()
 
     print("average AUC per regParam:", {p[lr.regParam]: round(float(m), 4) for p, m in zip(grid, best.avgMetrics)})
