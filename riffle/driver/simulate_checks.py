@@ -56,7 +56,7 @@ def published_checks() -> list[Check]:
         checks.append(Check(f"Fig. 4.12 {job}: shuffle I/O requests incl. the mergers', vanilla ÷ merged", published,
                             p.ratios["requests"], low, high,
                             setting=f"{maps:,} × {reducers:,}, N={fan_in}, 64 MiB merger buffers, 1,414 executors"))
-    checks.append(Check("HDD read-size gap: time to read a volume in 64 KiB vs 4 MiB requests", "about 17× (quoted with the production figures)",
+    checks.append(Check("HDD read-size gap: time to read a volume in 64 KiB vs 4 MiB requests", "about 17×",
                         read_size_gap(64 << 10, 4 << 20, HDD), 14.5, 19.5, setting="`hdd` profile"))
     synthetic = synthetic_cluster()
     full = predict(synthetic, 40, hdd64)
