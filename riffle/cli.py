@@ -157,7 +157,7 @@ def _simulation_table(p: Prediction) -> str:
             f"{p.storage.merge_seconds * 1e3:g} ms per merge; N={p.fan_in}, scope {p.cluster.scope}"
             + (f"; {p.groups_skipped:,} groups not worth merging" if p.groups_skipped else ""))
     widths = [max(len(row[i]) for row in rows + [("", "vanilla", f"{p.fan_in}-way merged", "")]) for i in range(4)]
-    lines = [head, "  ".join(h.ljust(w) for h, w in zip(("", "vanilla", f"{p.fan_in}-way merged", "ratio"), widths))]
+    lines = [head, "  ".join(h.ljust(w) for h, w in zip(("", "vanilla", f"{p.fan_in}-way merged", "ratio"), widths)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)
 

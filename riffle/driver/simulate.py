@@ -9,7 +9,8 @@ cost what the storage profile says, a merge costs ``merge_cost_seconds``; the gr
   merged file and per output left alone, plus the merges' own requests (the thesis's ``M/N × R + 2 T / s``);
 * the reduce stage's fetches, the map tasks' writes and the merges share the cluster's storage devices
   (``disks``; by default one per task slot, as in the local calibration, where a block's 35 µs was measured
-  per core); merges run ``concurrent_merges`` at a time and delay the map stage (the reducers wait for them);
+  per core); merges run ``concurrent_merges`` at a time and delay the map stage (the reducers wait for them)
+  by their total over that parallelism, and at least by one merge (the last group fills with the last map);
 * a task also computes for ``task_seconds``; tasks run in waves of ``executors × cores``.
 
 Merges are charged in full after the maps (no overlap, no best effort), so merged map stages are an upper bound.
@@ -180,7 +181,9 @@ def predict(cluster: Cluster, fan_in: int, storage: StorageCost, profile: str = 
     merges = sum(counts.values())
     files = merges + unmerged
     extra_requests = sum(n * merge_requests(k, k * output_bytes, storage) for k, n in counts.items())
-    merge_wall = sum(n * merge_cost_seconds(k, k * output_bytes, storage) for k, n in counts.items()) / c.merge_parallelism
+    costs = {k: merge_cost_seconds(k, k * output_bytes, storage) for k in counts}
+    # spread over the merges running at once, but never shorter than one merge: the last group fills at the last map
+    merge_wall = max(sum(n * costs[k] for k, n in counts.items()) / c.merge_parallelism, max(costs.values(), default=0.0))
     blocks = files * r
     merged = Arm(blocks, merges, extra_requests, blocks + extra_requests, read(blocks), merge_wall,
                  map_seconds + merge_wall, compute_reduce + read(blocks))
