@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import argparse
 
-UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
 
 
 def parse_size(text: str) -> int:
-    """``4m``, ``2g``, ``512k`` or a plain byte count.
+    """``4m``, ``2g``, ``512k``, ``3t`` or a plain byte count.
 
     Raises :class:`argparse.ArgumentTypeError`, whose message argparse shows as is for a bad flag.
     """
     raw = text.strip().lower()
-    digits = raw.rstrip("kmgb")
+    digits = raw.rstrip("kmgtb")
     unit = raw[len(digits):]
     try:
         value = float(digits)

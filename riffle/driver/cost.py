@@ -68,13 +68,27 @@ def reduce_tasks(partitions: int, shuffle_bytes: float, config: CostConfig, para
     return max(1, min(partitions, math.ceil(max(shuffle_bytes, 0.0) / max(target, 1.0))))
 
 
+def io_seconds(requests: float, nbytes: float, storage: StorageCost) -> float:
+    """Time to serve ``requests`` read or write requests moving ``nbytes`` in all: a cost per request plus one per byte."""
+    return requests * storage.request_seconds + nbytes * storage.byte_seconds
+
+
+def merge_requests(k: int, total: float, storage: StorageCost) -> int:
+    """I/O requests of one merge of ``k`` outputs holding ``total`` bytes: one per input opened, and a sequential
+    read and write of the bytes through the merger's buffer (the thesis's ``2 T / s``)."""
+    return k + 2 * math.ceil(max(total, 0) / max(storage.buffer_bytes, 1))
+
+
+def merge_cost_seconds(k: int, total: float, storage: StorageCost) -> float:
+    """Time of one merge: its fixed cost (RPCs, indexes, commit) plus its requests and the bytes it reads and writes."""
+    return storage.merge_seconds + io_seconds(merge_requests(k, total, storage), 2 * max(total, 0), storage)
+
+
 def decide(group_bytes: Sequence[int], readers: int, storage: StorageCost) -> Decision:
     """Merge a group of outputs (their sizes in bytes) read by ``readers`` reduce tasks, if it saves more than it costs."""
     k = len(group_bytes)
-    total = sum(max(b, 0) for b in group_bytes)
     saved = (k - 1) * max(readers, 0) * storage.request_seconds
-    passes = 2 * math.ceil(total / max(storage.buffer_bytes, 1))
-    cost = storage.merge_seconds + (k + passes) * storage.request_seconds + 2 * total * storage.byte_seconds
+    cost = merge_cost_seconds(k, sum(max(b, 0) for b in group_bytes), storage)
     return Decision(k >= 2 and saved > cost, WORTH_IT if k >= 2 and saved > cost else NOT_WORTH_IT, saved, cost)
 
 

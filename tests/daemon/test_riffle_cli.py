@@ -18,7 +18,7 @@ def test_help_on_every_verb(argv):
 
 def test_sizes():
     assert parse_size("4m") == 4 << 20 and parse_size("2g") == 2 << 30 and parse_size("512k") == 512 << 10
-    assert parse_size("1000") == 1000
+    assert parse_size("1000") == 1000 and parse_size("2.5t") == int(2.5 * (1 << 40))
     for bad in ("-1m", "lots", "3x", "0"):
         with pytest.raises(argparse.ArgumentTypeError):
             parse_size(bad)
