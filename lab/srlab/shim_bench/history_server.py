@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sparkshim.build import PACKAGED_JAR
+from srlab.pages import fetch
 
 T = TypeVar("T")
 MAIN = "org.apache.spark.deploy.history.HistoryServer"
@@ -33,11 +34,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def fetch(url: str, timeout: float = 60.0) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return str(r.read().decode())
 
 
 def event_log_files(log_dir: Path) -> list[Path]:

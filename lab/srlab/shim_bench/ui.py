@@ -14,7 +14,6 @@ Messages are built from the schema (sparkshim/messages.json), so fields the tabs
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 import time
 from collections import Counter
@@ -22,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkshim.messages import SCHEMA
-from srlab.shim_bench.history_server import event_log_files, fetch, history_server
+from srlab.pages import fetch, time_pages
+from srlab.shim_bench.history_server import event_log_files, history_server
 
 PAGES = ("/slaq/", "/slaq/json/", "/riffle/", "/riffle/json/")
 TAB_EVENT = "io.slaqriffle.seam.TabEvent"
@@ -75,20 +75,6 @@ def riffle_status(rows: list[str], settled: int) -> str:
     return f'{head}, "shuffles": [{", ".join(rows)}], "mergers": {json.dumps(mergers)}, "totals": {json.dumps(totals)}}}'
 
 
-def serve_times(base: str, repeat: int) -> dict[str, Any]:
-    """Per page: median and max milliseconds over ``repeat`` fetches after one warm-up, and the body's size."""
-    out = {}
-    for page in PAGES:
-        body = fetch(base + page)
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fetch(base + page)
-            times.append((time.perf_counter() - t0) * 1000)
-        out[page] = {"median_ms": round(statistics.median(times), 2), "max_ms": round(max(times), 2), "bytes": len(body.encode())}
-    return out
-
-
 def tab_event_bytes(logs: list[Path]) -> Counter[str]:
     """Bytes (with their newlines) of the event log's tab events, by tab."""
     sizes: Counter[str] = Counter()
@@ -126,7 +112,7 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
                 rows.append(shuffle_row(s))
                 tracker.publishStatus(riffle_status(rows, s + 1))
             riffle_publish = time.perf_counter() - t0
-            live = serve_times(str(sc.uiWebUrl), repeat)
+            live = time_pages(str(sc.uiWebUrl), PAGES, repeat)
         finally:
             sc.stop()
         logs = event_log_files(events)
@@ -136,7 +122,7 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
             t0 = time.perf_counter()
             fetch(base + "/slaq/json/", timeout=600)
             first = time.perf_counter() - t0
-            history = serve_times(base, repeat)
+            history = time_pages(base, PAGES, repeat)
     return {
         "model": {"epochs": epochs, "jobs": jobs, "shuffles": shuffles},
         "event_log": {"bytes_total": total, "slaq_bytes": sizes["slaq"], "riffle_bytes": sizes["riffle"],

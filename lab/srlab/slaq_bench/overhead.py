@@ -6,10 +6,8 @@ Spark UI's SLAQ page and its JSON."""
 from __future__ import annotations
 
 import os
-import statistics
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -18,22 +16,16 @@ import numpy as np
 import slaq
 from slaq.live.loop import LOOP_THREAD
 from sparkshim.messages import EpochStatus, JobStatus
+from srlab.pages import time_pages
 from srlab.session import DEFAULT_MASTER, spark_session
 from srlab.slaq_bench.cpu import thread_cpu_s
 
 
 def time_ui_pages(ui_url: str, repeat: int = 5) -> dict:
-    """Median time and size of the SLAQ tab's page and JSON (``repeat`` GETs each)."""
-    out = {}
-    for name, path in (("page", "/slaq/"), ("json", "/slaq/json/")):
-        times, size = [], 0
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            with urllib.request.urlopen(ui_url + path, timeout=30) as r:
-                size = len(r.read())
-            times.append(time.perf_counter() - t0)
-        out[name] = {"path": path, "median_ms": round(1000 * statistics.median(times), 2), "bytes": size}
-    return out
+    """Median time and size of the SLAQ tab's page and JSON (``repeat`` GETs each after a warm-up)."""
+    named = (("page", "/slaq/"), ("json", "/slaq/json/"))
+    timed = time_pages(ui_url, [path for _, path in named], repeat)
+    return {name: {"path": path, **timed[path]} for name, path in named}
 
 
 WINDOW_EPOCHS = 600  # SlaqStatus.MAX_EPOCHS: the most epochs the SLAQ tab renders
