@@ -9,6 +9,7 @@ is imported until an application actually creates a SparkContext with one of the
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import logging
@@ -21,6 +22,10 @@ PTH_NAME = "slaq_riffle_autoload.pth"
 # A .pth line must never break interpreter start-up (e.g. after the package was removed).
 PTH_LINE = 'import sys; exec("try:\\n import sparkshim.starthook as h; h.register()\\nexcept Exception:\\n pass")\n'
 
+
+# The JVM plugin (sparkshim/java/io/slaqriffle/SlaqRifflePlugin.java): in a driver it starts, its brain attaches.
+PLUGIN_CLASS = "io.slaqriffle.SlaqRifflePlugin"
+JSC_ARG = 9  # SparkContext.__init__'s positional index of ``jsc`` (pyspark 4)
 
 PACKAGES = (("spark.riffle.", "riffle", "riffle.runtime", "without shuffle merging"),
             ("spark.slaq.", "slaq", "slaq.api", "with Spark's own scheduling"))
@@ -84,14 +89,27 @@ def _print_config_errors_in_one_line() -> None:
     sys.excepthook = hook
 
 
+def plugin_configured(plugins: str | None) -> bool:
+    """Whether ``spark.plugins`` lists SLAQ/Riffle's plugin. A Python process that wraps a JVM driver's running
+    context (``SparkContext(jsc=...)``: an application launched by a Java driver, or the plugin's own brain)
+    must then leave attaching to the plugin's brain: a second attach would drain the same JVM queues."""
+    return PLUGIN_CLASS in [p.strip() for p in (plugins or "").split(",")]
+
+
 def patch(module: Any) -> None:
     cls = module.SparkContext
     if getattr(cls, "_slaq_riffle_patched", False):
         return
     original = cls.__init__
 
+    @functools.wraps(original)  # pyspark's own signature and docstring stay visible
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
+        wraps_running = kwargs.get("jsc") is not None or (len(args) > JSC_ARG and args[JSC_ARG] is not None)
+        if wraps_running and plugin_configured(self.getConf().get("spark.plugins", "")):
+            log.info("SLAQ/Riffle: this Python wraps a JVM driver's SparkContext whose %s attaches them; "
+                     "not attaching a second time from here", PLUGIN_CLASS)
+            return
         attach_enabled(self)
 
     cls.__init__ = __init__

@@ -125,8 +125,8 @@ class _ConfOnly:
     def getConf(self):
         return self
 
-    def get(self, key):
-        return self._conf.get(key)
+    def get(self, key, default=None):
+        return self._conf.get(key, default)
 
     def getAll(self):
         return list(self._conf.items())
@@ -296,3 +296,34 @@ def test_the_attach_line_says_where_the_slaq_tab_is():
 
     assert tab_location(SimpleNamespace(uiWebUrl="http://10.0.0.1:4040")) == "SLAQ tab at http://10.0.0.1:4040/slaq/"
     assert tab_location(SimpleNamespace(uiWebUrl=None)) == "no SLAQ tab (spark.ui.enabled=false)"
+
+
+@pytest.mark.parametrize(("plugins", "wraps", "attached"), [
+    ("io.slaqriffle.SlaqRifflePlugin", True, False),  # a JVM driver's context: its plugin's brain attaches
+    ("org.example.Other, io.slaqriffle.SlaqRifflePlugin", True, False),
+    ("io.slaqriffle.SlaqRifflePlugin", False, True),  # a pyspark driver (the plugin skips itself there)
+    ("org.example.Other", True, True),  # a JVM driver without the plugin: only this Python can attach
+    (None, True, True),
+])
+def test_the_start_hook_leaves_a_jvm_drivers_context_to_the_plugin(monkeypatch, plugins, wraps, attached):
+    import inspect
+    import types
+
+    import pyspark
+
+    from sparkshim import starthook
+
+    # the hook finds ``jsc`` by position too: its index in pyspark's own signature
+    assert list(inspect.signature(pyspark.SparkContext.__init__).parameters)[starthook.JSC_ARG + 1] == "jsc"
+    calls = []
+    monkeypatch.setattr(starthook, "attach_enabled", calls.append)
+
+    class Context(_ConfOnly):
+        def __init__(self, *args, jsc=None):
+            super().__init__({} if plugins is None else {"spark.plugins": plugins})
+
+    module = types.SimpleNamespace(SparkContext=Context)
+    starthook.patch(module)
+    by_keyword = module.SparkContext(jsc=object() if wraps else None)
+    by_position = module.SparkContext(*([None] * starthook.JSC_ARG), object() if wraps else None)
+    assert calls == ([by_keyword, by_position] if attached else [])

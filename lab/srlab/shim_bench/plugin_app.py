@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any
 
@@ -28,14 +27,8 @@ def driver_context(driver: str) -> Any:
         from pyspark.sql import SparkSession
 
         return SparkSession.builder.getOrCreate().sparkContext
-    # This process is not the driver's Python side: the plugin's brain is. The start-up hook would attach
-    # a second SLAQ and Riffle here when the context is wrapped below, and that scheduler would drain the
-    # same JVM event queues as the brain's; take the hook out before pyspark's context module is imported.
-    from sparkshim import starthook
-
-    if starthook.TARGET in sys.modules:
-        raise RuntimeError("pyspark's context module was imported before the start-up hook could be taken out")
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, starthook._Finder)]
+    # This process is not the driver's Python side: the plugin's brain is. The start-up hook sees the
+    # plugin in spark.plugins when the context is wrapped below and leaves attaching to that brain.
     from pyspark.java_gateway import launch_gateway
 
     from sparkshim.brain import wrap
