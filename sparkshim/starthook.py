@@ -107,8 +107,8 @@ def patch(module: Any) -> None:
         original(self, *args, **kwargs)
         wraps_running = kwargs.get("jsc") is not None or (len(args) > JSC_ARG and args[JSC_ARG] is not None)
         if wraps_running and plugin_configured(self.getConf().get("spark.plugins", "")):
-            log.info("SLAQ/Riffle: this Python wraps a JVM driver's SparkContext whose %s attaches them; "
-                     "not attaching a second time from here", PLUGIN_CLASS)
+            log.debug("SLAQ/Riffle: a wrapped JVM driver's SparkContext with %s: attaching is its brain's, not this "
+                      "start hook's", PLUGIN_CLASS)
             return
         attach_enabled(self)
 
