@@ -27,6 +27,7 @@ from slaq.live.storage import StorageCheck, memory_blocks_on_disk
 from slaq.live.target import Target
 from slaq.predict.forecast import CurveCache
 from slaq.predict.prior import FitKey, fit_key
+from slaq.prune import Pruned
 from slaq.stats.history import JobHistory
 
 log = logging.getLogger("slaq")
@@ -130,7 +131,7 @@ class SlaqRuntime:
             self.loop.start()
             if self._fit_as_job is not None:
                 sparkml.install(self._run_fit)
-                tuning.install()
+                tuning.install(self._on_prune if c.prune else None)
             self._connect = self.pools.connect_fits(True)
             log.info("SLAQ: on (policy %s, epoch %.3g s, work-conserving %s); %s", c.policy, c.epoch,
                      str(c.work_conserving).lower(), tab_location(self.sc))
@@ -241,6 +242,11 @@ class SlaqRuntime:
             self.loop.satisfy(job.name)
             log.info("SLAQ: job %s reached its target after %d losses; it keeps running on the minimum share",
                      job.name, job.history.iterations)
+
+    def _on_prune(self, tuner: str, stopped: list[Pruned]) -> None:
+        """CrossValidator ``tuner`` stopped these candidates (spark.slaq.prune): the UI tab says so."""
+        if self.loop is not None:
+            self.loop.mark_pruned(tuner, [p.candidate for p in stopped])
 
     def _admit_connect_fits(self) -> Callable[[], None] | None:
         """Before each drain (under the loop's ingest lock): track the Spark Connect fits the shim made

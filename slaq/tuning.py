@@ -6,6 +6,8 @@ one runs it is registered here with its estimator's uids and param maps; a leaf 
 tuner by its estimator's uid (a param-map copy keeps it) and its candidate by the param values. pyspark
 fits every candidate once per fold, folds in order, then refits the best once: a candidate's
 ``folds + 1``-th fit is the refit. Installed on attach like the leaf-fit hook (:mod:`slaq.sparkml`).
+With ``spark.slaq.prune`` a CrossValidator runs :func:`slaq.prune.cross_validate` instead of pyspark's
+own ``_fit``; a pruned candidate runs fewer folds, and every candidate that is not runs them all.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.live.status import NOT_TUNING, Tuning
+from slaq.prune import OnPrune, cross_validate
 
 _lock = threading.Lock()
 _active: list[ActiveTuner] = []
 _originals: dict[type, Any] = {}
+_pruning: list[OnPrune] = []  # the one hook CrossValidator fits prune through, while spark.slaq.prune is on
 
 
 @dataclass
@@ -97,19 +101,23 @@ def place_of(estimator: Any) -> Tuning:
     return NOT_TUNING
 
 
-def install() -> None:
-    """Wrap CrossValidator's and TrainValidationSplit's ``_fit`` so their leaf fits find them (idempotent)."""
+def install(prune: OnPrune | None = None) -> None:
+    """Wrap CrossValidator's and TrainValidationSplit's ``_fit`` so their leaf fits find them (idempotent);
+    with ``prune``, CrossValidator fits prune hopeless candidates and report them to it (replaces a
+    previous hook; None: pyspark's own fits, unchanged)."""
     from pyspark.ml.tuning import CrossValidator, TrainValidationSplit
 
     with _lock:
+        _pruning[:] = [] if prune is None else [prune]
         for cls in (CrossValidator, TrainValidationSplit):
             if cls in _originals:
                 continue
             original = _originals[cls] = cls._fit
 
             def _fit(self: Any, dataset: Any, _original: Any = original) -> Any:
+                hook = _pruning[0] if _pruning and isinstance(self, CrossValidator) else None
                 with tracking(self):
-                    return _original(self, dataset)
+                    return _original(self, dataset) if hook is None else cross_validate(self, dataset, hook)
 
             functools.update_wrapper(_fit, original)
             cls._fit = _fit  # type: ignore[method-assign]
@@ -118,6 +126,7 @@ def install() -> None:
 def uninstall() -> None:
     """Restore pyspark's own tuner fits."""
     with _lock:
+        _pruning.clear()
         for cls, original in _originals.items():
             setattr(cls, "_fit", original)  # noqa: B010 (any tuner class)
         _originals.clear()

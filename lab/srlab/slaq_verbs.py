@@ -1,4 +1,4 @@
-"""The lab's verbs of the ``slaq`` command: ``slaq bench allocate|predict|enforce|overhead|mllib``,
+"""The lab's verbs of the ``slaq`` command: ``slaq bench allocate|predict|enforce|overhead|mllib|prune``,
 ``slaq reproduce`` and ``slaq simulate --plot`` (registered through the ``slaq_riffle.cli`` entry point)."""
 
 from __future__ import annotations
@@ -57,6 +57,19 @@ def cmd_bench_mllib(args: argparse.Namespace) -> int:
     from srlab.slaq_bench.mllib_args import run_from_args
 
     emit_json(run_from_args(args))
+    return 0
+
+
+def cmd_bench_prune(args: argparse.Namespace) -> int:
+    from srlab.slaq_bench.prune import PruneWorkload, bench_prune, headline
+
+    seeds = tuple(range(args.first_seed, args.first_seed + args.seeds))
+    work = PruneWorkload(seeds, args.rows, args.features, args.partitions, args.candidates, args.folds, args.max_iter, args.parallelism,
+                         args.metric)
+    result = bench_prune(work, [c.strip() for c in args.configs.split(",") if c.strip()], args.master, args.epoch)
+    for line in headline(result):
+        log.info("%s", line)
+    emit_json(result)
     return 0
 
 
@@ -138,6 +151,24 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     from srlab.slaq_bench.mllib_args import add_mllib_arguments
 
     add_mllib_arguments(mll)
+    pru = bench.add_parser("prune", help="CrossValidator with spark.slaq.prune vs stock's exhaustive CrossValidator",
+                           description="Seeded LogisticRegression grids through CrossValidator: time until the best model is known and "
+                                       "whether the same best was chosen, with pruning (slaq-prune), SLAQ without it and stock Spark FAIR.")
+    pru.add_argument("--seeds", type=positive(int), default=3, help="grids, one per seed (default 3)")
+    pru.add_argument("--first-seed", type=int, default=1)
+    pru.add_argument("--rows", type=positive(int), default=5000, help="rows of each grid's data (default 5000)")
+    pru.add_argument("--features", type=positive(int), default=40, help="features per row (default 40: enough that the regularization matters)")
+    pru.add_argument("--partitions", type=positive(int), default=4)
+    pru.add_argument("--candidates", type=positive(int), default=8, help="param maps per grid (default 8)")
+    pru.add_argument("--folds", type=positive(int), default=3, help="CrossValidator numFolds (default 3)")
+    pru.add_argument("--max-iter", type=positive(int), default=20)
+    pru.add_argument("--parallelism", type=positive(int), default=4, help="CrossValidator parallelism (default 4)")
+    pru.add_argument("--metric", choices=["logLoss", "areaUnderROC"], default="logLoss",
+                     help="the CrossValidator's validation metric (default logLoss; AUC ties candidates that differ only in L2 strength)")
+    pru.add_argument("--configs", default="stock,slaq,slaq-prune", help="comma-separated configurations (default stock,slaq,slaq-prune)")
+    pru.add_argument("--epoch", type=positive(float), default=1.0)
+    pru.add_argument("--master", default="local-cluster[2,1,1024]")
+    pru.set_defaults(func=cmd_bench_prune)
     mll.add_argument("--json", action="store_true", help="print JSON (what this verb always prints; accepted for symmetry with the example)")
     mll.set_defaults(func=cmd_bench_mllib)
 

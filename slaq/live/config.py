@@ -21,6 +21,7 @@ class SlaqConfig:
     fail_open_epochs: float = 3.0  # pools open when no allocation arrived for this many epochs
     reserve_cores: float = 0.0  # cores kept out of SLAQ's hands for non-ML work
     prior: bool = True  # forecast a spark.ml fit from its estimator's other fits before its own losses carry a curve
+    prune: bool = False  # skip a CrossValidator candidate's remaining folds once it cannot beat the best (slaq.prune)
 
     @classmethod
     def from_conf(cls, get: Callable[[str], str | None]) -> SlaqConfig:
@@ -35,4 +36,5 @@ class SlaqConfig:
             fail_open_epochs=conf.number("failOpenEpochs", d.fail_open_epochs, 1.0),
             reserve_cores=conf.number("reserveCores", d.reserve_cores, 0.0),
             prior=conf.boolean("prior", d.prior),
+            prune=conf.boolean("prune", d.prune),
         )

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
@@ -22,6 +22,7 @@ from slaq.live.status import (
     ENDED,
     FINISHED,
     NOT_TUNING,
+    PRUNED,
     TARGET,
     CoreSample,
     JobFigures,
@@ -182,6 +183,8 @@ class EpochLoop:
         self._published_sample = self._sample  # ... at the drain the previous status measured up to
         self._decided: tuple[ForecastTable | None, list[float], list[int], list[JobFigures]] = (None, [], [], [])
         self._ended: list[Any] = []  # final rows of the jobs removed since the last published status
+        self._tuned_rows: OrderedDict[str, Any] = OrderedDict()  # the latest tuning fits' final rows, to mark them pruned
+        self._pruned: OrderedDict[tuple[str, int], None] = OrderedDict()  # (tuner, candidate) pairs pruned (slaq.prune)
         self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
         self.status: Any = None  # the latest epoch_status message (the console table reads it)
         self.status_cpu_seconds = 0.0  # CPU time the loop thread spent building and publishing the statuses
@@ -213,6 +216,10 @@ class EpochLoop:
                 row = self.final_row(job, self._clock())
                 with self._lock:
                     self._ended = [*self._ended[-(MAX_ENDED - 1):], row]  # bounded while no epoch publishes them
+                    if job.tuning.group:
+                        self._tuned_rows[name] = row
+                        while len(self._tuned_rows) > MAX_ENDED:
+                            self._tuned_rows.popitem(last=False)
             except Exception as exc:  # the view of the schedule must never fail the job
                 log.warning("SLAQ: could not summarize finished job %s for the UI tab: %s", name, exc)
         self._wake.set()
@@ -226,6 +233,21 @@ class EpochLoop:
         if job is not None and not job.history.losses and job.reports is None and job.silent_epochs < NO_LOSS_EPOCHS:
             log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", name)
         return job
+
+    def mark_pruned(self, group: str, candidates: Iterable[int]) -> None:
+        """Candidates of tuner ``group`` whose remaining fits will not run: their finished fits' rows say
+        so from the next status on (the UI tab replaces a finished row by its name), and so does every
+        later one of theirs."""
+        with self._lock:
+            for c in candidates:
+                self._pruned[(group, c)] = None
+            while len(self._pruned) > ENDED_KEPT:
+                self._pruned.popitem(last=False)
+            marked = [replace(row, why=PRUNED) for row in self._tuned_rows.values()
+                      if (row.group, row.candidate) in self._pruned and row.why != PRUNED]
+            for row in marked:
+                self._tuned_rows[row.job] = row
+            self._ended = [*self._ended, *marked][-MAX_ENDED:]
 
     def satisfy(self, name: str) -> None:
         """``name`` reached its target: from the next epoch on it gets the minimum share."""
@@ -250,8 +272,8 @@ class EpochLoop:
             to_target = job.satisfied_at - job.added_at
         else:
             to_target = seconds_to_reduction(losses, times, job.added_at)
-        figures = JobFigures(TARGET if job.satisfied else ENDED, now - job.added_at, job.consumed, to_target, job.tuning,
-                             job.driver.fraction())
+        why = TARGET if job.satisfied else PRUNED if (job.tuning.group, job.tuning.candidate) in self._pruned else ENDED
+        figures = JobFigures(why, now - job.added_at, job.consumed, to_target, job.tuning, job.driver.fraction())
         return job_status(job.name, FINISHED, len(losses), losses[-1] if losses else 0.0, normalized, 0.0, 0.0, 0.0, figures)
 
     def history(self, name: str) -> JobHistory | None:

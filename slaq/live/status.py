@@ -29,7 +29,8 @@ MINIMUM = "minimum share"  # only the guaranteed minimum: others' predicted gain
 TARGET = "target reached"  # reached its target: the minimum share from then on
 POLICY = "policy's share"  # a policy that does not rank by predicted gain (fair, fifo, ...) chose it
 ENDED = "ended"  # a finished job that did not reach a target
-WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED)
+PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.prune)
+WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED)
 
 REDUCTION = 0.9  # a finished job's time to target, without a target of its own: time to this fraction of its loss reduction
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from srlab.slaq_bench.configs import CONFIGS, NO_PRIOR, check_configs, session_conf, stock_pool_name
+from srlab.slaq_bench.configs import CONFIGS, NO_PRIOR, PRUNE, check_configs, session_conf, stock_pool_name
 from srlab.slaq_bench.fit_timing import union_length
 from srlab.slaq_bench.mllib import REASSOCIATION_RTOL, FitRecord, cores_before_first_loss, objective_agreement
 from srlab.slaq_bench.mllib_workload import FAMILIES, GRIDS, cv_groups, make_fits
@@ -74,6 +74,27 @@ def test_the_no_prior_configuration_is_slaq_with_the_prior_off_and_opt_in():
     conf = session_conf(NO_PRIOR, 2.0)
     assert conf["spark.slaq.policy"] == "slaq" and conf["spark.slaq.prior"] == "false"
     assert NO_PRIOR not in CONFIGS and check_configs(["slaq", NO_PRIOR]) == ["slaq", NO_PRIOR]
+
+
+def test_the_prune_configuration_is_slaq_with_pruning_on_and_opt_in():
+    conf = session_conf(PRUNE, 1.0)
+    assert conf["spark.slaq.policy"] == "slaq" and conf["spark.slaq.prune"] == "true"
+    assert PRUNE not in CONFIGS and "spark.slaq.prune" not in session_conf("slaq", 1.0)
+
+
+def test_the_prune_bench_compares_each_grid_with_stock():
+    from srlab.slaq_bench.prune import compare, grid_values
+
+    assert grid_values(4, 8) == grid_values(4, 8) and len(grid_values(4, 8)) == 8 and grid_values(4, 8) != grid_values(5, 8)
+
+    def row(seed, seconds, best, pruned=0):
+        return {"seed": seed, "seconds": seconds, "best": best, "best_params": {"regParam": best}, "best_metric": 0.9, "pruned": pruned,
+                "avg_metrics": [0.9, 0.8, 0.7]}
+
+    v = compare({"stock": [row(1, 10.0, 0), row(2, 20.0, 1)], PRUNE: [row(1, 5.0, 0, 3), row(2, 12.0, 2, 4)]})[PRUNE]
+    assert v["time_ratio_per_grid"] == [0.5, 0.6] and v["median_time_ratio"] == 0.55 and v["total_time_ratio"] == round(17 / 30, 3)
+    assert (v["same_best"], v["grids"], v["pruned_candidates"]) == (1, 2, 7)
+    assert [(d["seed"], d["stock_metric_of_chosen"]) for d in v["differed"]] == [(2, 0.7)]
 
 
 def test_each_fit_gets_the_cores_its_slaq_job_had_before_its_first_loss():

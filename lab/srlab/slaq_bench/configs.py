@@ -4,6 +4,8 @@
 * ``fair``: SLAQ's machinery (pools, epoch loop, token buckets) with the ``fair`` policy.
 * ``slaq-noprior`` (opt-in, not run by default): ``slaq`` without the prior (``spark.slaq.prior=false``):
   a spark.ml fit is explored as a new job until its first loss.
+* ``slaq-prune`` (opt-in, not run by default): ``slaq`` with ``spark.slaq.prune=true``: a
+  CrossValidator skips the remaining folds of candidates that cannot beat the best (slaq.prune).
 * ``stock``: SLAQ off; Spark's own FAIR scheduler with one pool per job (what a user runs without
   SLAQ). Spark creates a pool the first time a job names it, with weight 1 and minShare 0.
 """
@@ -16,7 +18,8 @@ from typing import Any
 
 CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
 NO_PRIOR = "slaq-noprior"
-KNOWN = CONFIGS + (NO_PRIOR,)
+PRUNE = "slaq-prune"
+KNOWN = CONFIGS + (NO_PRIOR, PRUNE)
 STOCK = "stock"
 POOL_PROPERTY = "spark.scheduler.pool"
 
@@ -37,6 +40,9 @@ def session_conf(config: str, epoch: float) -> dict[str, str]:
     if config == NO_PRIOR:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
                 "spark.slaq.prior": "false"}
+    if config == PRUNE:
+        return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
+                "spark.slaq.prune": "true"}
     return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": config, "spark.slaq.epoch": f"{epoch}s"}
 
 

@@ -104,6 +104,7 @@ final class SlaqPage extends TabPage {
         .append("<li><em>target reached</em>: it reached its target loss or reduction; the minimum share from then on</li>")
         .append("<li><em>policy's share</em>: the policy does not rank by predicted gain (fair, fifo, ...)</li>")
         .append("<li><em>ended</em>: a finished job that did not reach a target</li>")
+        .append("<li><em>pruned</em>: a finished fit of a CrossValidator candidate that cannot beat the best one; its remaining folds are not fitted (spark.slaq.prune)</li>")
         .append("</ul></dd></dl></div>");
     return b.toString();
   }

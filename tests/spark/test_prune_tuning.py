@@ -1,0 +1,81 @@
+"""Pruning CrossValidator candidates (``spark.slaq.prune``) on a real local-cluster Spark: the same
+best model as without pruning, the survivors' metrics unchanged, the pruned candidates marked and
+their remaining folds never fitted."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import re
+
+import numpy as np
+import pytest
+
+import slaq
+
+FIT_JOB = re.compile(r"^LogisticRegression\[(?P<params>[^\]]*)\]#\d+$")
+STRONG_L1 = 10.0  # regParam with elasticNetParam=1 that zeroes every coefficient: AUC 0.5, hopeless
+
+
+@pytest.fixture(scope="module")
+def runtime(spark):
+    """The session's SLAQ runtime, restarted with pruning on for this module and restored after it."""
+    s = slaq.attach(spark)
+    assert s.enabled
+    before = s.config
+    s.stop()
+    s.config = dataclasses.replace(before, prune=True)
+    s.start()
+    yield s
+    s.stop()
+    s.config = before
+    s.start()
+
+
+@pytest.fixture(scope="module")
+def data(spark):
+    from pyspark.ml.linalg import Vectors
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    y = (X @ [1.5, -2.0, 0.5] + rng.normal(size=300) > 0).astype(float)
+    return spark.createDataFrame([(float(label), Vectors.dense(x)) for x, label in zip(X, y)], ["label", "features"]).repartition(2).cache()
+
+
+def _cross_validate(data):
+    from pyspark.ml.classification import LogisticRegression
+    from pyspark.ml.evaluation import BinaryClassificationEvaluator
+    from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+
+    lr = LogisticRegression(maxIter=5, elasticNetParam=1.0)
+    grid = ParamGridBuilder().addGrid(lr.regParam, [0.001, STRONG_L1, 0.01]).build()
+    cv = CrossValidator(estimator=lr, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(), numFolds=2,
+                        parallelism=3, seed=5, collectSubModels=True)
+    return cv.fit(data)
+
+
+def test_pruning_keeps_the_best_model_and_skips_the_hopeless_candidates_remaining_folds(runtime, data, caplog):
+    from slaq import tuning
+
+    before = len(runtime.finished)
+    with caplog.at_level(logging.INFO, logger="slaq.prune"):
+        pruned = _cross_validate(data)
+    jobs = [j for j in list(runtime.finished)[before:] if FIT_JOB.match(j.name)]
+    assert any("pruned candidate 1" in r.getMessage() for r in caplog.records)
+    # 3 candidates on fold 0, the 2 survivors on fold 1, the refit of the best: 6 fits, not 7
+    assert len(jobs) == 6
+    assert sum(FIT_JOB.match(j.name)["params"].endswith(f"regParam={STRONG_L1:g}") for j in jobs) == 1
+
+    tuning.install(None)  # pyspark's own CrossValidator fit, as with spark.slaq.prune=false
+    try:
+        stock = _cross_validate(data)
+    finally:
+        tuning.install(runtime._on_prune)
+
+    assert pruned.avgMetrics[1] == -math.inf and math.isnan(pruned.stdMetrics[1])
+    assert pruned.subModels[1][1] is None and pruned.subModels[0][1] is not None
+    np.testing.assert_allclose([pruned.avgMetrics[i] for i in (0, 2)], [stock.avgMetrics[i] for i in (0, 2)], rtol=1e-9)
+    np.testing.assert_allclose([pruned.stdMetrics[i] for i in (0, 2)], [stock.stdMetrics[i] for i in (0, 2)], rtol=1e-6, atol=1e-12)
+    assert pruned.bestModel.getRegParam() == stock.bestModel.getRegParam() != STRONG_L1
+    np.testing.assert_allclose(pruned.bestModel.coefficients.toArray(), stock.bestModel.coefficients.toArray(), rtol=1e-6)
