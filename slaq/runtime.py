@@ -105,6 +105,7 @@ class SlaqRuntime:
         self._lock = threading.Lock()
         self._fit_seq = itertools.count(1)
         self.attached = False  # between start() and stop()
+        self.admission: StorageAdmission | None = None  # storage-aware admission of caching spark.ml fits, when on
         self.finished: deque[Any] = deque(maxlen=FINISHED_KEPT)  # owners of the latest closed jobs, oldest first
         self.reason = off_reason(sc, config)  # why SLAQ is off (None while on)
         if self.reason is not None:

@@ -199,6 +199,9 @@ class StorageAdmission:
             else:
                 room = float("inf")  # nothing known about storage: no reason to hold a fit back
             chosen = admit([Demand(f.job, f.size, f.started) for f in fits], room)
+            log.debug("SLAQ: storage admission: room %.0f MB; %s", room / MB,
+                      ", ".join(f"{f.job} {f.size / MB:.0f} MB{' measured' if f.measured else ''}{'' if f.started else ' waiting'}"
+                                for f in fits))
             now = self._clock()
             for f in fits:
                 if f.job in chosen and not f.started:
