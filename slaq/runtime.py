@@ -204,11 +204,12 @@ class SlaqRuntime:
         """Before the spark.ml fit ``job`` of ``estimator`` on ``dataset`` starts (its thread): when the
         estimator caches its training data, wait until storage memory holds that copy next to the
         running fits' (slaq.live.admission). Returns at once for other estimators and while disabled."""
-        factor = cache_factor(type(estimator).__name__)
+        kind = type(estimator).__name__
+        factor = cache_factor(kind)
         if self.admission is None or factor is None or not self.attached:
             return
         size = input_bytes(dataset)
-        self.admission.arrive(job, training_cache_prefix(estimator.uid), None if size is None else factor * size)
+        self.admission.arrive(job, training_cache_prefix(kind, estimator.uid), None if size is None else factor * size)
         self.admission.wait(job)
 
     def running_jobs(self) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 log = logging.getLogger("slaq.admission")
@@ -63,6 +63,7 @@ class CachedRdd:
     name: str
     size: float  # bytes in memory plus on disk
     complete: bool  # every partition is cached
+    rdd_id: int = -1  # Spark's RDD id (ids grow as RDDs are created)
 
 
 @dataclass(frozen=True)
@@ -73,32 +74,60 @@ class StorageReading:
     rdds: tuple[CachedRdd, ...] = ()
 
 
-def measured_size(rdds: Iterable[CachedRdd], prefix: str, estimate: float) -> tuple[float, bool]:
-    """A fit's training cache from the RDDs named ``prefix...`` (spark.ml names them after the estimator's
-    uid; a tuner's parallel fits of one estimator share it, hence the mean): ``(bytes, measured)``.
-    A cache still being built counts at no less than ``estimate``."""
-    mine = [r for r in rdds if r.name.startswith(prefix)]
-    complete = [r.size for r in mine if r.complete]
-    if complete:
-        return sum(complete) / len(complete), True
-    building = max((r.size for r in mine), default=0.0)
-    return max(building, estimate), False
+@dataclass(frozen=True)
+class Tracked:
+    """A caching fit as attribution sees it: its cache's RDD name prefix ("" when spark.ml leaves the
+    RDD unnamed, as the multilayer perceptron's stacked data), its estimate, whether it started, and
+    the largest RDD id cached when it arrived (an unnamed cache is a later one)."""
+
+    job: str
+    prefix: str
+    estimate: float
+    started: bool = False
+    seen_id: int = -1
 
 
-def room_for_caches(reading: StorageReading, prefixes: Iterable[str], headroom: float = HEADROOM) -> float:
-    """Bytes of storage memory training caches of the tracked fits may fill: ``headroom`` of the total,
-    less what other persisted data (the input DataFrame's cache, ...) holds."""
-    mine = tuple(prefixes)
-    other = sum(r.size for r in reading.rdds if not any(r.name.startswith(p) for p in mine))
-    return max(headroom * reading.capacity - other, 0.0)
+def attribute(rdds: Sequence[CachedRdd], fits: Sequence[Tracked]) -> tuple[dict[str, tuple[float, bool]], float]:
+    """Each fit's training cache ``(bytes, measured)`` and the bytes of the other persisted data (pure).
+
+    A fit's cache is the RDDs named ``prefix...`` (spark.ml names them after the estimator's uid; a tuner's
+    parallel fits of one estimator share it, hence the mean of the complete ones). A started fit whose
+    cache has no name gets the first unclaimed RDD cached after it arrived, in arrival order. A cache
+    not complete yet counts at no less than its estimate. What no fit claims is other data (the input
+    DataFrame's cache, ...)."""
+    claimed: set[int] = set()
+    out: dict[str, tuple[float, bool]] = {}
+    for f in fits:
+        mine = [i for i, r in enumerate(rdds) if f.prefix and r.name.startswith(f.prefix)]
+        claimed.update(mine)
+        complete = [rdds[i].size for i in mine if rdds[i].complete]
+        if complete:
+            out[f.job] = (sum(complete) / len(complete), True)
+        elif mine:
+            out[f.job] = (max(max(rdds[i].size for i in mine), f.estimate), False)
+    for f in fits:
+        if f.job in out or not f.started:
+            continue
+        later = [i for i, r in enumerate(rdds) if i not in claimed and r.rdd_id > f.seen_id
+                 and not any(g.prefix and r.name.startswith(g.prefix) for g in fits)]
+        if later:
+            first = min(later, key=lambda i: rdds[i].rdd_id)
+            claimed.add(first)
+            r = rdds[first]
+            out[f.job] = (r.size, True) if r.complete else (max(r.size, f.estimate), False)
+    for f in fits:
+        out.setdefault(f.job, (f.estimate, False))
+    other = sum(r.size for i, r in enumerate(rdds) if i not in claimed)
+    return out, other
 
 
 @dataclass
 class _Fit:
     job: str
-    prefix: str  # its training cache's RDD name prefix
+    prefix: str  # its training cache's RDD name prefix ("": unnamed)
     estimate: float
     arrived: float
+    seen_id: int = -1  # the largest RDD id cached when it arrived
     size: float = 0.0
     measured: bool = False
     started: bool = False
@@ -123,13 +152,14 @@ class StorageAdmission:
         self.stuck_warned = False
 
     def arrive(self, job: str, prefix: str, estimate: float | None) -> None:
-        """A caching fit is about to start; ``estimate``: its cache's bytes (None: unknown, then the
-        largest cache of the other fits)."""
+        """A caching fit is about to start; ``prefix``: how its cache RDD's name starts ("": unnamed);
+        ``estimate``: its cache's bytes (None: unknown, then the largest cache of the other fits)."""
         self._try_read()
         with self._lock:
             if estimate is None:
                 estimate = max((f.size for f in self._fits.values()), default=0.0)
-            self._fits[job] = _Fit(job, prefix, float(estimate), self._clock(), size=float(estimate))
+            seen = max((r.rdd_id for r in self._reading.rdds), default=-1) if self._reading is not None else -1
+            self._fits[job] = _Fit(job, prefix, float(estimate), self._clock(), seen, size=float(estimate))
             if self._stopped:
                 self._fits[job].started = True
                 self._fits[job].admitted.set()
@@ -193,9 +223,10 @@ class StorageAdmission:
             fits = list(self._fits.values())
             reading = self._reading
             if reading is not None:
+                caches, other = attribute(reading.rdds, [Tracked(f.job, f.prefix, f.estimate, f.started, f.seen_id) for f in fits])
                 for f in fits:
-                    f.size, f.measured = measured_size(reading.rdds, f.prefix, f.estimate)
-                room = room_for_caches(reading, [f.prefix for f in fits], self._headroom)
+                    f.size, f.measured = caches[f.job]
+                room = max(self._headroom * reading.capacity - other, 0.0)
             else:
                 room = float("inf")  # nothing known about storage: no reason to hold a fit back
             chosen = admit([Demand(f.job, f.size, f.started) for f in fits], room)

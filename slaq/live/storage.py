@@ -40,7 +40,7 @@ def read_storage(sc: Any) -> StorageReading:
     executors = [e for e in summaries if e.id() != "driver"] or summaries
     capacity = float(sum(int(e.maxMemory()) for e in executors))
     rdds = tuple(CachedRdd(str(info.name()), float(int(info.memSize()) + int(info.diskSize())),
-                           int(info.numCachedPartitions()) >= int(info.numPartitions()))
+                           int(info.numCachedPartitions()) >= int(info.numPartitions()), int(info.id()))
                  for info in jsc.getRDDStorageInfo())
     return StorageReading(capacity, rdds)
 

@@ -79,5 +79,5 @@ def test_a_fit_without_room_waits_for_the_running_one_then_runs(scheduler, data,
     assert "waiting for storage memory" in whys
     assert admission.waiting() == set()
     names = {r.name for reading in readings for r in reading.rdds}
-    assert any(n.startswith(training_cache_prefix(first.uid)) for n in names), names  # what a fit's measured size comes from
+    assert any(n.startswith(training_cache_prefix("LogisticRegression", first.uid)) for n in names), names  # what a fit's measured size comes from
     assert all(reading.capacity > 0 for reading in readings)

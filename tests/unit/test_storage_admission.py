@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from slaq.live.admission import MB, CachedRdd, Demand, StorageAdmission, StorageReading, admit, measured_size, room_for_caches
+from slaq.live.admission import MB, CachedRdd, Demand, StorageAdmission, StorageReading, Tracked, admit, attribute
 from slaq.live.loop import EpochLoop
 from slaq.live.status import STORAGE
 from tests.fixtures import FakePools
@@ -33,19 +33,27 @@ def test_with_nothing_running_the_first_fit_starts_whatever_its_size():
 
 
 def test_the_measured_size_replaces_the_estimate_once_the_cache_is_complete():
-    building = [CachedRdd("uid1: training blocks (blockSizeInMB=1.0)", 30.0, complete=False)]
-    assert measured_size(building, "uid1: training ", 100.0) == (100.0, False)  # partial: no less than the estimate
-    assert measured_size([*building[:0], CachedRdd("uid1: training blocks", 40.0, True)], "uid1: training ", 100.0) == (40.0, True)
-    # a tuner's parallel fits of one estimator share its uid: each counts the mean of the complete ones
-    two = [CachedRdd("uid1: training blocks", 40.0, True), CachedRdd("uid1: training blocks", 60.0, True)]
-    assert measured_size(two, "uid1: training ", 100.0) == (50.0, True)
-    assert measured_size(two, "uid2: training ", 70.0) == (70.0, False)
+    fit = Tracked("a", "uid1: training ", 100.0, started=True)
+    building = [CachedRdd("uid1: training blocks (blockSizeInMB=1.0)", 30.0, complete=False, rdd_id=5)]
+    assert attribute(building, [fit]) == ({"a": (100.0, False)}, 0.0)  # partial: no less than the estimate
+    done = [CachedRdd("uid1: training blocks (blockSizeInMB=1.0)", 40.0, complete=True, rdd_id=5)]
+    assert attribute(done, [fit]) == ({"a": (40.0, True)}, 0.0)
 
 
-def test_room_for_caches_leaves_out_other_cached_data():
-    reading = StorageReading(1000.0, (CachedRdd("input", 200.0, True), CachedRdd("uid1: training blocks", 300.0, True)))
-    assert room_for_caches(reading, ["uid1: training "], headroom=0.9) == 700.0
-    assert room_for_caches(reading, [], headroom=1.0) == 500.0
+def test_a_tuners_parallel_fits_share_their_estimators_uid_and_count_the_mean():
+    fits = [Tracked("a", "uid1: training ", 100.0, True), Tracked("b", "uid1: training ", 100.0, True)]
+    two = [CachedRdd("uid1: training blocks", 40.0, True, 7), CachedRdd("uid1: training blocks", 60.0, True, 8)]
+    assert attribute(two, fits)[0] == {"a": (50.0, True), "b": (50.0, True)}
+
+
+def test_an_unnamed_cache_is_the_first_unclaimed_one_cached_after_its_fit_arrived_and_the_rest_is_other_data():
+    rdds = [CachedRdd("input", 150.0, True, 3), CachedRdd("uid1: training blocks", 120.0, True, 9),
+            CachedRdd("MapPartitionsRDD", 130.0, True, 11)]
+    fits = [Tracked("lr", "uid1: training ", 100.0, True, seen_id=3), Tracked("mlp", "", 100.0, True, seen_id=3),
+            Tracked("mlp2", "", 90.0, True, seen_id=3), Tracked("later", "", 80.0, False, seen_id=3)]
+    caches, other = attribute(rdds, fits)
+    assert caches == {"lr": (120.0, True), "mlp": (130.0, True), "mlp2": (90.0, False), "later": (80.0, False)}
+    assert other == 150.0  # the input's cache, which existed before the fits arrived
 
 
 class Storage:
