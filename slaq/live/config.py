@@ -20,7 +20,7 @@ class SlaqConfig:
     work_conserving: bool = True
     fail_open_epochs: float = 3.0  # pools open when no allocation arrived for this many epochs
     reserve_cores: float = 0.0  # cores kept out of SLAQ's hands for non-ML work
-    storage_admission: bool = True  # start caching spark.ml fits only while storage memory holds their copies (slaq.live.admission)
+    storage_admission: bool = False  # start caching spark.ml fits only while storage memory holds their copies (slaq.live.admission)
     prior: bool = True  # forecast a spark.ml fit from its estimator's other fits before its own losses carry a curve
 
     @classmethod

@@ -68,7 +68,7 @@ def spill_warning(on_disk: int, jobs: int) -> str | None:
             f"cached for memory are on disk while {jobs} SLAQ jobs run. Each iterative spark.ml fit caches its own "
             "copy of its training data while it runs, and SLAQ runs many fits at once, so every iteration now "
             "reads blocks back from disk; give the executors more memory (spark.executor.memory) or start fewer "
-            "fits at a time (docs/mllib.md, 'Memory')")
+            "fits at a time (spark.slaq.storageAdmission=true; docs/mllib.md, 'Memory')")
 
 
 class StorageCheck:

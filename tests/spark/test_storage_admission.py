@@ -14,14 +14,25 @@ import pytest
 
 import slaq
 from slaq.estimators import training_cache_prefix
-from slaq.live.admission import StorageReading
+from slaq.live.admission import StorageAdmission, StorageReading
+from slaq.live.storage import read_storage
 
 
 @pytest.fixture(scope="module")
 def scheduler(spark):
     s = slaq.attach(spark)
-    assert s.enabled and s.admission is not None
+    assert s.enabled and s.loop is not None
     return s
+
+
+@pytest.fixture
+def admission(scheduler, spark, monkeypatch) -> StorageAdmission:
+    """Admission switched on for this test (``spark.slaq.storageAdmission`` is off by default and the
+    shared session's runtime is built once), as the runtime builds it from that conf."""
+    adm = StorageAdmission(lambda: read_storage(spark.sparkContext), scheduler._wake_loop)
+    monkeypatch.setattr(scheduler, "admission", adm)
+    monkeypatch.setattr(scheduler.loop, "_waiting", adm.waiting)
+    return adm
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +48,9 @@ def data(spark) -> Any:
     return df
 
 
-def test_a_fit_without_room_waits_for_the_running_one_then_runs(scheduler, data, monkeypatch, caplog):
+def test_a_fit_without_room_waits_for_the_running_one_then_runs(scheduler, admission, data, monkeypatch, caplog):
     from pyspark.ml.classification import LogisticRegression
 
-    admission = scheduler.admission
     readings: list[StorageReading] = []
     read = admission._read
 

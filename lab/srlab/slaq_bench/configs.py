@@ -4,8 +4,8 @@
 * ``fair``: SLAQ's machinery (pools, epoch loop, token buckets) with the ``fair`` policy.
 * ``slaq-noprior`` (opt-in, not run by default): ``slaq`` without the prior (``spark.slaq.prior=false``):
   a spark.ml fit is explored as a new job until its first loss.
-* ``slaq-noadmission`` (opt-in): ``slaq`` without storage-aware admission (``spark.slaq.storageAdmission=false``):
-  every caching spark.ml fit starts at once, whatever storage memory holds.
+* ``slaq-admission`` (opt-in): ``slaq`` with storage-aware admission (``spark.slaq.storageAdmission=true``):
+  a caching spark.ml fit starts only once storage memory holds its copy of the data.
 * ``stock``: SLAQ off; Spark's own FAIR scheduler with one pool per job (what a user runs without
   SLAQ). Spark creates a pool the first time a job names it, with weight 1 and minShare 0.
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
 NO_PRIOR = "slaq-noprior"
-NO_ADMISSION = "slaq-noadmission"
-KNOWN = CONFIGS + (NO_PRIOR, NO_ADMISSION)
+ADMISSION = "slaq-admission"
+KNOWN = CONFIGS + (NO_PRIOR, ADMISSION)
 STOCK = "stock"
 POOL_PROPERTY = "spark.scheduler.pool"
 
@@ -37,9 +37,9 @@ def session_conf(config: str, epoch: float) -> dict[str, str]:
     check_configs([config])
     if config == STOCK:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "false"}
-    if config == NO_ADMISSION:
+    if config == ADMISSION:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
-                "spark.slaq.storageAdmission": "false"}
+                "spark.slaq.storageAdmission": "true"}
     if config == NO_PRIOR:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
                 "spark.slaq.prior": "false"}
