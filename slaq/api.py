@@ -35,9 +35,10 @@ class JobClosed(RuntimeError):
     """A report for a job whose ``with`` block has already ended."""
 
 
-def _fit_as_job(runtime: SlaqRuntime, estimator: Any, fit: Callable[[], Any]) -> Any:
+def _fit_as_job(runtime: SlaqRuntime, estimator: Any, dataset: Any, fit: Callable[[], Any]) -> Any:
     """A spark.ml leaf fit: its own job, unless the calling thread already is in one (that choice
-    wins) or ``runtime`` is not the one attached to the active context any more."""
+    wins) or ``runtime`` is not the one attached to the active context any more. A fit that caches
+    its training data starts once storage memory holds its copy (slaq.live.admission)."""
     if _runtimes.current() is not runtime or current_job() is not None:
         return fit()
     kind, params = type(estimator).__name__, sparkml.hyperparameters(estimator)
@@ -45,6 +46,7 @@ def _fit_as_job(runtime: SlaqRuntime, estimator: Any, fit: Callable[[], Any]) ->
               fit=fit_key(kind, params))
     job._track.tuning = tuning.place_of(estimator)  # its CrossValidator/TrainValidationSplit, shown grouped in the UI tab
     with job:
+        runtime.wait_for_storage(job.name, estimator, dataset)
         return fit()
 
 

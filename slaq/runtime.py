@@ -20,10 +20,12 @@ from typing import Any
 
 from slaq import connect, sparkml, tuning
 from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, enter_thread, restore_thread, thread_job
+from slaq.estimators import cache_factor, training_cache_prefix
+from slaq.live.admission import StorageAdmission
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.loop import EpochLoop
 from slaq.live.status import NOT_TUNING, Tuning
-from slaq.live.storage import StorageCheck, memory_blocks_on_disk
+from slaq.live.storage import StorageCheck, input_bytes, memory_blocks_on_disk, read_storage
 from slaq.live.target import Target
 from slaq.predict.forecast import CurveCache
 from slaq.predict.prior import FitKey, fit_key
@@ -33,8 +35,8 @@ from slaq.stats.history import JobHistory
 log = logging.getLogger("slaq")
 FINISHED_KEPT = 256  # closed jobs a runtime remembers (with their histories) for inspection
 
-# (the runtime, a spark.ml estimator, its original fit bound to it) -> the fitted model
-FitAsJob = Callable[["SlaqRuntime", Any, Callable[[], Any]], Any]
+# (the runtime, a spark.ml estimator, its input DataFrame, its original fit bound to both) -> the fitted model
+FitAsJob = Callable[["SlaqRuntime", Any, Any, Callable[[], Any]], Any]
 
 
 @dataclass(eq=False)
@@ -104,15 +106,17 @@ class SlaqRuntime:
         self._lock = threading.Lock()
         self._fit_seq = itertools.count(1)
         self.attached = False  # between start() and stop()
+        self.admission: StorageAdmission | None = None  # storage-aware admission of caching spark.ml fits, when on
         self.finished: deque[Any] = deque(maxlen=FINISHED_KEPT)  # owners of the latest closed jobs, oldest first
         self.reason = off_reason(sc, config)  # why SLAQ is off (None while on)
         if self.reason is not None:
             return
         self.pools = PoolBridge(sc)
         self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
+        self.admission = StorageAdmission(lambda: read_storage(sc), self._wake_loop) if config.storage_admission else None
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self._on_epoch,
                               on_loss=self._on_loss, clock_offset=self.pools.clock_offset(), admit=self._admit_connect_fits,
-                              prior=config.prior)
+                              prior=config.prior, waiting=self.admission.waiting if self.admission is not None else None)
 
     @property
     def enabled(self) -> bool:
@@ -128,6 +132,8 @@ class SlaqRuntime:
             c = self.config
             self.pools.configure(c.work_conserving, c.fail_open_epochs * c.epoch)
             self.pools.resume()
+            if self.admission is not None:
+                self.admission.start()
             self.loop.start()
             if self._fit_as_job is not None:
                 sparkml.install(self._run_fit)
@@ -143,6 +149,8 @@ class SlaqRuntime:
         self.attached = False
         sparkml.uninstall(self._run_fit)
         tuning.uninstall()
+        if self.admission is not None:
+            self.admission.stop()  # fits waiting for storage memory start now, as they would without SLAQ
         if self.pools is not None and self._connect and self.spark_alive():
             self.pools.connect_fits(False)
         if self.loop is not None:
@@ -174,6 +182,8 @@ class SlaqRuntime:
                 return
             del self._open[job.name]
             self.finished.append(job.owner)
+        if self.admission is not None:
+            self.admission.end(job.name)
         if self.pools is not None and self.loop is not None:
             self.loop.remove(job.name)
             self.pools.close(job.name)
@@ -190,6 +200,18 @@ class SlaqRuntime:
         """Bring every open job's history up to date with the losses the JVM captured so far."""
         if self.loop is not None and self.spark_alive():
             self.loop.poll()
+
+    def wait_for_storage(self, job: str, estimator: Any, dataset: Any) -> None:
+        """Before the spark.ml fit ``job`` of ``estimator`` on ``dataset`` starts (its thread): when the
+        estimator caches its training data, wait until storage memory holds that copy next to the
+        running fits' (slaq.live.admission). Returns at once for other estimators and while disabled."""
+        kind = type(estimator).__name__
+        factor = cache_factor(kind)
+        if self.admission is None or factor is None or not self.attached:
+            return
+        size = input_bytes(dataset)
+        self.admission.arrive(job, training_cache_prefix(kind, estimator.uid), None if size is None else factor * size)
+        self.admission.wait(job)
 
     def running_jobs(self) -> list[str]:
         with self._lock:
@@ -227,6 +249,8 @@ class SlaqRuntime:
         if self.pools is None or self.loop is None:
             return
         self.storage.after_epoch(len(self.loop.jobs))
+        if self.admission is not None:
+            self.admission.refresh()
         self.pools.publish(status)
 
     def _on_loss(self, it: Iteration) -> None:
@@ -276,7 +300,12 @@ class SlaqRuntime:
             if track is not None and self.loop is not None:
                 self.loop.remove(name)
 
-    def _run_fit(self, estimator: Any, fit: Callable[[], Any]) -> Any:
+    def _wake_loop(self) -> None:
+        """Fits just started after waiting for storage memory: the next epoch gives them cores now."""
+        if self.loop is not None:
+            self.loop.wake()
+
+    def _run_fit(self, estimator: Any, dataset: Any, fit: Callable[[], Any]) -> Any:
         if self._fit_as_job is None or not (self.attached and self.enabled):
             return fit()
-        return self._fit_as_job(self, estimator, fit)
+        return self._fit_as_job(self, estimator, dataset, fit)

@@ -20,6 +20,7 @@ class SlaqConfig:
     work_conserving: bool = True
     fail_open_epochs: float = 3.0  # pools open when no allocation arrived for this many epochs
     reserve_cores: float = 0.0  # cores kept out of SLAQ's hands for non-ML work
+    storage_admission: bool = False  # start caching spark.ml fits only while storage memory holds their copies (slaq.live.admission)
     prior: bool = True  # forecast a spark.ml fit from its estimator's other fits before its own losses carry a curve
     prune: bool = False  # skip a CrossValidator candidate's remaining folds once it cannot beat the best (slaq.prune)
 
@@ -37,4 +38,5 @@ class SlaqConfig:
             reserve_cores=conf.number("reserveCores", d.reserve_cores, 0.0),
             prior=conf.boolean("prior", d.prior),
             prune=conf.boolean("prune", d.prune),
+            storage_admission=conf.boolean("storageAdmission", d.storage_admission),
         )

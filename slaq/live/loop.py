@@ -23,6 +23,7 @@ from slaq.live.status import (
     FINISHED,
     NOT_TUNING,
     PRUNED,
+    STORAGE,
     TARGET,
     CoreSample,
     JobFigures,
@@ -144,7 +145,8 @@ class EpochLoop:
     def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
                  on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic,
                  on_loss: Callable[[Any], None] | None = None, clock_offset: float = 0.0,
-                 admit: Callable[[], Callable[[], None] | None] | None = None, prior: bool = True):
+                 admit: Callable[[], Callable[[], None] | None] | None = None, prior: bool = True,
+                 waiting: Callable[[], set[str]] | None = None):
         """``on_epoch`` receives each epoch's ``epoch_status`` message (slaq.live.status); the runtime
         pushes it to the driver JVM for the Spark UI tab and the driver log. ``on_loss`` receives every
         accepted iteration message, in order, outside the loop's lock (the runtime checks targets
@@ -175,6 +177,7 @@ class EpochLoop:
         self._closed: list[str] = []  # closed pools the latest drain reported
         self._on_loss = on_loss
         self._admit = admit
+        self._waiting = waiting
         self._clock_offset = clock_offset
         self._on_epoch = on_epoch
         self._clock = clock
@@ -249,6 +252,10 @@ class EpochLoop:
                 self._tuned_rows[row.job] = row
             self._ended = [*self._ended, *marked][-MAX_ENDED:]
 
+    def wake(self) -> None:
+        """Run the next epoch now rather than at the epoch boundary."""
+        self._wake.set()
+
     def satisfy(self, name: str) -> None:
         """``name`` reached its target: from the next epoch on it gets the minimum share."""
         with self._lock:
@@ -292,8 +299,10 @@ class EpochLoop:
             self._decided = (None, [], [], [])
             return {}
         capacity = max(capacity - self.reserve, 0.0)
-        alloc = fixed_shares(jobs, closed, capacity)
+        held = self._waiting() & {j.name for j in jobs} if self._waiting is not None else set()
+        alloc = fixed_shares([j for j in jobs if j.name not in held], closed, capacity)
         fixed = set(alloc)
+        alloc.update(dict.fromkeys(held, 0.0))  # a fit waiting for storage memory has not started: no tasks to run
         forecasts = [self._forecast(j, jobs) for j in jobs]  # all: the status shows them
         steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
         minimum = 0.0
@@ -310,11 +319,11 @@ class EpochLoop:
         figures = []
         for j in jobs:
             j.cores = alloc[j.name]
-            why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
-                               self.policy.fitted_curves and self.policy.minimum_share)
+            why = STORAGE if j.name in held else share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
+                                                              self.policy.fitted_curves and self.policy.minimum_share)
             to_target = j.satisfied_at - j.added_at if j.satisfied_at is not None else -1.0
             figures.append(JobFigures(why, now - j.added_at, j.consumed, to_target, j.tuning, j.driver.fraction()))
-            if not j.history.losses:
+            if not j.history.losses and j.name not in held:
                 j.cores_before_loss.append(j.cores)
         self._decided = (ForecastTable(forecasts, self.epoch) if jobs else None, [alloc[j.name] for j in jobs],
                          [j.history.iterations for j in jobs], figures)

@@ -30,7 +30,8 @@ TARGET = "target reached"  # reached its target: the minimum share from then on
 POLICY = "policy's share"  # a policy that does not rank by predicted gain (fair, fifo, ...) chose it
 ENDED = "ended"  # a finished job that did not reach a target
 PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.prune)
-WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED)
+STORAGE = "waiting for storage memory"  # a caching spark.ml fit not started yet: storage memory is full of running fits' caches
+WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED, STORAGE)
 
 REDUCTION = 0.9  # a finished job's time to target, without a target of its own: time to this fraction of its loss reduction
 

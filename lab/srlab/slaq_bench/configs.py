@@ -6,6 +6,8 @@
   a spark.ml fit is explored as a new job until its first loss.
 * ``slaq-prune`` (opt-in, not run by default): ``slaq`` with ``spark.slaq.prune=true``: a
   CrossValidator skips the remaining folds of candidates that cannot beat the best (slaq.prune).
+* ``slaq-admission`` (opt-in): ``slaq`` with storage-aware admission (``spark.slaq.storageAdmission=true``):
+  a caching spark.ml fit starts only once storage memory holds its copy of the data.
 * ``stock``: SLAQ off; Spark's own FAIR scheduler with one pool per job (what a user runs without
   SLAQ). Spark creates a pool the first time a job names it, with weight 1 and minShare 0.
 """
@@ -19,7 +21,8 @@ from typing import Any
 CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
 NO_PRIOR = "slaq-noprior"
 PRUNE = "slaq-prune"
-KNOWN = CONFIGS + (NO_PRIOR, PRUNE)
+ADMISSION = "slaq-admission"
+KNOWN = CONFIGS + (NO_PRIOR, PRUNE, ADMISSION)
 STOCK = "stock"
 POOL_PROPERTY = "spark.scheduler.pool"
 
@@ -37,6 +40,9 @@ def session_conf(config: str, epoch: float) -> dict[str, str]:
     check_configs([config])
     if config == STOCK:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "false"}
+    if config == ADMISSION:
+        return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
+                "spark.slaq.storageAdmission": "true"}
     if config == NO_PRIOR:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
                 "spark.slaq.prior": "false"}

@@ -105,6 +105,8 @@ final class SlaqPage extends TabPage {
         .append("<li><em>policy's share</em>: the policy does not rank by predicted gain (fair, fifo, ...)</li>")
         .append("<li><em>ended</em>: a finished job that did not reach a target</li>")
         .append("<li><em>pruned</em>: a finished fit of a CrossValidator candidate that cannot beat the best one; its remaining folds are not fitted (spark.slaq.prune)</li>")
+        .append("<li><em>waiting for storage memory</em>: a spark.ml fit that caches its training data has not started: "
+            + "storage memory is full of the running fits' copies; it starts, in arrival order, when one ends</li>")
         .append("</ul></dd></dl></div>");
     return b.toString();
   }
