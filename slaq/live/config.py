@@ -21,7 +21,9 @@ class SlaqConfig:
     fail_open_epochs: float = 3.0  # pools open when no allocation arrived for this many epochs
     reserve_cores: float = 0.0  # cores kept out of SLAQ's hands for non-ML work
     storage_admission: bool = False  # start caching spark.ml fits only while storage memory holds their copies (slaq.live.admission)
-    prior: bool = True  # forecast a spark.ml fit from its estimator's other fits before its own losses carry a curve
+    # forecast a spark.ml fit from its estimator's other fits before its own losses carry a curve (slaq.predict.prior);
+    # off by default: on real fits it delayed first losses (docs/mllib.md, "The prior before a fit's first losses")
+    prior: bool = False
     prune: bool = False  # skip a CrossValidator candidate's remaining folds once it cannot beat the best (slaq.prune)
 
     @classmethod

@@ -2,8 +2,8 @@
 
 * ``slaq``: SLAQ on, policy ``slaq``.
 * ``fair``: SLAQ's machinery (pools, epoch loop, token buckets) with the ``fair`` policy.
-* ``slaq-noprior`` (opt-in, not run by default): ``slaq`` without the prior (``spark.slaq.prior=false``):
-  a spark.ml fit is explored as a new job until its first loss.
+* ``slaq-prior`` (opt-in, not run by default): ``slaq`` with the prior (``spark.slaq.prior=true``):
+  a spark.ml fit is scheduled on a forecast from its estimator's other fits until its own losses take over.
 * ``slaq-prune`` (opt-in, not run by default): ``slaq`` with ``spark.slaq.prune=true``: a
   CrossValidator skips the remaining folds of candidates that cannot beat the best (slaq.prune).
 * ``slaq-admission`` (opt-in): ``slaq`` with storage-aware admission (``spark.slaq.storageAdmission=true``):
@@ -19,10 +19,10 @@ from contextlib import contextmanager
 from typing import Any
 
 CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
-NO_PRIOR = "slaq-noprior"
+PRIOR = "slaq-prior"
 PRUNE = "slaq-prune"
 ADMISSION = "slaq-admission"
-KNOWN = CONFIGS + (NO_PRIOR, PRUNE, ADMISSION)
+KNOWN = CONFIGS + (PRIOR, PRUNE, ADMISSION)
 STOCK = "stock"
 POOL_PROPERTY = "spark.scheduler.pool"
 
@@ -43,9 +43,9 @@ def session_conf(config: str, epoch: float) -> dict[str, str]:
     if config == ADMISSION:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
                 "spark.slaq.storageAdmission": "true"}
-    if config == NO_PRIOR:
+    if config == PRIOR:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
-                "spark.slaq.prior": "false"}
+                "spark.slaq.prior": "true"}
     if config == PRUNE:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
                 "spark.slaq.prune": "true"}
