@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sparkshim.commands import add_lab_verbs, add_version
+from sparkshim.commands import add_lab_verbs, add_version, run_verb
 
 if TYPE_CHECKING:
     from riffle.driver.simulate import Prediction
@@ -90,7 +90,8 @@ def _add_simulate(verbs: argparse._SubParsersAction) -> None:  # type: ignore[ty
     sim.add_argument("--storage", choices=sorted(PROFILES), default="hdd", help="storage profile (default hdd)")
     sim.add_argument("--request-seconds", type=positive(float), help="override the profile's time per request (see `riffle storage`)")
     sim.add_argument("--bandwidth", type=parse_size, help="override the profile's bytes per second, e.g. 150m")
-    sim.add_argument("--merge-seconds", type=positive(float), help="override the fixed time per merge (default 0.07)")
+    sim.add_argument("--merge-seconds", type=positive(float), help="override the fixed time per merge (default 0.0075)")
+    sim.add_argument("--merge-input-seconds", type=positive(float), help="override the time per output merged (default 0.0028)")
     sim.add_argument("--buffer", type=parse_size, help="the merger's I/O buffer (default 4m)")
     sim.add_argument("--cores", type=positive(int), default=1, help="task slots per executor (default 1)")
     sim.add_argument("--executors-per-node", type=positive(int), default=1, help="executors per node (one merger each; default 1)")
@@ -128,7 +129,8 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.task_seconds < 0:
         args.parser.error(f"--task-seconds must be >= 0, got {args.task_seconds}")
     storage = simulate.PROFILES[args.storage].storage
-    overrides = {"request_seconds": args.request_seconds, "merge_seconds": args.merge_seconds, "buffer_bytes": args.buffer,
+    overrides = {"request_seconds": args.request_seconds, "merge_seconds": args.merge_seconds,
+                 "input_seconds": args.merge_input_seconds, "buffer_bytes": args.buffer,
                  "byte_seconds": 1 / args.bandwidth if args.bandwidth else None}
     storage = replace(storage, **{k: v for k, v in overrides.items() if v is not None})
     cluster = simulate.Cluster(args.executors, args.maps, args.reducers, args.bytes, cores=args.cores,
@@ -154,7 +156,8 @@ def _simulation_table(p: Prediction) -> str:
             ("job", f"{v.job_seconds:,.2f} s", f"{m.job_seconds:,.2f} s", f"{r['job_faster_pct']:.1f}% faster" if r["job_time"] <= 1
              else f"{-r['job_faster_pct']:.1f}% slower")]
     head = (f"{p.profile} storage: {p.storage.request_seconds * 1e3:g} ms per request, {1 / p.storage.byte_seconds / 1e6:,.0f} MB/s, "
-            f"{p.storage.merge_seconds * 1e3:g} ms per merge; N={p.fan_in}, scope {p.cluster.scope}"
+            f"{p.storage.merge_seconds * 1e3:g} ms per merge + {p.storage.input_seconds * 1e3:g} ms per output; "
+            f"N={p.fan_in}, scope {p.cluster.scope}"
             + (f"; {p.groups_skipped:,} groups not worth merging" if p.groups_skipped else ""))
     widths = [max(len(row[i]) for row in rows + [("", "vanilla", f"{p.fan_in}-way merged", "")]) for i in range(4)]
     lines = [head, "  ".join(h.ljust(w) for h, w in zip(("", "vanilla", f"{p.fan_in}-way merged", "ratio"), widths)).rstrip()]
@@ -163,8 +166,7 @@ def _simulation_table(p: Prediction) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    return run_verb(build_parser().parse_args(argv), "riffle")
 
 
 if __name__ == "__main__":

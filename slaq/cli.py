@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Sequence
 
 from slaq.policy import POLICIES
-from sparkshim.commands import add_lab_verbs, add_version, emit_json, positive
+from sparkshim.commands import add_lab_verbs, add_version, emit_json, positive, run_verb
 
 log = logging.getLogger("slaq")
 
@@ -80,7 +80,6 @@ def cmd_traces_list(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slaq", description="SLAQ: quality-driven scheduling of ML training jobs.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     add_version(parser, "slaq")
     verbs = parser.add_subparsers(dest="verb", required=True)
 
@@ -113,14 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="scipy")
-    try:
-        return int(args.func(args))
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"slaq: error: {exc}", file=sys.stderr)
-        return 2
+    return run_verb(args, "slaq")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sparkshim.commands import add_lab_verbs, add_version
+from sparkshim.commands import add_lab_verbs, add_version, run_verb
 
 PROG = "slaq-riffle"
 
@@ -44,8 +44,7 @@ def _jar(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    return int(args.func(args))
+    return run_verb(parser().parse_args(argv), PROG)
 
 
 if __name__ == "__main__":

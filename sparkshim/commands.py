@@ -1,9 +1,12 @@
-"""What the ``slaq`` and ``riffle`` commands share: ``--version``, JSON output, argument checks, and the lab's verbs."""
+"""What the ``slaq``, ``riffle`` and ``slaq-riffle`` commands share: ``--version`` and ``-v``, how a verb runs
+(logging, SIGTERM, bad input), JSON output, argument checks, and the lab's verbs."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import signal
 import sys
 from collections.abc import Callable
 from importlib import metadata
@@ -13,10 +16,36 @@ from riffle.version import package_version
 
 LAB_ENTRY_POINTS = "slaq_riffle.cli"  # the lab (lab/pyproject.toml) registers one function per command here
 LAB_VERBS = ("bench", "reproduce")  # verbs only the lab provides, named in the error when it is absent
+PROGRESS_LOGGERS = ("srlab",)  # the lab's benchmarks and reproductions run for minutes: their progress shows without -v
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def add_version(parser: argparse.ArgumentParser, prog: str) -> None:
     parser.add_argument("--version", action="version", version=f"{prog} {package_version()}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens to stderr (the progress of "
+                        "benchmarks and reproductions is logged without it)")
+
+
+def run_verb(args: argparse.Namespace, prog: str) -> int:
+    """Runs a parsed verb the way every command does. Log lines go to stderr, so stdout stays the verb's JSON or
+    table. SIGTERM unwinds like Ctrl-C, so what the verb started (a cluster, mergers, a Spark session) is stopped
+    by its own cleanup instead of being orphaned. Bad input is one ``prog: error:`` line and exit code 2."""
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                        format=LOG_FORMAT, stream=sys.stderr)
+    for name in PROGRESS_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO)
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        return int(args.func(args))
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # the shell's convention for "terminated by signal N"
 
 
 def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:

@@ -45,3 +45,16 @@ class FakePools:
 
     def capacity(self):
         return 4.0
+
+
+def linear_labels(spark, rows: int, weights, seed: int, partitions: int | None = None):
+    """A (label, features) DataFrame for spark.ml classifiers: ``rows`` standard-normal feature vectors, labelled 1
+    where ``features @ weights`` plus unit noise is positive (learnable, never perfectly)."""
+    import numpy as np
+    from pyspark.ml.linalg import Vectors
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(rows, len(weights)))
+    y = (X @ weights + rng.normal(size=rows) > 0).astype(float)
+    df = spark.createDataFrame([(float(label), Vectors.dense(x)) for x, label in zip(X, y)], ["label", "features"])
+    return df.repartition(partitions) if partitions else df

@@ -76,7 +76,8 @@ def _cost_config(conf: ConfReader, get: Callable[[str], str | None]) -> CostConf
     storage = StorageCost(
         request_seconds=conf.seconds("cost.requestTime", s.request_seconds),
         byte_seconds=1.0 / conf.parsed("cost.bandwidth", int(1 / s.byte_seconds), parse_size, "bytes per second such as 500m"),
-        merge_seconds=conf.seconds("cost.mergeTime", s.merge_seconds), buffer_bytes=s.buffer_bytes)
+        merge_seconds=conf.seconds("cost.mergeTime", s.merge_seconds),
+        input_seconds=conf.seconds("cost.mergeInputTime", s.input_seconds), buffer_bytes=s.buffer_bytes)
     return CostConfig(
         enabled=conf.boolean("cost.enabled", d.enabled), storage=storage,
         coalesce=sql.boolean("enabled", True) and sql.boolean("coalescePartitions.enabled", True),

@@ -2,7 +2,7 @@
 
 A merge of ``k`` outputs saves the reducers ``(k - 1)`` read requests per reduce task that fetches from
 them, and costs a sequential read and write of the group's ``T`` bytes (``2 T / s`` requests with the
-merger's buffer ``s``) plus a fixed cost per merge (its RPCs and commit). The thesis counts requests; on
+merger's buffer ``s``) plus a fixed cost per merge (its RPCs and commit) and one per output merged. The thesis counts requests; on
 storage where a request is cheap the bytes dominate, so both are priced in seconds with this node's
 storage parameters. Reduce tasks are the shuffle's partitions, or, when Spark's adaptive execution
 coalesces them, about as many as the coalescing would make of the shuffle's estimated bytes.
@@ -27,11 +27,14 @@ class StorageCost:
 
     The defaults are those ``riffle bench spark --nodes 3`` measured on a two-core machine with a fast local
     disk: 150,596 fewer blocks fetched saved 1.77 s of a reduce stage on three cores (35 us a block), and
-    20 merges added 1.44 s to the map stage (about 70 ms a merge). On spinning disks a request costs ms."""
+    merging the same 400 outputs in 81, 42 and 21 merges (N = 5, 10, 20) added 1.83, 1.22 and 1.44 s to the
+    map stage: a least-squares fit gives 7.5 ms a merge plus 2.8 ms an output merged (a fixed 70 ms a merge,
+    fitted to N=20 alone, overpriced small groups 3-fold). On spinning disks a request costs ms."""
 
     request_seconds: float = 35e-6
     byte_seconds: float = 1 / 500e6
-    merge_seconds: float = 70e-3  # fixed per merge: the RPCs, reading the members' indexes, the merged index, the commit
+    merge_seconds: float = 7.5e-3  # fixed per merge: its RPCs, the merged index, the commit
+    input_seconds: float = 2.8e-3  # per output merged: opening it, reading its index, its segments' copy setup
     buffer_bytes: int = 4 << 20  # the merger's I/O buffer: a sequential pass costs one request per buffer
 
 
@@ -80,8 +83,10 @@ def merge_requests(k: int, total: float, storage: StorageCost) -> int:
 
 
 def merge_cost_seconds(k: int, total: float, storage: StorageCost) -> float:
-    """Time of one merge: its fixed cost (RPCs, indexes, commit) plus its requests and the bytes it reads and writes."""
-    return storage.merge_seconds + io_seconds(merge_requests(k, total, storage), 2 * max(total, 0), storage)
+    """Time of one merge: its fixed cost (RPCs, commit), its cost per output merged, its requests and the bytes it
+    reads and writes."""
+    return (storage.merge_seconds + k * storage.input_seconds
+            + io_seconds(merge_requests(k, total, storage), 2 * max(total, 0), storage))
 
 
 def decide(group_bytes: Sequence[int], readers: int, storage: StorageCost) -> Decision:

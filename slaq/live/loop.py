@@ -145,7 +145,7 @@ class EpochLoop:
     def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
                  on_epoch: Callable[[Any], None] | None = None, clock: Callable[[], float] = time.monotonic,
                  on_loss: Callable[[Any], None] | None = None, clock_offset: float = 0.0,
-                 admit: Callable[[], Callable[[], None] | None] | None = None, prior: bool = True,
+                 admit: Callable[[], Callable[[], None] | None] | None = None, prior: bool = False,
                  waiting: Callable[[], set[str]] | None = None):
         """``on_epoch`` receives each epoch's ``epoch_status`` message (slaq.live.status); the runtime
         pushes it to the driver JVM for the Spark UI tab and the driver log. ``on_loss`` receives every

@@ -11,6 +11,7 @@ import pytest
 
 import slaq
 from slaq.policy.base import unit
+from tests.fixtures import linear_labels
 
 
 @pytest.fixture(scope="module")
@@ -22,12 +23,7 @@ def scheduler(spark):
 
 @pytest.fixture(scope="module")
 def data(spark):
-    from pyspark.ml.linalg import Vectors
-
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(500, 3))
-    y = (X @ [1.5, -1.0, 0.5] + rng.normal(size=500) > 0).astype(float)
-    return spark.createDataFrame([(float(label), Vectors.dense(x)) for x, label in zip(X, y)], ["label", "features"]).repartition(4).cache()
+    return linear_labels(spark, 500, [1.5, -1.0, 0.5], seed=5, partitions=4).cache()
 
 
 def _wait_epochs(loop, n):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import slaq
+from tests.fixtures import linear_labels
 
 FIT_JOB = re.compile(r"^LogisticRegression\[(?P<params>[^\]]*)\]#\d+$")
 STRONG_L1 = 10.0  # regParam with elasticNetParam=1 that zeroes every coefficient: AUC 0.5, hopeless
@@ -35,12 +36,7 @@ def runtime(spark):
 
 @pytest.fixture(scope="module")
 def data(spark):
-    from pyspark.ml.linalg import Vectors
-
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(300, 3))
-    y = (X @ [1.5, -2.0, 0.5] + rng.normal(size=300) > 0).astype(float)
-    return spark.createDataFrame([(float(label), Vectors.dense(x)) for x, label in zip(X, y)], ["label", "features"]).repartition(2).cache()
+    return linear_labels(spark, 300, [1.5, -2.0, 0.5], seed=3, partitions=2).cache()
 
 
 def _cross_validate(data):

@@ -12,6 +12,7 @@ from pyspark import InheritableThread
 import slaq
 from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread, restore_thread
 from srlab.slaq_bench.enforce import _burn, measure
+from tests.fixtures import linear_labels
 
 
 @pytest.fixture(scope="module")
@@ -159,12 +160,8 @@ def test_loop_failure_opens_every_pool_and_recovers(sc, scheduler, strict_pools,
 
 def test_logistic_regression_fit_reports_every_iteration(spark, scheduler):
     from pyspark.ml.classification import LogisticRegression
-    from pyspark.ml.linalg import Vectors
 
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(400, 3))
-    y = (X @ [1.0, -2.0, 0.5] + rng.normal(size=400) > 0).astype(float)
-    df = spark.createDataFrame([(float(label), Vectors.dense(x)) for x, label in zip(X, y)], ["label", "features"])
+    df = linear_labels(spark, 400, [1.0, -2.0, 0.5], seed=3)
     with slaq.job("mllib-lr") as job:
         model = LogisticRegression(maxIter=15, regParam=0.01).fit(df)
         deadline = time.monotonic() + 10

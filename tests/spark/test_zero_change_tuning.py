@@ -15,6 +15,7 @@ from pyspark import InheritableThread, inheritable_thread_target
 
 import slaq
 from slaq import sparkml
+from tests.fixtures import linear_labels
 
 FIT_JOB = re.compile(r"^LogisticRegression\[(?P<params>[^\]]*)\]#\d+$")
 
@@ -28,13 +29,7 @@ def scheduler(spark):
 
 @pytest.fixture(scope="module")
 def data(spark):
-    from pyspark.ml.linalg import Vectors
-
-    rng = np.random.default_rng(7)
-    X = rng.normal(size=(600, 4))
-    y = (X @ [1.0, -2.0, 0.5, 0.0] + rng.normal(size=600) > 0).astype(float)
-    df = spark.createDataFrame([(float(label), Vectors.dense(x)) for x, label in zip(X, y)], ["label", "features"]).repartition(4)
-    return df.cache()
+    return linear_labels(spark, 600, [1.0, -2.0, 0.5, 0.0], seed=7, partitions=4).cache()
 
 
 def _grid():

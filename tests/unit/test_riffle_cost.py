@@ -67,12 +67,19 @@ def test_conf_keys_and_adaptive_defaults():
     off = RiffleConfig.from_conf({}.get).cost
     assert not off.enabled and off.coalesce and off.advisory_bytes == 64 << 20
     conf = {"spark.riffle.cost.enabled": "true", "spark.riffle.cost.requestTime": "2ms", "spark.riffle.cost.bandwidth": "200m",
-            "spark.riffle.cost.mergeTime": "10ms", "spark.sql.adaptive.enabled": "false",
+            "spark.riffle.cost.mergeTime": "10ms", "spark.riffle.cost.mergeInputTime": "1ms", "spark.sql.adaptive.enabled": "false",
             "spark.sql.adaptive.advisoryPartitionSizeInBytes": "32MB"}
     on = RiffleConfig.from_conf(conf.get).cost
     assert on.enabled and not on.coalesce and on.advisory_bytes == 32 << 20
     assert on.storage.request_seconds == pytest.approx(2e-3) and on.storage.byte_seconds == pytest.approx(1 / (200 << 20))
-    assert on.storage.merge_seconds == pytest.approx(1e-2)
+    assert on.storage.merge_seconds == pytest.approx(1e-2) and on.storage.input_seconds == pytest.approx(1e-3)
+
+
+def test_a_merge_costs_per_output_merged_so_small_groups_cost_less():
+    storage = cost.StorageCost()
+    small, large = (cost.merge_cost_seconds(k, 0, storage) for k in (3, 20))
+    assert small < large / 4  # a fixed cost per merge alone made them nearly equal
+    assert large - small == pytest.approx(17 * (storage.input_seconds + storage.request_seconds))
 
 
 def test_skipped_groups_count_as_not_worth_it():

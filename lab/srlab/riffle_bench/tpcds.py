@@ -132,6 +132,8 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
                 spark.sparkContext._jsc.sc().addSparkListener(listener)
                 for table in tq.tables(data):
                     spark.read.parquet(str(data / table)).createOrReplaceTempView(table)
+                log.info("TPC-DS scale %g: %d queries x %d configurations x %d repeats (warm-up first)", scale, len(wanted),
+                         len(configs), repeats)
                 for n, sql in wanted[:3]:  # warm-up: JIT, executors' page cache, each configuration once
                     for config in configs:
                         _run_query(spark, scheduler, listener, n, sql, config, "warmup")
@@ -145,6 +147,8 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
                             runs[n][config].append(_run_query(spark, scheduler, listener, n, sql, config, str(r)))
                     if raw_out:
                         Path(raw_out).write_text(json.dumps({str(k): v for k, v in runs.items() if v[configs[0]]}))
+                    log.info("q%d (%d/%d, %.0f min so far): %s", n, i + 1, len(wanted), (time.perf_counter() - started) / 60,
+                             ", ".join(f"{c} {_median([x['seconds'] for x in runs[n][c]]):.1f} s" for c in configs))
                 riffle.detach(spark)
         finally:
             shutdown_gateway()
