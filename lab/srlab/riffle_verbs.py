@@ -61,8 +61,11 @@ def cmd_bench_faults(args: argparse.Namespace) -> int:
 def cmd_bench_sql(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from srlab.riffle_bench.tpcds import bench_tpcds
+    from srlab.riffle_bench.tpcds import bench_tpcds, summarize_raw
 
+    if args.from_raw:
+        emit_json(summarize_raw(Path(args.from_raw)))
+        return 0
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
     queries = [int(q) for q in args.queries.split(",") if q.strip()] if args.queries else None
     extra = dict(kv.split("=", 1) for kv in args.conf)
@@ -157,6 +160,7 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     sql.add_argument("--data-dir", help="where the generated Parquet is cached (default: <tmp>/riffle-tpcds)")
     sql.add_argument("--budget-minutes", type=positive(float), help="start no further query after this long (the report lists them)")
     sql.add_argument("--raw-out", help="write every run so far to this JSON file after each query")
+    sql.add_argument("--from-raw", metavar="RAW_JSON", help="run nothing: summarize a --raw-out file (e.g. of a run cut short)")
     sql.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="an extra Spark conf (repeatable)")
     sql.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
     sql.set_defaults(func=cmd_bench_sql)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
+
+import pytest
 
 from srlab.riffle_bench import tpcds
 from srlab.riffle_bench import tpcds_queries as tq
@@ -54,3 +57,23 @@ def test_summary_reports_medians_ratios_and_identity():
     assert r["total_time_ratio"] == round(3.1 / 3.2, 3) and r["max_query_time_ratio"] == 1.0
     assert r["merged_blocks_fetched_reduction_x"] == 10.0 and r["configs"]["on"]["merged_queries"] == 1
     assert r["configs"]["on"]["cost_decisions"] == {"worth_it": 3}
+
+
+def test_summary_counts_queries_slower_in_every_repeat_against_chance():
+    runs = {
+        1: {"off": [_run(1.0, 9), _run(1.1, 9), _run(1.2, 9)], "on": [_run(1.3, 9), _run(1.4, 9), _run(1.25, 9)]},  # every run slower
+        2: {"off": [_run(1.0, 9), _run(2.0, 9), _run(1.5, 9)], "on": [_run(1.9, 9), _run(1.1, 9), _run(1.95, 9)]},  # overlapping
+    }
+    r = tpcds.summarize(runs, ("off", "on"), {"suite": "tpcds"})
+    assert r["configs"]["on"]["queries_slower_in_every_repeat"] == ["1"]
+    assert r["configs"]["on"]["expected_by_chance"] == round(2 / 20, 1)  # C(6, 3) = 20 orderings of 3 + 3 runs
+    assert r["vanilla_repeat_spread_median"] == round((0.2 + 1.0) / 2, 3)  # 1.2/1.0 - 1 and 2.0/1.0 - 1
+
+
+def test_a_raw_file_is_summarized_and_a_wrong_file_is_a_clear_error(tmp_path):
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps({"1": {"off": [_run(1.0, 9)] * 3, "on": [_run(1.0, 9)] * 3}}))
+    assert tpcds.summarize_raw(raw)["total_time_ratio"] == 1.0
+    raw.write_text("[]")
+    with pytest.raises(ValueError, match="not a raw TPC-DS run file"):
+        tpcds.summarize_raw(raw)

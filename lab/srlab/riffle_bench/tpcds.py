@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import os
 import statistics
 import tempfile
@@ -162,12 +163,35 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
     return summarize(runs, configs, head)
 
 
+def summarize_raw(path: Path) -> dict:
+    """The report of a ``--raw-out`` file: the same figures as the run's, without its head (scale, timings)."""
+    try:
+        raw = json.loads(Path(path).read_text())
+        runs = {int(n): by_config for n, by_config in raw.items()}
+        configs = tuple(next(iter(runs.values())))
+    except (OSError, ValueError, StopIteration, AttributeError) as exc:
+        raise ValueError(f"{path} is not a raw TPC-DS run file (--raw-out): {exc}") from exc
+    if "off" not in configs:
+        raise ValueError(f"{path} has no 'off' runs to compare with")
+    return summarize(runs, configs, {"suite": "tpcds", "raw": str(path)})
+
+
 def _median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
+def slower_in_every_repeat(mine: list[float], vanilla: list[float]) -> bool:
+    """Whether every run of a query was slower than every vanilla run of it: a sign of a real slowdown that, with
+    ``r`` runs each and no true difference, happens by chance once in ``C(2r, r)`` queries (20 for r = 3)."""
+    return bool(mine) and bool(vanilla) and min(mine) > max(vanilla)
+
+
 def summarize(runs: dict[int, dict[str, list[dict]]], configs: tuple[str, ...], head: dict) -> dict:
-    """Medians per query and configuration, and the headline figures of each configuration against ``off``. Pure."""
+    """Medians per query and configuration, and the headline figures of each configuration against ``off``. Pure.
+
+    Besides the medians, it says how much a query's time varies by itself (vanilla's spread between its own
+    repeats) and how many queries were slower in every repeat against how many would be by chance, because
+    on a shared two-core machine a short query's repeats differ by more than the 10% a target asks about."""
     per_query: dict[str, dict] = {}
     totals: dict[str, dict] = {c: {"seconds": 0.0, "blocks_fetched": 0, "shuffle_bytes": 0} for c in configs}
     headline: dict[str, dict] = {}
@@ -203,16 +227,23 @@ def summarize(runs: dict[int, dict[str, list[dict]]], configs: tuple[str, ...], 
         ratios = {n: q[c]["time_ratio"] for n, q in per_query.items()}
         worst = max(ratios, key=lambda k: ratios[k]) if ratios else None
         decisions = sum((Counter(q[c]["cost_decisions"]) for q in per_query.values()), Counter())
+        repeats = min((min(len(v[c]), len(v["off"])) for v in runs.values()), default=0)
+        every = sorted((str(n) for n, v in runs.items()
+                        if slower_in_every_repeat([r["seconds"] for r in v[c]], [r["seconds"] for r in v["off"]])), key=int)
         headline[c] = {
             "identical": all(q[c]["identical"] for q in per_query.values()),
             "not_identical": [n for n, q in per_query.items() if not q[c]["identical"]],
             "total_time_ratio": round(totals[c]["seconds"] / max(totals["off"]["seconds"], 1e-3), 3),
             "max_query_time_ratio": ratios[worst] if worst else None, "slowest_query": worst,
             "queries_over_10pct_slower": sorted((n for n, r in ratios.items() if r > 1.10), key=int),
+            "queries_slower_in_every_repeat": every,
+            "expected_by_chance": round(len(runs) / math.comb(2 * repeats, repeats), 1) if repeats else None,
             "merged_queries": len(merged),
             "merged_blocks_fetched_reduction_x": round(off_blocks / on_blocks, 2) if on_blocks else None,
             "cost_decisions": dict(decisions),
         }
+    spreads = [max(xs) / max(min(xs), 1e-3) - 1 for xs in ([r["seconds"] for r in v["off"]] for v in runs.values()) if len(xs) > 1]
+    head = head | {"vanilla_repeat_spread_median": round(_median(spreads), 3) if spreads else None}
     top = headline.get("on") or next(iter(headline.values()), {})
     return head | {k: top.get(k) for k in ("identical", "total_time_ratio", "max_query_time_ratio", "merged_blocks_fetched_reduction_x")} | {
         "configs": headline, "totals": {c: {k: round(v, 3) for k, v in t.items()} for c, t in totals.items()}, "queries": per_query}
