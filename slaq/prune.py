@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from slaq.pyspark_private import tuning_helpers
+
 log = logging.getLogger("slaq.prune")
 
 Z = 2.0  # one-sided normal quantile: ~97.7% confidence that the leader's final metric beats the pruned one's
@@ -97,8 +99,11 @@ def cross_validate(cv: Any, dataset: Any, on_prune: OnPrune | None = None) -> An
     Same folds, same fits, same evaluation and the same refit of the best as pyspark's own (the
     structure follows it line by line); only the candidates a fold fits differ."""
     from pyspark import inheritable_thread_target
-    from pyspark.ml.tuning import CrossValidatorModel, _cache_spark_dataset, _parallelFitTasks
+    from pyspark.ml.tuning import CrossValidatorModel
 
+    helpers = tuning_helpers()
+    if isinstance(helpers, str):  # tuning.install checked this already; a direct caller gets the same sentence
+        raise RuntimeError(f"cannot prune: {helpers}")
     est = cv.getOrDefault(cv.estimator)
     epm = cv.getOrDefault(cv.estimatorParamMaps)
     n_models = len(epm)
@@ -112,7 +117,7 @@ def cross_validate(cv: Any, dataset: Any, on_prune: OnPrune | None = None) -> An
     pool = ThreadPool(processes=min(cv.getParallelism(), n_models))
     collect = cv.getCollectSubModels()
     sub_models: list[list[Any]] | None = [[None] * n_models for _ in range(n_folds)] if collect else None
-    datasets = cv._kFold(dataset)
+    datasets = helpers.k_fold(cv, dataset)
     try:
         for i in range(n_folds):
             stopped = hopeless(metrics_all, alive, n_folds, larger_better)
@@ -123,10 +128,10 @@ def cross_validate(cv: Any, dataset: Any, on_prune: OnPrune | None = None) -> An
                 if on_prune is not None:
                     on_prune(cv.uid, stopped)
             fold = [math.nan] * n_models
-            with _cache_spark_dataset(datasets[i][0]) as train, _cache_spark_dataset(datasets[i][1]) as validation:
+            with helpers.cache_dataset(datasets[i][0]) as train, helpers.cache_dataset(datasets[i][1]) as validation:
                 maps = [epm[j] for j in alive]
                 tasks = map(inheritable_thread_target(dataset.sparkSession),
-                            _parallelFitTasks(est, train, eva, validation, maps, collect))
+                            helpers.parallel_fit_tasks(est, train, eva, validation, maps, collect))
                 for k, metric, model in pool.imap_unordered(lambda f: f(), tasks):
                     fold[alive[k]] = metric
                     if sub_models is not None:

@@ -13,6 +13,7 @@ own ``_fit``; a pruned candidate runs fewer folds, and every candidate that is n
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,9 @@ from typing import Any
 
 from slaq.live.status import NOT_TUNING, Tuning
 from slaq.prune import OnPrune, cross_validate
+from slaq.pyspark_private import tuning_helpers
+
+log = logging.getLogger("slaq.tuning")
 
 _lock = threading.Lock()
 _active: list[ActiveTuner] = []
@@ -107,6 +111,9 @@ def install(prune: OnPrune | None = None) -> None:
     previous hook; None: pyspark's own fits, unchanged)."""
     from pyspark.ml.tuning import CrossValidator, TrainValidationSplit
 
+    if prune is not None and isinstance(tuning_helpers(), str):
+        log.warning("SLAQ: spark.slaq.prune is on but CrossValidators run unpruned: %s", tuning_helpers())
+        prune = None
     with _lock:
         _pruning[:] = [] if prune is None else [prune]
         for cls in (CrossValidator, TrainValidationSplit):

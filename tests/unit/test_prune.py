@@ -95,3 +95,26 @@ def test_pruning_keeps_the_best_of_a_clear_grid(larger_better):
     folds = [[sign * v for v in (0.70, 0.92, 0.55, 0.91)], [sign * v for v in (0.71, 0.93, 0.56, 0.92)]]
     pruned = hopeless(folds[:1], [0, 1, 2, 3], 3, larger_better)
     assert {p.candidate for p in pruned} == {0, 2} and all(p.leader == 1 for p in pruned)
+
+
+def test_pyspark_private_helpers_resolve_here_and_a_missing_one_turns_pruning_off_with_one_warning(monkeypatch, caplog):
+    from pyspark.ml import tuning as pyspark_tuning
+
+    from slaq import tuning
+    from slaq.pyspark_private import TuningHelpers, tuning_helpers
+
+    tuning_helpers.cache_clear()
+    assert isinstance(tuning_helpers(), TuningHelpers)
+    monkeypatch.delattr(pyspark_tuning, "_parallelFitTasks")
+    tuning_helpers.cache_clear()
+    try:
+        assert "lacks _parallelFitTasks" in str(tuning_helpers())
+        tuning.install(prune=lambda uid, stopped: None)
+        try:
+            assert tuning._pruning == []  # CrossValidators run pyspark's own _fit
+            assert [r.levelname for r in caplog.records if "run unpruned" in r.getMessage()] == ["WARNING"]
+        finally:
+            tuning.uninstall()
+    finally:
+        monkeypatch.undo()
+        tuning_helpers.cache_clear()

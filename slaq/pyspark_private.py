@@ -1,0 +1,40 @@
+"""The pyspark-private names SLAQ relies on, resolved once in one place (checked against pyspark 4.3.0).
+
+SLAQ hooks spark.ml from Python where pyspark offers no public extension point: the tuners' ``_fit``
+(:mod:`slaq.tuning`), and for pruning the helpers ``CrossValidator._fit`` itself uses, which
+:func:`slaq.prune.cross_validate` follows line by line. A pyspark release that renames one of them must
+turn pruning off with one clear warning naming what is missing, never fail a user's CrossValidator with
+an AttributeError in the middle of a fit.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+CHECKED_AGAINST = "4.3.0"  # the pyspark version these names were read from (pyspark/ml/tuning.py)
+
+
+@dataclass(frozen=True)
+class TuningHelpers:
+    """What :func:`slaq.prune.cross_validate` needs of pyspark's CrossValidator internals."""
+
+    parallel_fit_tasks: Callable[..., Any]  # pyspark.ml.tuning._parallelFitTasks(est, train, eva, validation, maps, collect)
+    cache_dataset: Callable[[Any], Any]  # pyspark.ml.tuning._cache_spark_dataset(df): a context manager
+    k_fold: Callable[[Any, Any], Any]  # CrossValidator._kFold(cv, dataset): [(train, validation)] per fold
+
+
+@functools.cache
+def tuning_helpers() -> TuningHelpers | str:
+    """The helpers, or why they are unavailable in this pyspark (a sentence for the warning)."""
+    import pyspark
+    from pyspark.ml import tuning
+
+    missing = [name for name in ("_parallelFitTasks", "_cache_spark_dataset") if not hasattr(tuning, name)]
+    missing += [f"CrossValidator.{name}" for name in ("_kFold", "_fit") if not hasattr(tuning.CrossValidator, name)]
+    if missing:
+        return (f"pyspark {pyspark.__version__} lacks {', '.join(missing)} (SLAQ's pruning was checked against "
+                f"pyspark {CHECKED_AGAINST})")
+    return TuningHelpers(tuning._parallelFitTasks, tuning._cache_spark_dataset, tuning.CrossValidator._kFold)
