@@ -77,3 +77,12 @@ def test_a_raw_file_is_summarized_and_a_wrong_file_is_a_clear_error(tmp_path):
     raw.write_text("[]")
     with pytest.raises(ValueError, match="not a raw TPC-DS run file"):
         tpcds.summarize_raw(raw)
+
+
+def test_the_noise_range_contains_no_difference_and_excludes_a_real_one():
+    same = [([1.0, 1.2, 0.9], [1.2, 0.9, 1.0])] * 30  # the same runs on both sides: observed ratio 1.0
+    low, high, p = tpcds.noise_range(same, rounds=400)
+    assert low < 1.0 < high and p > 0.05
+    slower = [([1.0, 1.1, 0.9], [2.0, 2.1, 1.9])] * 30  # every run of one side twice the other's
+    low, high, p = tpcds.noise_range(slower, rounds=400)
+    assert high < 2.0 and p == 0.0

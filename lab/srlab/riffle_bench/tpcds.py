@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import os
+import random
 import statistics
 import tempfile
 import time
@@ -186,6 +187,25 @@ def slower_in_every_repeat(mine: list[float], vanilla: list[float]) -> bool:
     return bool(mine) and bool(vanilla) and min(mine) > max(vanilla)
 
 
+def noise_range(pairs: list[tuple[list[float], list[float]]], rounds: int = 2000, seed: int = 1) -> tuple[float, float, float]:
+    """How far the total-time ratio (sum of one side's per-query medians over the other's) strays with no real
+    difference: each query's runs are shuffled between the two sides ``rounds`` times (a permutation test).
+    Returns the 2.5% and 97.5% points of those ratios and the share at or above the observed ratio. Pure."""
+    def ratio(sides: list[tuple[list[float], list[float]]]) -> float:
+        return sum(_median(b) for _, b in sides) / max(sum(_median(a) for a, _ in sides), 1e-9)
+
+    rng, observed, ratios = random.Random(seed), ratio(pairs), []
+    for _ in range(rounds):
+        shuffled = []
+        for a, b in pairs:
+            runs = a + b
+            rng.shuffle(runs)
+            shuffled.append((runs[:len(a)], runs[len(a):]))
+        ratios.append(ratio(shuffled))
+    ratios.sort()
+    return ratios[int(0.025 * rounds)], ratios[int(0.975 * rounds) - 1], sum(r >= observed for r in ratios) / rounds
+
+
 def summarize(runs: dict[int, dict[str, list[dict]]], configs: tuple[str, ...], head: dict) -> dict:
     """Medians per query and configuration, and the headline figures of each configuration against ``off``. Pure.
 
@@ -230,6 +250,8 @@ def summarize(runs: dict[int, dict[str, list[dict]]], configs: tuple[str, ...], 
         repeats = min((min(len(v[c]), len(v["off"])) for v in runs.values()), default=0)
         every = sorted((str(n) for n, v in runs.items()
                         if slower_in_every_repeat([r["seconds"] for r in v[c]], [r["seconds"] for r in v["off"]])), key=int)
+        low, high, p = noise_range([([r["seconds"] for r in v["off"]], [r["seconds"] for r in v[c]]) for v in runs.values()]) \
+            if runs else (math.nan, math.nan, math.nan)
         headline[c] = {
             "identical": all(q[c]["identical"] for q in per_query.values()),
             "not_identical": [n for n, q in per_query.items() if not q[c]["identical"]],
@@ -238,6 +260,8 @@ def summarize(runs: dict[int, dict[str, list[dict]]], configs: tuple[str, ...], 
             "queries_over_10pct_slower": sorted((n for n, r in ratios.items() if r > 1.10), key=int),
             "queries_slower_in_every_repeat": every,
             "expected_by_chance": round(len(runs) / math.comb(2 * repeats, repeats), 1) if repeats else None,
+            "total_time_ratio_if_no_difference_95pct": [round(low, 3), round(high, 3)],
+            "share_of_no_difference_ratios_at_or_above": round(p, 3),
             "merged_queries": len(merged),
             "merged_blocks_fetched_reduction_x": round(off_blocks / on_blocks, 2) if on_blocks else None,
             "cost_decisions": dict(decisions),
