@@ -3,6 +3,7 @@ tracker and Python merge scheduler) bounded, not growing with the number of shuf
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from operator import add
@@ -56,8 +57,11 @@ def test_thousands_of_shuffles_leave_bounded_driver_state(spark, scheduler):
         assert python["local_dirs"] <= 3, sizes
     # merged files stay tracked (for deletion) only for shuffles Spark still has
     assert sizes[-1][1]["merged_where"] <= ROUNDS * PYTHON_SHUFFLES
-    spark.sparkContext._jvm.System.gc()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline and scheduler.state_sizes()["merged_where"] >= sizes[-1][1]["merged_where"] > 0:
-        time.sleep(0.2)
+        # Spark cleans a shuffle once its dependency is garbage: Python's RDD proxies must be collected first (py4j
+        # then drops their JVM references), then the JVM's; one JVM GC alone can run before py4j let go
+        gc.collect()
+        spark.sparkContext._jvm.System.gc()
+        time.sleep(0.5)
     assert scheduler.state_sizes()["merged_where"] < max(sizes[-1][1]["merged_where"], 1), "cleaned shuffles must be forgotten"
