@@ -429,7 +429,10 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
                 break
             time.sleep(0.1)
         outcome |= {"clean_seconds": round(time.monotonic() - killed, 3), "left": left,
-                    "merger_log": [json.loads(line)["msg"] for w in watches for line in w.text().splitlines() if "(its lease)" in line]}
+                    "merger_log": [json.loads(line)["msg"] for w in watches for line in w.text().splitlines() if "(its lease)" in line],
+                    # a merge whose caller died mid-merge is undone by the merger at once: nothing is left for the lease
+                    "undone_on_disconnect": [json.loads(line)["msg"] for w in watches for line in w.text().splitlines()
+                                             if "the caller cancelled it" in line]}
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
