@@ -428,11 +428,12 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
             if not left:
                 break
             time.sleep(0.1)
+        lease, undone = "(its lease)", "the caller cancelled it"
+        messages = [json.loads(line)["msg"] for w in watches for line in w.text().splitlines() if lease in line or undone in line]
         outcome |= {"clean_seconds": round(time.monotonic() - killed, 3), "left": left,
-                    "merger_log": [json.loads(line)["msg"] for w in watches for line in w.text().splitlines() if "(its lease)" in line],
+                    "merger_log": [m for m in messages if lease in m],
                     # a merge whose caller died mid-merge is undone by the merger at once: nothing is left for the lease
-                    "undone_on_disconnect": [json.loads(line)["msg"] for w in watches for line in w.text().splitlines()
-                                             if "the caller cancelled it" in line]}
+                    "undone_on_disconnect": [m for m in messages if undone in m]}
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
