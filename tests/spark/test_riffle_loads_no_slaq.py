@@ -29,7 +29,7 @@ def loaded():
 def test_riffle_alone_loads_no_slaq_class(loaded):
     assert loaded["unavailable"] is None and loaded["drained_map_output"], loaded
     assert {"io.slaqriffle.riffle.RiffleTracker", "io.slaqriffle.riffle.RiffleListener", "io.slaqriffle.riffle.GateRootPool",
-            "io.slaqriffle.seam.Shim", "io.slaqriffle.seam.SparkInternals"} <= set(loaded["riffle_only"])
+            "io.slaqriffle.seam.Shim", "io.slaqriffle.seam.Features"} <= set(loaded["riffle_only"])
     assert [c for c in loaded["riffle_only"] if c.startswith(SLAQ)] == []
 
 

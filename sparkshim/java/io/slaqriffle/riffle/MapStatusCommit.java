@@ -1,7 +1,7 @@
 package io.slaqriffle.riffle;
 
 import io.slaqriffle.seam.Messages;
-import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkMapOutput;
 import java.util.List;
 import java.util.concurrent.locks.Lock;
 import org.apache.spark.ShuffleStatus;
@@ -33,16 +33,16 @@ final class MapStatusCommit {
 
   /** Groups committed, or -1 when Spark has no status for the shuffle. A group whose statuses changed is skipped. */
   static int apply(Messages.Commit commit, int partitions, SkewSplits.Conf skew) {
-    ShuffleStatus status = SparkInternals.shuffleStatus(commit.shuffle());
+    ShuffleStatus status = SparkMapOutput.shuffleStatus(commit.shuffle());
     if (status == null) {
       return -1;
     }
     int committed = 0;
-    Lock lock = SparkInternals.writeLock(status);
+    Lock lock = SparkMapOutput.writeLock(status);
     lock.lock();
     try {
-      MapStatus[] statuses = SparkInternals.mapStatuses(status);
-      scala.collection.mutable.HashMap<Object, Object> idToIndex = SparkInternals.mapIdToIndex(status);
+      MapStatus[] statuses = SparkMapOutput.mapStatuses(status);
+      scala.collection.mutable.HashMap<Object, Object> idToIndex = SparkMapOutput.mapIdToIndex(status);
       SkewSplits splits = SkewSplits.plan(statuses, partitions, skew);
       int straddling = 0;
       for (Messages.MergeGroup g : commit.groups()) {
@@ -62,11 +62,11 @@ final class MapStatusCommit {
           long mapId = g.mapIds().get(i);
           MapStatus cur = statuses[index];
           if (index == g.owner()) {
-            statuses[index] = SparkInternals.newMapStatus(loc, sizes, g.mergedMapId(), SparkInternals.checksum(cur));
+            statuses[index] = SparkMapOutput.newMapStatus(loc, sizes, g.mergedMapId(), SparkMapOutput.checksum(cur));
             idToIndex.remove(mapId);
             idToIndex.put(g.mergedMapId(), index);
           } else {
-            statuses[index] = SparkInternals.newMapStatus(loc, new long[sizes.length], mapId, SparkInternals.checksum(cur));
+            statuses[index] = SparkMapOutput.newMapStatus(loc, new long[sizes.length], mapId, SparkMapOutput.checksum(cur));
           }
         }
         committed++;
@@ -78,7 +78,7 @@ final class MapStatusCommit {
     } finally {
       lock.unlock();
     }
-    SparkInternals.publishStatuses(status);
+    SparkMapOutput.publishStatuses(status);
     return committed;
   }
 
@@ -92,8 +92,8 @@ final class MapStatusCommit {
     for (int i = 0; i < indexes.size(); i++) {
       int index = indexes.get(i);
       MapStatus cur = index >= 0 && index < statuses.length ? statuses[index] : null;
-      BlockManagerId at = cur == null ? null : SparkInternals.location(cur);
-      if (cur == null || SparkInternals.mapId(cur) != g.mapIds().get(i) || !at.executorId().equals(g.executor())
+      BlockManagerId at = cur == null ? null : SparkMapOutput.location(cur);
+      if (cur == null || SparkMapOutput.mapId(cur) != g.mapIds().get(i) || !at.executorId().equals(g.executor())
           || (loc != null && !loc.equals(at))) {
         return null;
       }

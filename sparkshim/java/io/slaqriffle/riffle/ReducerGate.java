@@ -1,6 +1,6 @@
 package io.slaqriffle.riffle;
 
-import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkScheduler;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -105,7 +105,7 @@ final class ReducerGate {
 
   /** A live task set reading {@code shuffle} launched a task. Call under the scheduler lock. */
   boolean readerLaunched(int shuffle) {
-    return readerLaunched(SparkInternals.rootPool(ts), shuffle);
+    return readerLaunched(SparkScheduler.rootPool(ts), shuffle);
   }
 
   private boolean readerLaunched(Pool pool, int shuffle) {
@@ -117,7 +117,7 @@ final class ReducerGate {
       } else if (s instanceof TaskSetManager) {
         TaskSetManager tsm = (TaskSetManager) s;
         int[] reads = graph.readsOf(tsm.stageId());
-        if (reads != null && contains(reads, shuffle) && SparkInternals.launchedAnyTask(tsm)) {
+        if (reads != null && contains(reads, shuffle) && SparkScheduler.launchedAnyTask(tsm)) {
           return true;
         }
       }

@@ -2,7 +2,7 @@ package io.slaqriffle.riffle;
 
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.ShimClock;
-import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkMapOutput;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -65,7 +65,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
       return;
     }
     int shuffle = (Integer) info.shuffleDepId().get();
-    ShuffleDependency<?, ?, ?> dep = SparkInternals.shuffleDependency(sc, shuffle);
+    ShuffleDependency<?, ?, ?> dep = SparkMapOutput.shuffleDependency(sc, shuffle);
     int parts = dep == null ? -1 : dep.partitioner().numPartitions();
     String unsafe = tracker.unavailableReason();
     if (unsafe == null) {

@@ -3,7 +3,7 @@ package io.slaqriffle.riffle;
 import io.slaqriffle.seam.Html;
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.Names;
-import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkHooks;
 import io.slaqriffle.seam.TabPage;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.List;
@@ -16,7 +16,7 @@ import scala.xml.Node;
 /**
  * The Riffle tab's one page, at {@code /riffle/} (HTML: totals, shuffles, mergers and the chart of
  * blocks saved) and {@code /riffle/json/} (the {@code riffle_status} message). {@link #html} is a pure
- * function of the model; Spark's header, navigation and styles come from {@link SparkInternals#sparkPage}.
+ * function of the model; Spark's header, navigation and styles come from {@link SparkHooks#sparkPage}.
  */
 final class RifflePage extends TabPage {
   /** Shuffles drawn in the chart (the latest ones); the table shows every shuffle the model holds. */
@@ -31,7 +31,7 @@ final class RifflePage extends TabPage {
 
   @Override
   public Seq<Node> render(HttpServletRequest request) {
-    String html = html(status.report(), SparkInternals.prependBaseUri(request, tab.basePath(), "/riffle/json/"), refreshSeconds(request));
+    String html = html(status.report(), SparkHooks.prependBaseUri(request, tab.basePath(), "/riffle/json/"), refreshSeconds(request));
     return sparkPage(request, "Riffle", html, tab);
   }
 

@@ -1,10 +1,14 @@
 package io.slaqriffle.riffle;
 
+import io.slaqriffle.seam.Feature;
+import io.slaqriffle.seam.Features;
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
-import io.slaqriffle.seam.SparkInternals;
-import io.slaqriffle.seam.SparkInternals.Feature;
+import io.slaqriffle.seam.SparkHooks;
+import io.slaqriffle.seam.SparkLocalDirs;
+import io.slaqriffle.seam.SparkMapOutput;
+import io.slaqriffle.seam.SparkScheduler;
 import io.slaqriffle.seam.TabEvent;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -24,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * {@link #drain} the events ({@link RiffleListener}), {@link #commit} finished merges
  * ({@link MapStatusCommit}) and {@link #release} the held reducers ({@link ReducerGate},
  * installed through {@link GateRootPool}), and look up executors' {@link #localDirs}. When the
- * self-check of {@link SparkInternals} finds the running Spark changed, merging is off (every shuffle
+ * self-check of {@link Features} finds the running Spark changed, merging is off (every shuffle
  * is reported unmerged with the reason) and nothing else changes.
  */
 public final class RiffleTracker implements Shim.FailOpen {
@@ -51,19 +55,19 @@ public final class RiffleTracker implements Shim.FailOpen {
 
   private RiffleTracker(SparkContext sc) {
     this.sc = sc;
-    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS, Feature.CLEANER,
+    Map<Feature, String> missing = Features.selfCheck(sc, EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS, Feature.CLEANER,
         Feature.SKEW_SPLITS, Feature.UI_TAB, Feature.METRICS, Feature.EVENT_LOG));
     missing.keySet().retainAll(MERGING);
     String why = missing.isEmpty() ? null : "Spark internals changed (" + missing + ")";
-    this.ts = missing.containsKey(Feature.GATE) ? null : SparkInternals.taskScheduler(sc);
+    this.ts = missing.containsKey(Feature.GATE) ? null : SparkScheduler.taskScheduler(sc);
     this.gate = new ReducerGate(ts, graph);
     this.listener = new RiffleListener(sc, this, graph, gate, clock);
     if (why == null) {
       try {
         synchronized (ts) {
-          Pool old = SparkInternals.rootPool(ts);
+          Pool old = SparkScheduler.rootPool(ts);
           if (!(old instanceof GateRootPool)) {
-            SparkInternals.replaceRootPool(ts, new GateRootPool(old.schedulingMode(), gate, clock, old));
+            SparkScheduler.replaceRootPool(ts, new GateRootPool(old.schedulingMode(), gate, clock, old));
           }
         }
       } catch (RuntimeException e) {
@@ -73,10 +77,10 @@ public final class RiffleTracker implements Shim.FailOpen {
     }
     this.unavailable = why;
     sc.addSparkListener(listener);
-    SparkInternals.attachCleanerListener(sc, listener);
-    SparkInternals.attachTab(sc, ui -> new RiffleTab(ui, status));
-    status.onRecorded(delta -> SparkInternals.postEvent(sc, TabEvent.of(TAB, delta)));
-    SparkInternals.registerSource(sc, "riffle", status.metrics());
+    SparkHooks.attachCleanerListener(sc, listener);
+    SparkHooks.attachTab(sc, ui -> new RiffleTab(ui, status));
+    status.onRecorded(delta -> SparkHooks.postEvent(sc, TabEvent.of(TAB, delta)));
+    SparkHooks.registerSource(sc, "riffle", status.metrics());
   }
 
   /** The tracker of {@code sc}, created (and its listener registered) on first use; the Python bridge calls this. */
@@ -114,7 +118,7 @@ public final class RiffleTracker implements Shim.FailOpen {
     }
     LOG.warn("Riffle: merging stopped ({}); {} held shuffle(s) released, later shuffles run unmerged", reason, released.size());
     if (ts != null) {
-      SparkInternals.reviveOffers(ts);
+      SparkScheduler.reviveOffers(ts);
     }
   }
 
@@ -145,7 +149,7 @@ public final class RiffleTracker implements Shim.FailOpen {
   /** Lets the shuffle's reducers run (after a commit, or when merging is abandoned). */
   public void release(int shuffle) {
     if (listener.forget(shuffle) && ts != null) {
-      SparkInternals.reviveOffers(ts);
+      SparkScheduler.reviveOffers(ts);
     }
   }
 
@@ -170,7 +174,7 @@ public final class RiffleTracker implements Shim.FailOpen {
 
   /** The executor's ordered blockmgr dirs as the block manager master recorded them (empty when unknown). */
   public String[] localDirs(String executorId) {
-    return SparkInternals.localDirs(executorId);
+    return SparkLocalDirs.localDirs(sc, executorId);
   }
 
   /**
@@ -181,19 +185,19 @@ public final class RiffleTracker implements Shim.FailOpen {
    */
   public String checksumReport(int shuffle) {
     Map<String, Integer> out = new java.util.TreeMap<>();
-    org.apache.spark.ShuffleStatus status = unavailable == null ? SparkInternals.shuffleStatus(shuffle) : null;
+    org.apache.spark.ShuffleStatus status = unavailable == null ? SparkMapOutput.shuffleStatus(shuffle) : null;
     if (status != null) {
       int registered = 0;
       int nonzero = 0;
-      for (org.apache.spark.scheduler.MapStatus s : SparkInternals.mapStatuses(status)) {
+      for (org.apache.spark.scheduler.MapStatus s : SparkMapOutput.mapStatuses(status)) {
         if (s != null) {
           registered++;
-          nonzero += SparkInternals.checksum(s) != 0 ? 1 : 0;
+          nonzero += SparkMapOutput.checksum(s) != 0 ? 1 : 0;
         }
       }
       out.put("statuses", registered);
       out.put("nonzero_checksums", nonzero);
-      out.put("mismatched_indexes", SparkInternals.checksumMismatches(status));
+      out.put("mismatched_indexes", SparkMapOutput.checksumMismatches(status));
     }
     return Messages.encodeCounts(out);
   }

@@ -1,6 +1,6 @@
 package io.slaqriffle.riffle;
 
-import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkMapOutput;
 import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
 
@@ -25,12 +25,12 @@ final class ShuffleSafety {
       if (dep == null) {
         return "shuffle dependency not found";
       }
-      if (!SparkInternals.serializerRelocates(dep)) {
+      if (!SparkMapOutput.serializerRelocates(dep)) {
         return "serializer " + dep.serializer().getClass().getName() + " does not support relocation of serialized objects";
       }
       if (conf.getBoolean("spark.shuffle.compress", true)) {
         String codec = conf.get("spark.io.compression.codec", "lz4");
-        if (!SparkInternals.codecConcatenates(conf, codec)) {
+        if (!SparkMapOutput.codecConcatenates(conf, codec)) {
           return "codec " + codec + " does not support concatenated streams";
         }
       }

@@ -1,7 +1,8 @@
 package io.slaqriffle.riffle;
 
-import io.slaqriffle.seam.SparkInternals;
-import io.slaqriffle.seam.SparkInternals.Feature;
+import io.slaqriffle.seam.Feature;
+import io.slaqriffle.seam.Features;
+import io.slaqriffle.seam.SparkMapOutput;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -27,24 +28,25 @@ final class SkewSplits {
   /** No partition is split (AQE or its skew join is off, or nothing is skewed). */
   static final SkewSplits NONE = new SkewSplits(Map.of());
 
-  /** The SQL confs the plan depends on, as the application's session has them. */
+  /** The SQL confs the plan depends on, as the application's session has them; off too when this Spark lacks SKEW_SPLITS. */
   record Conf(boolean on, double factor, long threshold, long advisory) {
     static Conf read(SparkContext sc) {
-      boolean on = bool(sc, "spark.sql.adaptive.enabled", true) && bool(sc, "spark.sql.adaptive.skewJoin.enabled", true);
-      String factor = SparkInternals.sqlConf(sc, "spark.sql.adaptive.skewJoin.skewedPartitionFactor");
+      boolean on = Features.available(sc, Feature.SKEW_SPLITS)
+          && bool(sc, "spark.sql.adaptive.enabled", true) && bool(sc, "spark.sql.adaptive.skewJoin.enabled", true);
+      String factor = SparkMapOutput.sqlConf(sc, "spark.sql.adaptive.skewJoin.skewedPartitionFactor");
       return new Conf(on, factor == null ? 5.0 : Double.parseDouble(factor.trim()),
           bytes(sc, "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes", "256MB"),
           bytes(sc, "spark.sql.adaptive.advisoryPartitionSizeInBytes",
-              firstNonNull(SparkInternals.sqlConf(sc, "spark.sql.adaptive.shuffle.targetPostShuffleInputSize"), "64MB")));
+              firstNonNull(SparkMapOutput.sqlConf(sc, "spark.sql.adaptive.shuffle.targetPostShuffleInputSize"), "64MB")));
     }
 
     private static boolean bool(SparkContext sc, String key, boolean dflt) {
-      String v = SparkInternals.sqlConf(sc, key);
+      String v = SparkMapOutput.sqlConf(sc, key);
       return v == null ? dflt : Boolean.parseBoolean(v.trim());
     }
 
     private static long bytes(SparkContext sc, String key, String dflt) {
-      return JavaUtils.byteStringAsBytes(firstNonNull(SparkInternals.sqlConf(sc, key), dflt).trim());
+      return JavaUtils.byteStringAsBytes(firstNonNull(SparkMapOutput.sqlConf(sc, key), dflt).trim());
     }
 
     private static String firstNonNull(String a, String b) {
@@ -60,7 +62,7 @@ final class SkewSplits {
 
   /** The plan for {@code statuses} (every map index registered), or {@link #NONE}. */
   static SkewSplits plan(MapStatus[] statuses, int partitions, Conf conf) {
-    if (!conf.on() || partitions <= 0 || statuses.length < 2 || !SparkInternals.available(Feature.SKEW_SPLITS)) {
+    if (!conf.on() || partitions <= 0 || statuses.length < 2) {
       return NONE;
     }
     long[][] sizes = new long[partitions][statuses.length]; // [partition][map index]
@@ -70,23 +72,33 @@ final class SkewSplits {
         return NONE;
       }
       for (int p = 0; p < partitions; p++) {
-        sizes[p][m] = SparkInternals.sizeForBlock(statuses[m], p);
+        sizes[p][m] = SparkMapOutput.sizeForBlock(statuses[m], p);
         totals[p] += sizes[p][m];
       }
     }
-    long threshold = Math.max(conf.threshold(), (long) (SparkInternals.median(totals) * conf.factor()));
+    long threshold = Math.max(conf.threshold(), (long) (median(totals) * conf.factor()));
     long[] nonSkewed = Arrays.stream(totals).filter(t -> t <= threshold).toArray();
     long target = nonSkewed.length == 0 ? conf.advisory() : Math.max(conf.advisory(), Arrays.stream(nonSkewed).sum() / nonSkewed.length);
     Map<Integer, int[]> starts = new HashMap<>();
     for (int p = 0; p < partitions; p++) {
       if (totals[p] > threshold) {
-        int[] s = SparkInternals.skewSplitStarts(sizes[p], target);
+        int[] s = splitStarts(sizes[p], target);
         if (s.length > 1) {
           starts.put(p, s);
         }
       }
     }
     return starts.isEmpty() ? NONE : new SkewSplits(starts);
+  }
+
+  /** The median {@code OptimizeSkewedJoin} compares partition sizes with. */
+  private static long median(long[] sizes) {
+    return SparkMapOutput.median(sizes.clone(), false);
+  }
+
+  /** Where AQE starts each split of a skewed partition whose per-map sizes are {@code sizes}: Spark's own function, same factor. */
+  private static int[] splitStarts(long[] sizes, long targetSize) {
+    return SparkMapOutput.splitSizeListByTargetSize(sizes, targetSize, SparkMapOutput.smallPartitionFactor());
   }
 
   /** Skewed partitions AQE would split. */
@@ -103,7 +115,7 @@ final class SkewSplits {
     for (Map.Entry<Integer, int[]> e : starts.entrySet()) {
       int ownerRange = rangeOf(e.getValue(), owner);
       for (int index : mapIndexes) {
-        if (SparkInternals.sizeForBlock(statuses[index], e.getKey()) != 0 && rangeOf(e.getValue(), index) != ownerRange) {
+        if (SparkMapOutput.sizeForBlock(statuses[index], e.getKey()) != 0 && rangeOf(e.getValue(), index) != ownerRange) {
           return true;
         }
       }

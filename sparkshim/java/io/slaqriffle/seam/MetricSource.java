@@ -5,7 +5,7 @@ import org.apache.spark.metrics.source.Source;
 
 /**
  * A named registry as one of the driver metrics system's sources (Spark's {@code Source} is
- * private[spark]; registered only through {@link SparkInternals#registerSource}, after the METRICS check).
+ * private[spark]; registered only through {@link SparkHooks#registerSource}, after the METRICS check).
  */
 final class MetricSource implements Source {
   private final String name;

@@ -51,7 +51,7 @@ public abstract class TabHistory implements AppHistoryServerPlugin {
   @Override
   public void setupUI(SparkUI ui) {
     try {
-      List<JsonNode> messages = stored(SparkInternals.uiStore(ui), tab);
+      List<JsonNode> messages = stored(SparkHooks.uiStore(ui), tab);
       if (!messages.isEmpty()) {
         attach(ui, messages);
       }

@@ -25,7 +25,7 @@ public abstract class TabPage extends WebUIPage {
 
   /** {@code html} as the page's content, titled {@code title}, in {@code tab}'s place in Spark's navigation. */
   protected static Seq<Node> sparkPage(HttpServletRequest request, String title, String html, SparkUITab tab) {
-    return SparkInternals.sparkPage(request, title, new AbstractFunction0<Seq<Node>>() {
+    return SparkHooks.sparkPage(request, title, new AbstractFunction0<Seq<Node>>() {
       @Override
       public Seq<Node> apply() {
         return new Unparsed(html);

@@ -2,7 +2,7 @@ package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.Names;
-import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkConnect;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -54,7 +54,7 @@ final class ConnectFits {
     ConnectFits fits = new ConnectFits(sc, ts, pools);
     Pool routing;
     synchronized (ts) {
-      routing = SparkInternals.replaceDefaultPool(ts, old -> fits.new Routing(old));
+      routing = SparkConnect.replaceDefaultPool(ts, old -> fits.new Routing(old));
     }
     if (routing == null) {
       return null;
@@ -62,7 +62,7 @@ final class ConnectFits {
     sc.addSparkListener(new SparkListener() {
       @Override
       public void onOtherEvent(SparkListenerEvent event) {
-        String tag = SparkInternals.connectOperationEnded(event);
+        String tag = SparkConnect.operationEnded(sc, event);
         if (tag != null) {
           fits.ended(tag);
         }
@@ -98,20 +98,20 @@ final class ConnectFits {
       return null;
     }
     String tags = props.getProperty(JOB_TAGS);
-    if (tags == null || !tags.contains(SparkInternals.CONNECT_OPERATION_TAG)) {
+    if (tags == null || !tags.contains(SparkConnect.OPERATION_TAG)) {
       return null;
     }
     String job = jobOf(tags);
     if (job == null) {
       for (String tag : tags.split(",")) {
-        if (tag.startsWith(SparkInternals.CONNECT_OPERATION_TAG) && others.contains(tag)) {
+        if (tag.startsWith(SparkConnect.OPERATION_TAG) && others.contains(tag)) {
           return null;
         }
       }
-      SparkInternals.ConnectFit fit = SparkInternals.connectFit(tags);
+      ConnectRequest.Fit fit = ConnectRequest.fit(sc, tags);
       if (fit == null) {
         for (String tag : tags.split(",")) {
-          if (tag.startsWith(SparkInternals.CONNECT_OPERATION_TAG)) {
+          if (tag.startsWith(SparkConnect.OPERATION_TAG)) {
             remember(tag);
           }
         }
@@ -165,7 +165,7 @@ final class ConnectFits {
 
     @Override
     public void addSchedulable(Schedulable schedulable) {
-      Pool target = route(SparkInternals.properties(schedulable));
+      Pool target = route(SparkConnect.properties(schedulable));
       if (target != null) {
         target.addSchedulable(schedulable);
       } else {

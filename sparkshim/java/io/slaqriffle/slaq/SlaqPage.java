@@ -1,7 +1,7 @@
 package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.Messages;
-import io.slaqriffle.seam.SparkInternals;
+import io.slaqriffle.seam.SparkHooks;
 import io.slaqriffle.seam.TabPage;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.ArrayList;
@@ -18,7 +18,7 @@ import scala.xml.Node;
  * The SLAQ tab's one page, at {@code /slaq/} (HTML: jobs table and charts) and {@code /slaq/json/}
  * (the same data as a {@code status_report} message), attached the way Spark's SQL and Streaming
  * tabs attach theirs. {@link #html} is a pure function of the report; Spark's header, navigation and
- * styles come from Spark's {@code UIUtils.headerSparkPage} (through {@link SparkInternals#sparkPage}).
+ * styles come from Spark's {@code UIUtils.headerSparkPage} (through {@link SparkHooks#sparkPage}).
  */
 final class SlaqPage extends TabPage {
   private final SlaqTab tab;
@@ -31,7 +31,7 @@ final class SlaqPage extends TabPage {
 
   @Override
   public Seq<Node> render(HttpServletRequest request) {
-    String html = html(status.report(), SparkInternals.prependBaseUri(request, tab.basePath(), "/slaq/json/"), refreshSeconds(request));
+    String html = html(status.report(), SparkHooks.prependBaseUri(request, tab.basePath(), "/slaq/json/"), refreshSeconds(request));
     return sparkPage(request, "SLAQ", html, tab);
   }
 

@@ -1,11 +1,13 @@
 package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Feature;
+import io.slaqriffle.seam.Features;
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.Names;
 import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
-import io.slaqriffle.seam.SparkInternals;
-import io.slaqriffle.seam.SparkInternals.Feature;
+import io.slaqriffle.seam.SparkHooks;
+import io.slaqriffle.seam.SparkScheduler;
 import io.slaqriffle.seam.TabEvent;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -48,15 +50,15 @@ public final class SlaqPools implements Shim.FailOpen {
 
   private SlaqPools(SparkContext sc) {
     this.sc = sc;
-    this.ts = SparkInternals.taskScheduler(sc);
-    this.cpusPerTask = SparkInternals.cpusPerTask(ts);
+    this.ts = SparkScheduler.taskScheduler(sc);
+    this.cpusPerTask = SparkScheduler.cpusPerTask(ts);
     this.parent = new JobsPool("slaq", mode, clock);
     synchronized (ts) {
-      SparkInternals.rootPool(ts).addSchedulable(parent);
+      SparkScheduler.rootPool(ts).addSchedulable(parent);
     }
-    SparkInternals.attachTab(sc, ui -> new SlaqTab(ui, status));
-    status.onRecorded(epoch -> SparkInternals.postEvent(sc, TabEvent.of(TAB, epoch)));
-    SparkInternals.registerSource(sc, "slaq", status.metrics());
+    SparkHooks.attachTab(sc, ui -> new SlaqTab(ui, status));
+    status.onRecorded(epoch -> SparkHooks.postEvent(sc, TabEvent.of(TAB, epoch)));
+    SparkHooks.registerSource(sc, "slaq", status.metrics());
     sc.addSparkListener(new org.apache.spark.scheduler.SparkListener() {
       @Override
       public void onApplicationEnd(org.apache.spark.scheduler.SparkListenerApplicationEnd event) {
@@ -75,7 +77,7 @@ public final class SlaqPools implements Shim.FailOpen {
   }
 
   private static SlaqPools create(SparkContext sc) {
-    Map<Feature, String> missing = SparkInternals.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB, Feature.METRICS, Feature.EVENT_LOG, Feature.CONNECT));
+    Map<Feature, String> missing = Features.selfCheck(sc, EnumSet.of(Feature.POOLS, Feature.UI_TAB, Feature.METRICS, Feature.EVENT_LOG, Feature.CONNECT));
     if (missing.containsKey(Feature.POOLS)) {
       throw new IllegalStateException("SLAQ cannot enforce allocations on Spark " + sc.version() + ": " + missing.get(Feature.POOLS));
     }
@@ -153,7 +155,7 @@ public final class SlaqPools implements Shim.FailOpen {
     TokenPool pool = pools.get(job);
     if (pool != null) {
       pool.close();
-      SparkInternals.reviveOffers(ts);
+      SparkScheduler.reviveOffers(ts);
     }
   }
 
@@ -200,7 +202,7 @@ public final class SlaqPools implements Shim.FailOpen {
       }
       mode.deposited(now);
     }
-    SparkInternals.reviveOffers(ts);
+    SparkScheduler.reviveOffers(ts);
   }
 
   /** One epoch's {@code epoch_status} message from the Python loop: the UI tab, REST JSON and log line show it. */
@@ -216,7 +218,7 @@ public final class SlaqPools implements Shim.FailOpen {
   /** Gives up on token limits until {@link #resume()}: the Python loop calls this when it fails. */
   public void openAll(String reason) {
     mode.openAll(reason);
-    SparkInternals.reviveOffers(ts);
+    SparkScheduler.reviveOffers(ts);
   }
 
   /** The epoch loop's process is gone: every pool opens (fair sharing) for the rest of the application. */
@@ -262,6 +264,6 @@ public final class SlaqPools implements Shim.FailOpen {
 
   /** Cores the executors offer, in cores (not task slots). */
   public double capacity() {
-    return SparkInternals.coresOffered(ts);
+    return SparkScheduler.coresOffered(ts);
   }
 }
