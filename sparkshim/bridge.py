@@ -71,7 +71,7 @@ def spark_line_mismatch(built: str, running: str, supported: str | None = None) 
     against; else None.
 
     The jar still loads: the features that depend on Spark internals are each switched off by
-    ``SparkInternals``' own check when what they need is not there.
+    the seam's own check (``Features``) when what they need is not there.
     """
     supported = supported_spark() if supported is None else supported
     consequence = "it still loads, and any feature whose Spark internals differ is switched off by the shim's self-check"
