@@ -91,7 +91,7 @@ final class Handle {
   }
 
   /** The class {@code className} as Spark's class loader sees it, or null. */
-  static Class<?> cls(String className) {
+  private static Class<?> cls(String className) {
     try {
       return Class.forName(className, false, SparkContext.class.getClassLoader());
     } catch (ClassNotFoundException | LinkageError e) {

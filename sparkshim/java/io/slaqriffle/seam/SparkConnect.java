@@ -36,10 +36,6 @@ public final class SparkConnect {
     HANDLES.check(CONNECT, sc, problems);
   }
 
-  private static Object read(Handle h, Object target) throws ReflectiveOperationException {
-    return h.invoke(target);
-  }
-
   /** {@code SparkConnectService$.MODULE$.executionManager()}, {@code SparkConnectExecutionManager.listExecuteHolders()}. */
   private static final Handle SERVICE_MODULE = HANDLES.field(ONLY, SERVICE + "SparkConnectService$", "MODULE$", Object.class);
   private static final Handle EXECUTION_MANAGER = HANDLES.method(ONLY, SERVICE + "SparkConnectService$", "executionManager");
@@ -47,9 +43,9 @@ public final class SparkConnect {
 
   /** The execute holders of the operations Spark Connect runs now. */
   public static List<Object> executeHolders() throws ReflectiveOperationException {
-    Object manager = read(EXECUTION_MANAGER, SERVICE_MODULE.get(null));
+    Object manager = EXECUTION_MANAGER.invoke(SERVICE_MODULE.get(null));
     List<Object> out = new ArrayList<>();
-    for (scala.collection.Iterator<?> it = ((scala.collection.Iterable<?>) read(EXECUTE_HOLDERS, manager)).iterator(); it.hasNext(); ) {
+    for (scala.collection.Iterator<?> it = ((scala.collection.Iterable<?>) EXECUTE_HOLDERS.invoke(manager)).iterator(); it.hasNext(); ) {
       out.add(it.next());
     }
     return out;
@@ -63,12 +59,12 @@ public final class SparkConnect {
 
   /** The job tag of the holder's operation. */
   public static String jobTag(Object holder) throws ReflectiveOperationException {
-    return (String) read(JOB_TAG, holder);
+    return (String) JOB_TAG.invoke(holder);
   }
 
   /** The operation's id. */
   public static String operationId(Object holder) throws ReflectiveOperationException {
-    return (String) read(OPERATION_ID, read(EXECUTE_KEY, holder));
+    return (String) OPERATION_ID.invoke(EXECUTE_KEY.invoke(holder));
   }
 
   /** {@code ExecutePlanRequest.getPlan()}, {@code Plan.getCommand()}, {@code Command.hasMlCommand()/getMlCommand()}. */
@@ -79,8 +75,8 @@ public final class SparkConnect {
 
   /** The holder's request's {@code MlCommand}, or null when its command is another one. */
   public static Object mlCommand(Object holder) throws ReflectiveOperationException {
-    Object command = read(COMMAND, read(PLAN, read(REQUEST, holder)));
-    return (Boolean) read(HAS_ML, command) ? read(ML, command) : null;
+    Object command = COMMAND.invoke(PLAN.invoke(REQUEST.invoke(holder)));
+    return (Boolean) HAS_ML.invoke(command) ? ML.invoke(command) : null;
   }
 
   /** {@code MlCommand.hasFit()/getFit()}, {@code MlCommand.Fit.getEstimator()/getParams()}, {@code MlOperator.getName()}, {@code MlParams.getParamsMap()}. */
@@ -93,17 +89,17 @@ public final class SparkConnect {
 
   /** The command's {@code MlCommand.Fit}, or null when it is another ML command. */
   public static Object fit(Object mlCommand) throws ReflectiveOperationException {
-    return (Boolean) read(HAS_FIT, mlCommand) ? read(FIT, mlCommand) : null;
+    return (Boolean) HAS_FIT.invoke(mlCommand) ? FIT.invoke(mlCommand) : null;
   }
 
   /** The fit's estimator (its class name). */
   public static String estimator(Object fit) throws ReflectiveOperationException {
-    return (String) read(OPERATOR_NAME, read(ESTIMATOR, fit));
+    return (String) OPERATOR_NAME.invoke(ESTIMATOR.invoke(fit));
   }
 
   /** The fit's params: name to {@code Expression.Literal}. */
   public static Map<?, ?> params(Object fit) throws ReflectiveOperationException {
-    return (Map<?, ?>) read(PARAMS_MAP, read(PARAMS, fit));
+    return (Map<?, ?>) PARAMS_MAP.invoke(PARAMS.invoke(fit));
   }
 
   /** {@code Expression.Literal.getLiteralTypeCase()} and the getter of each scalar case. */
@@ -120,13 +116,13 @@ public final class SparkConnect {
 
   /** The literal's kind ({@code DOUBLE}, {@code STRING}, {@code ARRAY}, ...). */
   public static String literalKind(Object literal) throws ReflectiveOperationException {
-    return String.valueOf(read(LITERAL_KIND, literal));
+    return String.valueOf(LITERAL_KIND.invoke(literal));
   }
 
   /** The literal's scalar value, or null when its kind is not a scalar. */
   public static Object literalScalar(Object literal) throws ReflectiveOperationException {
     Handle getter = SCALARS.get(literalKind(literal));
-    return getter == null ? null : read(getter, literal);
+    return getter == null ? null : getter.invoke(literal);
   }
 
   /** {@code SparkListenerConnectOperation{Finished,Failed,Canceled,Closed}.jobTag()}. */
@@ -141,7 +137,7 @@ public final class SparkConnect {
       return null;
     }
     try {
-      return (String) read(tag, event);
+      return (String) tag.invoke(event);
     } catch (ReflectiveOperationException | RuntimeException e) {
       return null;
     }
