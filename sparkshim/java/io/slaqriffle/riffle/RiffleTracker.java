@@ -6,6 +6,7 @@ import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
 import io.slaqriffle.seam.SparkInternals;
 import io.slaqriffle.seam.SparkInternals.Feature;
+import io.slaqriffle.seam.StatusTab;
 import io.slaqriffle.seam.TabEvent;
 import java.util.EnumSet;
 import java.util.List;
@@ -71,7 +72,7 @@ public final class RiffleTracker implements Shim.FailOpen {
     this.unavailable = why;
     sc.addSparkListener(listener);
     SparkInternals.attachCleanerListener(sc, listener);
-    SparkInternals.attachTab(sc, ui -> new RiffleTab(ui, status));
+    SparkInternals.attachTab(sc, ui -> new StatusTab<>(ui, RifflePage.VIEW, status));
     status.onRecorded(delta -> SparkInternals.postEvent(sc, TabEvent.of(TAB, delta)));
     SparkInternals.registerSource(sc, "riffle", status.metrics());
   }

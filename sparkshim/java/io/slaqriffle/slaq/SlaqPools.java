@@ -7,6 +7,7 @@ import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
 import io.slaqriffle.seam.SparkInternals;
 import io.slaqriffle.seam.SparkInternals.Feature;
+import io.slaqriffle.seam.StatusTab;
 import io.slaqriffle.seam.TabEvent;
 import java.util.EnumSet;
 import java.util.List;
@@ -51,7 +52,7 @@ public final class SlaqPools implements Shim.FailOpen {
     synchronized (ts) {
       SparkInternals.rootPool(ts).addSchedulable(parent);
     }
-    SparkInternals.attachTab(sc, ui -> new SlaqTab(ui, status));
+    SparkInternals.attachTab(sc, ui -> new StatusTab<>(ui, SlaqPage.VIEW, status));
     status.onRecorded(epoch -> SparkInternals.postEvent(sc, TabEvent.of(TAB, epoch)));
     SparkInternals.registerSource(sc, "slaq", status.metrics());
     sc.addSparkListener(new org.apache.spark.scheduler.SparkListener() {
