@@ -3,57 +3,37 @@ package io.slaqriffle.riffle;
 import io.slaqriffle.seam.Html;
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.Names;
-import io.slaqriffle.seam.SparkHooks;
 import io.slaqriffle.seam.TabPage;
-import jakarta.servlet.http.HttpServletRequest;
+import io.slaqriffle.seam.TabView;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.json4s.JValue;
-import scala.collection.immutable.Seq;
-import scala.xml.Node;
 
 /**
- * The Riffle tab's one page, at {@code /riffle/} (HTML: totals, shuffles, mergers and the chart of
+ * The Riffle tab's page content, at {@code /riffle/} (HTML: totals, shuffles, mergers and the chart of
  * blocks saved) and {@code /riffle/json/} (the {@code riffle_status} message). {@link #html} is a pure
- * function of the model; Spark's header, navigation and styles come from {@link SparkHooks#sparkPage}.
+ * function of the model; the seam's {@link TabView} serves it.
  */
-final class RifflePage extends TabPage {
+final class RifflePage {
   /** Shuffles drawn in the chart (the latest ones); the table shows every shuffle the model holds. */
   static final int CHART_SHUFFLES = 60;
-  private final RiffleTab tab;
-  private final RiffleStatus status;
+  /** The Riffle tab over its {@link RiffleStatus}, in the live UI and the History Server alike. */
+  static final TabView<RiffleStatus> VIEW = new TabView<>(RiffleTracker.TAB, "Riffle",
+      (status, jsonUrl, refreshSeconds) -> html(status.report(), jsonUrl, refreshSeconds), (status, request) -> status.reportJson());
 
-  RifflePage(RiffleTab tab, RiffleStatus status) {
-    this.tab = tab;
-    this.status = status;
-  }
-
-  @Override
-  public Seq<Node> render(HttpServletRequest request) {
-    String html = html(status.report(), SparkHooks.prependBaseUri(request, tab.basePath(), "/riffle/json/"), refreshSeconds(request));
-    return sparkPage(request, "Riffle", html, tab);
-  }
-
-  @Override
-  public JValue renderJson(HttpServletRequest request) {
-    return json(status.reportJson(), "Riffle status");
-  }
+  private RifflePage() {}
 
   static String html(Messages.RiffleStatus s, String jsonUrl, int refreshSeconds) {
     Messages.RiffleTotals t = s.totals();
     StringBuilder b = new StringBuilder("<div id=\"riffle\">");
     b.append(String.format(Locale.ROOT,
         "<p id=\"riffle-summary\">%d shuffles settled &middot; %d groups merged, %d fell back (%s) &middot; blocks fetched %d &rarr; %d "
-            + "(%d saved) &middot; %s merged &middot; reducers waited %.3f s at the gate &middot; <a href=\"%s\">JSON</a> &middot; "
-            + "auto-refresh: <a href=\"?refresh=5\">every 5 s</a></p>",
+            + "(%d saved) &middot; %s merged &middot; reducers waited %.3f s at the gate &middot; %s</p>",
         t.shuffles(), t.groupsMerged(), sum(t.groupsFellBack()), Html.escape(RiffleStatus.causes(t.groupsFellBack())), t.blocksUnmerged(),
-        t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), bytes(t.bytesMerged()), t.gateWaitSeconds(), Html.escape(jsonUrl)));
-    if (refreshSeconds > 0) {
-      b.append(String.format(Locale.ROOT, "<script>setTimeout(function () { location.reload(); }, %d);</script>", refreshSeconds * 1000));
-    }
+        t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), bytes(t.bytesMerged()), t.gateWaitSeconds(), TabPage.summaryLinks(jsonUrl)));
+    b.append(TabPage.reloadScript(refreshSeconds));
     List<String> causes = Names.fallbackCauses();
-    b.append("<h4>Shuffles</h4><table id=\"riffle-shuffles\" class=\"table table-bordered table-sm table-striped\"><thead><tr>")
+    b.append(Html.tableStart("Shuffles", "riffle-shuffles"))
         .append("<th>Shuffle</th><th>Stage</th><th>Maps</th><th>Reducers</th><th>Merge policy</th><th>State</th><th>Groups merged</th>");
     for (String cause : causes) {
       b.append("<th title=\"groups left unmerged: ").append(Html.escape(cause.replace('_', ' '))).append("\">Fell back: ")
@@ -61,7 +41,7 @@ final class RifflePage extends TabPage {
     }
     b.append("<th>Bytes merged</th><th title=\"blocks a reducer fetches without merging\">Blocks unmerged</th>")
         .append("<th title=\"blocks a reducer fetches with the merged files\">Blocks merged</th>")
-        .append("<th title=\"from the end of the map stage to the reducers' release\">Gate wait (s)</th><th>Why released</th></tr></thead><tbody>");
+        .append("<th title=\"from the end of the map stage to the reducers' release\">Gate wait (s)</th><th>Why released</th>").append(Html.HEAD_END);
     for (Messages.RiffleShuffle r : s.shuffles()) {
       b.append(String.format(Locale.ROOT,
           "<tr class=\"riffle-shuffle\" data-shuffle=\"%d\"><td>%d</td><td>%d: %s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td>",
@@ -74,9 +54,9 @@ final class RifflePage extends TabPage {
           bytes(r.bytesMerged()), r.blocksUnmerged(), r.blocksMerged(), r.gateWaitSeconds(), Html.escape(r.reason())));
     }
     b.append("</tbody></table>");
-    b.append("<h4>Mergers</h4><table id=\"riffle-mergers\" class=\"table table-bordered table-sm table-striped\"><thead><tr>")
+    b.append(Html.tableStart("Mergers", "riffle-mergers"))
         .append("<th>Merger</th><th>Health</th><th>Queued</th><th>Running</th><th>Merges done</th><th>Failed</th><th>Cancelled</th>")
-        .append("</tr></thead><tbody>");
+        .append(Html.HEAD_END);
     for (Messages.RiffleMerger m : s.mergers()) {
       b.append(String.format(Locale.ROOT,
           "<tr class=\"riffle-merger\" data-merger=\"%s\"><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>",

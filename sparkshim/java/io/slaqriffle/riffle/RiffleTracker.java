@@ -3,20 +3,19 @@ package io.slaqriffle.riffle;
 import io.slaqriffle.seam.Feature;
 import io.slaqriffle.seam.Features;
 import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.Outbox;
 import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
 import io.slaqriffle.seam.SparkHooks;
 import io.slaqriffle.seam.SparkLocalDirs;
 import io.slaqriffle.seam.SparkMapOutput;
 import io.slaqriffle.seam.SparkScheduler;
+import io.slaqriffle.seam.StatusTab;
 import io.slaqriffle.seam.TabEvent;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.Pool;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
@@ -46,8 +45,7 @@ public final class RiffleTracker implements Shim.FailOpen {
   private final RiffleListener listener;
   private final String unavailable;
   private final RiffleStatus status = new RiffleStatus();
-  private final ConcurrentLinkedQueue<Messages.Message> events = new ConcurrentLinkedQueue<>();
-  private final AtomicInteger pending = new AtomicInteger();
+  private final Outbox<Messages.Message> events = new Outbox<>(MAX_PENDING_EVENTS);
   private volatile boolean merging = true;
 
   /** The features merging needs; CLEANER only tells when a shuffle's merged files can go. */
@@ -78,7 +76,7 @@ public final class RiffleTracker implements Shim.FailOpen {
     this.unavailable = why;
     sc.addSparkListener(listener);
     SparkHooks.attachCleanerListener(sc, listener);
-    SparkHooks.attachTab(sc, ui -> new RiffleTab(ui, status));
+    SparkHooks.attachTab(sc, ui -> new StatusTab<>(ui, RifflePage.VIEW, status));
     status.onRecorded(delta -> SparkHooks.postEvent(sc, TabEvent.of(TAB, delta)));
     SparkHooks.registerSource(sc, "riffle", status.metrics());
   }
@@ -137,13 +135,7 @@ public final class RiffleTracker implements Shim.FailOpen {
       listener.forget(shuffle);
       emit(new Messages.HoldExpired(shuffle));
     }
-    List<Messages.Message> out = new ArrayList<>();
-    Messages.Message e;
-    while ((e = events.poll()) != null) {
-      pending.decrementAndGet();
-      out.add(e);
-    }
-    return Messages.encode(out);
+    return Messages.encode(events.drain());
   }
 
   /** Lets the shuffle's reducers run (after a commit, or when merging is abandoned). */
@@ -212,7 +204,7 @@ public final class RiffleTracker implements Shim.FailOpen {
     sizes.put("stage_graph", graph.size());
     sizes.put("held_shuffles", gate.size());
     sizes.put("held_partitions", listener.heldPartitions());
-    sizes.put("pending_events", pending.get());
+    sizes.put("pending_events", events.size());
     return Messages.encodeCounts(sizes);
   }
 
@@ -227,8 +219,5 @@ public final class RiffleTracker implements Shim.FailOpen {
 
   void emit(Messages.Message m) {
     events.add(m);
-    if (pending.incrementAndGet() > MAX_PENDING_EVENTS && events.poll() != null) {
-      pending.decrementAndGet();
-    }
   }
 }

@@ -3,6 +3,8 @@ package io.slaqriffle.seam;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiConsumer;
+import java.util.function.Supplier;
 import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEvent;
@@ -18,20 +20,27 @@ import org.slf4j.LoggerFactory;
  * A tab in Spark's History Server, rebuilt from a finished (or running) application's event log, the
  * way Spark's SQL tab is: the History Server replays the log through {@link #createListeners}'s
  * listener, which keeps each of the tab's {@link TabEvent}s in the application's store, then calls
- * {@link #setupUI}, which replays the stored events into the same model class the live tab reads and
- * attaches the tab when there is any. Listed in {@code META-INF/services/org.apache.spark.status.AppHistoryServerPlugin};
- * the History Server finds it when the shim jar is on its class path.
+ * {@link #setupUI}, which replays the stored events (each an {@code M}) into a new model {@code S} of the
+ * class the live tab reads and attaches the tab when there is any. Each product's subclass is listed in
+ * {@code META-INF/services/org.apache.spark.status.AppHistoryServerPlugin}; the History Server finds it
+ * when the shim jar is on its class path.
  */
-public abstract class TabHistory implements AppHistoryServerPlugin {
+public abstract class TabHistory<S, M> implements AppHistoryServerPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(TabHistory.class);
+  private final TabView<S> view;
   private final String tab;
+  private final Class<M> type;
+  private final Supplier<S> model;
+  private final BiConsumer<S, M> record;
 
-  protected TabHistory(String tab) {
-    this.tab = tab;
+  /** {@code view}'s tab, its model made by {@code model} and fed each logged {@code type} message by {@code record}. */
+  protected TabHistory(TabView<S> view, Class<M> type, Supplier<S> model, BiConsumer<S, M> record) {
+    this.view = view;
+    this.tab = view.prefix();
+    this.type = type;
+    this.model = model;
+    this.record = record;
   }
-
-  /** Rebuilds the model from {@code messages} (oldest first) and attaches the tab to {@code ui}. */
-  protected abstract void attach(SparkUI ui, List<JsonNode> messages);
 
   @Override
   public scala.collection.immutable.Seq<SparkListener> createListeners(SparkConf conf, ElementTrackingStore store) {
@@ -53,11 +62,20 @@ public abstract class TabHistory implements AppHistoryServerPlugin {
     try {
       List<JsonNode> messages = stored(SparkHooks.uiStore(ui), tab);
       if (!messages.isEmpty()) {
-        attach(ui, messages);
+        ui.attachTab(new StatusTab<>(ui, view, replay(messages)));
       }
     } catch (RuntimeException | LinkageError e) {  // the application's other tabs must still show
       LOG.warn("SLAQ/Riffle: the {} tab of {} cannot be shown: {}", tab, ui.appId(), e.toString());
     }
+  }
+
+  /** A model rebuilt from logged messages, oldest first, as the live driver recorded them (no log lines: they were logged live). */
+  S replay(List<JsonNode> messages) {
+    S rebuilt = model.get();
+    for (JsonNode message : messages) {
+      record.accept(rebuilt, Messages.fromTree(message, type));
+    }
+    return rebuilt;
   }
 
   /** {@code tab}'s stored messages, oldest first. */

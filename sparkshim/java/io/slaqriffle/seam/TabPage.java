@@ -1,6 +1,7 @@
 package io.slaqriffle.seam;
 
 import jakarta.servlet.http.HttpServletRequest;
+import java.util.Locale;
 import org.apache.spark.ui.SparkUITab;
 import org.apache.spark.ui.WebUIPage;
 import org.json4s.JValue;
@@ -11,21 +12,29 @@ import scala.xml.Node;
 import scala.xml.Unparsed;
 
 /**
- * What the SLAQ and Riffle tabs' pages share: a body of HTML inside Spark's own header, navigation and
- * styles, the JSON endpoint from a message's JSON, and bounded integer query parameters. One copy, so
- * both tabs parse {@code ?refresh=N} and fail on bad JSON the same way.
+ * A product tab's one page, at {@code /<prefix>/} (the {@link TabView}'s body inside Spark's own header,
+ * navigation and styles, from Spark's {@code UIUtils.headerSparkPage}) and {@code /<prefix>/json/} (its
+ * message's JSON). One copy, so both tabs parse {@code ?refresh=N} and fail on bad JSON the same way.
  */
-public abstract class TabPage extends WebUIPage {
+public final class TabPage<S> extends WebUIPage {
   /** Longest auto-refresh period accepted from {@code ?refresh=N}. */
   public static final int MAX_REFRESH_SECONDS = 3600;
+  private final SparkUITab tab;
+  private final TabView<S> view;
+  private final S model;
 
-  protected TabPage() {
+  TabPage(SparkUITab tab, TabView<S> view, S model) {
     super("");
+    this.tab = tab;
+    this.view = view;
+    this.model = model;
   }
 
-  /** {@code html} as the page's content, titled {@code title}, in {@code tab}'s place in Spark's navigation. */
-  protected static Seq<Node> sparkPage(HttpServletRequest request, String title, String html, SparkUITab tab) {
-    return SparkHooks.sparkPage(request, title, new AbstractFunction0<Seq<Node>>() {
+  @Override
+  public Seq<Node> render(HttpServletRequest request) {
+    String jsonUrl = SparkHooks.prependBaseUri(request, tab.basePath(), "/" + view.prefix() + "/json/");
+    String html = view.body().html(model, jsonUrl, refreshSeconds(request));
+    return SparkHooks.sparkPage(request, view.title(), new AbstractFunction0<Seq<Node>>() {
       @Override
       public Seq<Node> apply() {
         return new Unparsed(html);
@@ -33,17 +42,18 @@ public abstract class TabPage extends WebUIPage {
     }, tab);
   }
 
-  /** A message's JSON as the page's JSON endpoint ({@code what} names it in the error). */
-  protected static JValue json(String messageJson, String what) {
+  @Override
+  public JValue renderJson(HttpServletRequest request) {
+    String messageJson = view.json().json(model, request);
     try {
       return JsonMethods$.MODULE$.mapper().readValue(messageJson, JValue.class);
     } catch (java.io.IOException e) {
-      throw new IllegalStateException("cannot render the " + what + " as JSON: " + e, e);
+      throw new IllegalStateException("cannot render the " + view.title() + " status as JSON: " + e, e);
     }
   }
 
   /** Query parameter {@code name} when it is an integer in 1..{@code max}; {@code otherwise} when absent or out of range. */
-  protected static int positiveParameter(HttpServletRequest request, String name, int max, int otherwise) {
+  public static int positiveParameter(HttpServletRequest request, String name, int max, int otherwise) {
     String value = request.getParameter(name);
     try {
       int v = value == null ? otherwise : Integer.parseInt(value.trim());
@@ -54,7 +64,19 @@ public abstract class TabPage extends WebUIPage {
   }
 
   /** {@code ?refresh=N} in 1..3600 s, else 0 (no reload). */
-  protected static int refreshSeconds(HttpServletRequest request) {
+  static int refreshSeconds(HttpServletRequest request) {
     return positiveParameter(request, "refresh", MAX_REFRESH_SECONDS, 0);
+  }
+
+  /** The end of a page's summary line: its JSON link (at {@code jsonUrl}) and the auto-refresh link. */
+  public static String summaryLinks(String jsonUrl) {
+    return "<a href=\"" + Html.escape(jsonUrl) + "\">JSON</a> &middot; auto-refresh: <a href=\"?refresh=5\">every 5 s</a>";
+  }
+
+  /** The script that reloads the page every {@code refreshSeconds} s; empty when 0. */
+  public static String reloadScript(int refreshSeconds) {
+    return refreshSeconds > 0
+        ? String.format(Locale.ROOT, "<script>setTimeout(function () { location.reload(); }, %d);</script>", refreshSeconds * 1000)
+        : "";
   }
 }

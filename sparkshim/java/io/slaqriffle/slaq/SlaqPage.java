@@ -1,45 +1,28 @@
 package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Html;
 import io.slaqriffle.seam.Messages;
-import io.slaqriffle.seam.SparkHooks;
 import io.slaqriffle.seam.TabPage;
-import jakarta.servlet.http.HttpServletRequest;
+import io.slaqriffle.seam.TabView;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Locale;
-import org.json4s.JValue;
-import scala.collection.immutable.Seq;
-import scala.xml.Node;
 
 /**
- * The SLAQ tab's one page, at {@code /slaq/} (HTML: jobs table and charts) and {@code /slaq/json/}
- * (the same data as a {@code status_report} message), attached the way Spark's SQL and Streaming
- * tabs attach theirs. {@link #html} is a pure function of the report; Spark's header, navigation and
- * styles come from Spark's {@code UIUtils.headerSparkPage} (through {@link SparkHooks#sparkPage}).
+ * The SLAQ tab's page content, at {@code /slaq/} (HTML: jobs table and charts) and {@code /slaq/json/}
+ * (the same data as a {@code status_report} message, its window narrowed by {@code ?epochs=N}).
+ * {@link #html} is a pure function of the report; the seam's {@link TabView} serves it.
  */
-final class SlaqPage extends TabPage {
-  private final SlaqTab tab;
-  private final SlaqStatus status;
+final class SlaqPage {
+  /** The SLAQ tab over its {@link SlaqStatus}, in the live UI and the History Server alike. */
+  static final TabView<SlaqStatus> VIEW = new TabView<>(SlaqPools.TAB, "SLAQ",
+      (status, jsonUrl, refreshSeconds) -> html(status.report(), jsonUrl, refreshSeconds),
+      (status, request) -> status.reportJson(TabPage.positiveParameter(request, "epochs", SlaqStatus.MAX_EPOCHS, SlaqStatus.MAX_EPOCHS)));
 
-  SlaqPage(SlaqTab tab, SlaqStatus status) {
-    this.tab = tab;
-    this.status = status;
-  }
-
-  @Override
-  public Seq<Node> render(HttpServletRequest request) {
-    String html = html(status.report(), SparkHooks.prependBaseUri(request, tab.basePath(), "/slaq/json/"), refreshSeconds(request));
-    return sparkPage(request, "SLAQ", html, tab);
-  }
-
-  @Override
-  public JValue renderJson(HttpServletRequest request) {
-    int epochs = positiveParameter(request, "epochs", SlaqStatus.MAX_EPOCHS, SlaqStatus.MAX_EPOCHS);
-    return json(status.reportJson(epochs), "SLAQ status");
-  }
+  private SlaqPage() {}
 
   /** The page body: a summary line, the jobs table (running, then finished) and the two charts. */
   static String html(Messages.StatusReport report, String jsonUrl, int refreshSeconds) {
@@ -51,12 +34,10 @@ final class SlaqPage extends TabPage {
       Messages.EpochStatus last = history.get(history.size() - 1);
       b.append(String.format(Locale.ROOT,
           "<p id=\"slaq-summary\">Policy <strong>%s</strong> &middot; epoch %d at t=%.1f s &middot; %.0f cores &middot; "
-              + "%d jobs running, %d finished &middot; <a href=\"%s\">JSON</a> &middot; auto-refresh: <a href=\"?refresh=5\">every 5 s</a></p>",
-          escape(last.policy()), last.epoch(), last.t(), last.capacity(), last.jobs().size(), report.finished().size(), escape(jsonUrl)));
+              + "%d jobs running, %d finished &middot; %s</p>",
+          escape(last.policy()), last.epoch(), last.t(), last.capacity(), last.jobs().size(), report.finished().size(), TabPage.summaryLinks(jsonUrl)));
     }
-    if (refreshSeconds > 0) {
-      b.append(String.format(Locale.ROOT, "<script>setTimeout(function () { location.reload(); }, %d);</script>", refreshSeconds * 1000));
-    }
+    b.append(TabPage.reloadScript(refreshSeconds));
     List<Messages.JobStatus> rows = new ArrayList<>(history.isEmpty() ? List.of() : history.get(history.size() - 1).jobs());
     rows.addAll(report.finished());
     List<String> jobs = SlaqStatus.jobOrder(history);
@@ -64,7 +45,7 @@ final class SlaqPage extends TabPage {
     for (int i = 0; i < jobs.size(); i++) {
       number.put(jobs.get(i), i);
     }
-    b.append("<h4>Jobs</h4><table id=\"slaq-jobs\" class=\"table table-bordered table-sm table-striped\"><thead><tr>")
+    b.append(Html.tableStart("Jobs", "slaq-jobs"))
         .append("<th title=\"the job's number and line style in the charts\">#</th><th>Job</th>")
         .append("<th title=\"a tuning candidate's param map and fold, or the tuner's refit on the best param map\">Tuning</th>")
         .append("<th>State</th><th title=\"why the job got its share this epoch (see below)\">Why</th><th>Iterations</th><th>Loss</th>")
@@ -72,7 +53,7 @@ final class SlaqPage extends TabPage {
         .append("<th title=\"").append(GAIN_DEFINITION).append("\">Predicted gain</th>")
         .append("<th>Cores allocated</th><th title=\"cores the job's tasks ran on over the last epoch\">Cores used</th>")
         .append("<th>Wall time</th><th title=\"").append(TARGET_DEFINITION).append("\">Time to target</th>")
-        .append("<th title=\"cores x seconds the job's tasks ran\">Core-seconds</th></tr></thead><tbody>");
+        .append("<th title=\"cores x seconds the job's tasks ran\">Core-seconds</th>").append(Html.HEAD_END);
     for (Group g : groups(rows)) {
       if (!g.name.isEmpty()) {
         b.append(String.format(Locale.ROOT,
@@ -175,6 +156,6 @@ final class SlaqPage extends TabPage {
 
   /** Text made safe for HTML and SVG content and attribute values (job names are user input). */
   static String escape(String s) {
-    return io.slaqriffle.seam.Html.escape(s);
+    return Html.escape(s);
   }
 }

@@ -4,18 +4,17 @@ import io.slaqriffle.seam.Feature;
 import io.slaqriffle.seam.Features;
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.Names;
+import io.slaqriffle.seam.Outbox;
 import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
 import io.slaqriffle.seam.SparkHooks;
 import io.slaqriffle.seam.SparkScheduler;
+import io.slaqriffle.seam.StatusTab;
 import io.slaqriffle.seam.TabEvent;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.slf4j.Logger;
@@ -43,8 +42,7 @@ public final class SlaqPools implements Shim.FailOpen {
   private final double cpusPerTask;
   private final long base = clock.nanoTime();
   private final Map<String, TokenPool> pools = new ConcurrentHashMap<>();
-  private final ConcurrentLinkedQueue<Messages.Iteration> records = new ConcurrentLinkedQueue<>();
-  private final AtomicInteger pending = new AtomicInteger();
+  private final Outbox<Messages.Iteration> records = new Outbox<>(MAX_PENDING_RECORDS);
   private final SlaqStatus status = new SlaqStatus();
   private volatile ConnectFits connect;  // null without Spark Connect (or its default pool)
 
@@ -56,7 +54,7 @@ public final class SlaqPools implements Shim.FailOpen {
     synchronized (ts) {
       SparkScheduler.rootPool(ts).addSchedulable(parent);
     }
-    SparkHooks.attachTab(sc, ui -> new SlaqTab(ui, status));
+    SparkHooks.attachTab(sc, ui -> new StatusTab<>(ui, SlaqPage.VIEW, status));
     status.onRecorded(epoch -> SparkHooks.postEvent(sc, TabEvent.of(TAB, epoch)));
     SparkHooks.registerSource(sc, "slaq", status.metrics());
     sc.addSparkListener(new org.apache.spark.scheduler.SparkListener() {
@@ -166,9 +164,6 @@ public final class SlaqPools implements Shim.FailOpen {
       return false;
     }
     records.add(new Messages.Iteration(job, loss, now(), pool.consumedCoreSeconds(), pool.stageSeconds(), source));
-    if (pending.incrementAndGet() > MAX_PENDING_RECORDS && records.poll() != null) {
-      pending.decrementAndGet();
-    }
     return true;
   }
 
@@ -241,12 +236,7 @@ public final class SlaqPools implements Shim.FailOpen {
    * reported.
    */
   public String drain() {
-    List<Messages.Message> out = new ArrayList<>();
-    Messages.Iteration r;
-    while ((r = records.poll()) != null) {
-      pending.decrementAndGet();
-      out.add(r);
-    }
+    List<Messages.Message> out = records.drain();
     for (Map.Entry<String, TokenPool> e : pools.entrySet()) {
       TokenPool p = e.getValue();
       out.add(new Messages.PoolState(e.getKey(), p.consumedCoreSeconds(), p.tokens(), p.runningTasks(), p.isClosed()));
