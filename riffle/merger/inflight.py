@@ -6,7 +6,7 @@ Only the event loop touches the registry; a merge thread's end reaches it throug
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from riffle.merger.cancel import CancelToken
@@ -91,5 +91,8 @@ class InFlightMerges:
     def apps(self) -> set[str]:
         return {e.app_id for e in self._by_id.values()}
 
-    def __iter__(self) -> Iterator[InFlight]:
-        return iter(list(self._by_id.values()))
+    def load(self) -> tuple[int, int, int]:
+        """(merges waiting for admission, merges running, bytes they still have to merge)."""
+        running = sum(1 for e in self._by_id.values() if e.running)
+        remaining = sum(max(e.remaining_bytes, 0) for e in self._by_id.values())
+        return len(self._by_id) - running, running, remaining

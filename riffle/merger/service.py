@@ -67,17 +67,15 @@ class MergerService(pb_grpc.MergerServicer):
         return pb.CancelResponse(found=found)
 
     async def Status(self, request: pb.StatusRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
-        entries = list(self.inflight)
-        running = sum(1 for e in entries if e.running)
-        pending = sum(max(e.remaining_bytes, 0) for e in entries)
+        queued, running, pending = self.inflight.load()
         c, a = self.counters, self.admission
         return pb.StatusResponse(
-            queued=len(entries) - running, running=running, bytes_in_flight=pending,
+            queued=queued, running=running, bytes_in_flight=pending,
             memory_in_use=a.in_use, memory_budget=a.budget,
             merges_completed=c.outcomes["completed"], merges_failed=c.outcomes["failed"], merges_cancelled=c.outcomes["cancelled"],
             merges_rejected=c.overloaded, requests_queued_total=c.queued_total, bytes_merged=c.bytes_out,
             queue_seconds_total=c.queue_seconds, merge_seconds_total=c.merge_seconds,
-            peak_memory_in_use=c.peak_memory, load=float(len(entries)) + pending / float(1 << 30),
+            peak_memory_in_use=c.peak_memory, load=float(queued + running) + pending / float(1 << 30),
             version=self.version, max_queue=a.max_queue, max_fan_in=self.config.max_fan_in)
 
     @answers_refusals
