@@ -150,9 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     log = logging.getLogger("riffle.merger")
     try:
+        from riffle.merger.config import Config
         from riffle.merger.faults import Faults
         from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
-        from riffle.merger.service import Config
 
         check_ranges(args)
         token = read_token(args.token_file) if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None

@@ -49,11 +49,13 @@ class IndexStream:
         if size != (num_partitions + 1) * 8:
             raise CorruptShuffleFile(f"{name}: {size} bytes, expected {(num_partitions + 1) * 8} for {num_partitions} partitions")
         self.last = 0
+        self.bytes_read = 0
 
     def lengths(self, start: int, end: int) -> array:
         raw = os.pread(self.fd, (end - start + 1) * 8, start * 8)
         if len(raw) != (end - start + 1) * 8:
             raise CorruptShuffleFile(f"{self.name}: index shrank while being read")
+        self.bytes_read += len(raw)
         offs = array("q", raw)
         if sys.byteorder == "little":
             offs.byteswap()
@@ -96,6 +98,7 @@ class Output:
 class Copied:
     partition_lengths: array
     bytes_written: int
+    bytes_read: int  # from the inputs' data and index files
 
 
 class _Reader:
@@ -104,6 +107,7 @@ class _Reader:
     def __init__(self, fd: int, buffer: memoryview, name: str):
         self.fd, self.buf, self.name = fd, buffer, name
         self.start = self.end = 0
+        self.bytes_read = 0
 
     def copy_to(self, writer: _Writer, length: int) -> None:
         while length > 0:
@@ -113,6 +117,7 @@ class _Reader:
                 if got == 0:
                     raise CorruptShuffleFile(f"{self.name}: data file ended before its index said")
                 self.start, self.end = 0, got
+                self.bytes_read += got
             take = min(length, self.end - self.start)
             writer.put(self.buf[self.start:self.start + take])
             self.start += take
@@ -208,4 +213,4 @@ def concatenate(inputs: Sequence[Input], output: Output, num_partitions: int, re
             cumulative[i] = written
         _write_all(output.index_fd, _big_endian(cumulative), output.index_path)
     writer.flush()
-    return Copied(lengths, written)
+    return Copied(lengths, written, sum(r.bytes_read + inp.index.bytes_read for r, inp in zip(readers, inputs)))

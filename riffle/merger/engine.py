@@ -44,6 +44,7 @@ class MergeSpec:
 class MergeResult:
     partition_lengths: array
     bytes_written: int
+    bytes_read: int  # from the map outputs' data and index files
     data_path: str
     index_path: str
 
@@ -182,4 +183,4 @@ def merge_map_outputs(
                 os.close(fd)
     finally:
         d.close()
-    return MergeResult(copied.partition_lengths, copied.bytes_written, target.data_path, target.index_path)
+    return MergeResult(copied.partition_lengths, copied.bytes_written, copied.bytes_read, target.data_path, target.index_path)

@@ -1,4 +1,4 @@
-"""Why a merge failed, as the service maps it to a gRPC status (``service._status_for``)."""
+"""Why a merge failed, as the service maps it to a gRPC status (``refusals.merge_failure``)."""
 
 from __future__ import annotations
 

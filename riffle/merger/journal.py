@@ -24,11 +24,13 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
+from typing import TypeVar
 
 from riffle.merger.faults import NO_FAULTS, Faults
 from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at, open_private_file
 
 log = logging.getLogger("riffle.merger")
+T = TypeVar("T")
 STATE_DIR_NAME = ".riffle-merger"
 
 
@@ -279,41 +281,41 @@ class Journal:
 
     def prune(self) -> int:
         """Forget published pairs that are gone (Spark removed the executor's dirs); returns records dropped."""
+        return sum(self._each_app_dir(self._prune_app))
+
+    def _prune_app(self, app_fd: int) -> int:
         dropped = 0
-        for key in os.listdir(self.apps_fd):
-            try:
-                app_fd = open_dir_at(self.apps_fd, key, "app state")
-            except OSError:
-                continue
-            try:
-                for name, rec in self._records(app_fd):
-                    alive = False
-                    for where, fname, inode in ((rec.data_dir, rec.data, rec.data_inode), (rec.index_dir, rec.index, rec.index_inode)):
-                        dir_fd = self._open(where)
-                        if dir_fd is not None:
-                            alive = alive or _inode(dir_fd, fname) == inode
-                            os.close(dir_fd)
-                    if not alive:
-                        unlink_quietly(app_fd, name)
-                        dropped += 1
-            finally:
-                os.close(app_fd)
-            self._drop_if_empty(key)
+        for name, rec in self._records(app_fd):
+            alive = False
+            for where, fname, inode in ((rec.data_dir, rec.data, rec.data_inode), (rec.index_dir, rec.index, rec.index_inode)):
+                dir_fd = self._open(where)
+                if dir_fd is not None:
+                    alive = alive or _inode(dir_fd, fname) == inode
+                    os.close(dir_fd)
+            if not alive:
+                unlink_quietly(app_fd, name)
+                dropped += 1
         return dropped
 
     def apps(self) -> set[str]:
         """The applications with published pairs on record (their ids, read from one record each)."""
-        found: set[str] = set()
+        return {rec.app_id for records in self._each_app_dir(self._records, drop_empty=False) for _, rec in records[:1]}
+
+    def _each_app_dir(self, visit: Callable[[int], T], drop_empty: bool = True) -> list[T]:
+        """``visit`` each application's state dir (open only while visited; dropped after if left empty)."""
+        results = []
         for key in os.listdir(self.apps_fd):
             try:
                 app_fd = open_dir_at(self.apps_fd, key, "app state")
             except OSError:
                 continue
             try:
-                found.update(rec.app_id for _, rec in self._records(app_fd)[:1])
+                results.append(visit(app_fd))
             finally:
                 os.close(app_fd)
-        return found
+            if drop_empty:
+                self._drop_if_empty(key)
+        return results
 
     def delete(self, app_id: str, keep: Callable[[Record], bool]) -> tuple[int, int]:
         """Delete the published pairs of ``app_id`` that ``keep`` rejects; returns (files, bytes)."""

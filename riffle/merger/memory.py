@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from riffle.merger.counters import Counters
+
 
 class Overloaded(RuntimeError):
     """The wait queue is full."""
@@ -40,14 +42,6 @@ def plan_buffers(fan_in: int, read_buffer: int, write_buffer: int, budget: int, 
 
 
 @dataclass
-class Stats:
-    queued_total: int = 0
-    rejected: int = 0
-    queue_seconds_total: float = 0.0
-    peak_in_use: int = 0
-
-
-@dataclass
 class Ticket:
     memory: int
     fds: int
@@ -57,7 +51,7 @@ class Ticket:
 
 
 class Admission:
-    def __init__(self, memory: int, fds: int, slots: int, max_queue: int, max_queue_bytes: int = 1 << 62,
+    def __init__(self, counters: Counters, memory: int, fds: int, slots: int, max_queue: int, max_queue_bytes: int,
                  clock: Callable[[], float] = time.monotonic):
         if memory <= 0 or fds <= 0 or slots <= 0:
             raise ValueError("memory, descriptor and slot budgets must be positive")
@@ -65,7 +59,7 @@ class Admission:
         self.max_queue_bytes = max_queue_bytes
         self.in_use = self.fds_in_use = self.running = 0
         self.queued_bytes = 0
-        self.stats = Stats()
+        self.counters = counters  # what it counts: waits, their time, refusals, peak memory
         self._waiting: deque[Ticket] = deque()
         self._clock = clock
 
@@ -82,7 +76,7 @@ class Admission:
         self.fds_in_use += t.fds
         self.running += 1
         t.granted = True
-        self.stats.peak_in_use = max(self.stats.peak_in_use, self.in_use)
+        self.counters.peak_memory = max(self.counters.peak_memory, self.in_use)
 
     def ticket(self, memory: int, fds: int, queued_bytes: int = 0) -> Ticket:
         """Reserve at once if nothing waits and it fits; else join the queue, or raise :class:`Overloaded`."""
@@ -93,14 +87,14 @@ class Admission:
             self._grant(t)
             return t
         if len(self._waiting) >= self.max_queue:
-            self.stats.rejected += 1
+            self.counters.overloaded += 1
             raise Overloaded(f"overloaded: {len(self._waiting)} merges already wait (--max-queue {self.max_queue})")
         if self.queued_bytes + queued_bytes > self.max_queue_bytes:
-            self.stats.rejected += 1
+            self.counters.overloaded += 1
             raise Overloaded(f"overloaded: the {len(self._waiting)} merges that wait hold {self.queued_bytes >> 20} MiB "
                              f"(--max-queue-memory {self.max_queue_bytes >> 20}m)")
         self.queued_bytes += queued_bytes
-        self.stats.queued_total += 1
+        self.counters.queued_total += 1
         t.future = asyncio.get_running_loop().create_future()
         self._waiting.append(t)
         return t
@@ -122,7 +116,7 @@ class Admission:
                 self.release(t)
             raise
         waited = self._clock() - started
-        self.stats.queue_seconds_total += waited
+        self.counters.queue_seconds += waited
         return waited
 
     def abort(self, t: Ticket, reason: str) -> None:

@@ -15,33 +15,34 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+
+from riffle.merger.counters import Counters
 
 log = logging.getLogger("riffle.merger")
-OUTCOMES = ("completed", "failed", "cancelled", "rejected")
 MAX_CONNECTIONS = 16   # open metrics connections at once (served or waiting for a thread)
 METRICS_THREADS = 2
 IDLE_TIMEOUT = 5.0     # seconds a metrics connection may stay silent
 
 
 class Metrics:
-    """One registry per daemon; the service records into it whether or not it is served."""
+    """One registry per daemon; its counters are read from the service's :class:`Counters` at each scrape."""
 
-    def __init__(self, queue_depth: Callable[[], float], memory_reserved: Callable[[], float], running: Callable[[], float]):
+    def __init__(self, counters: Counters, queue_depth: Callable[[], float], memory_reserved: Callable[[], float],
+                 running: Callable[[], float]):
         self.registry = CollectorRegistry()
         r = self.registry
-        self.merges = Counter("riffle_merges", "Merge requests by outcome", ["outcome"], registry=r)
-        for outcome in OUTCOMES:
-            self.merges.labels(outcome)
-        self.bytes_in = Counter("riffle_merge_input_bytes", "Bytes read from map outputs by completed merges", registry=r)
-        self.bytes_out = Counter("riffle_merge_output_bytes", "Bytes written to merged files by completed merges", registry=r)
+        c = counters
+        _Collected(r, lambda: [
+            _counter("riffle_merges", "Merge requests by outcome", c, "outcome", c.outcomes),
+            _counter("riffle_merge_input_bytes", "Bytes read from map outputs by completed merges", c, None, {"": c.bytes_in}),
+            _counter("riffle_merge_output_bytes", "Bytes written to merged files by completed merges", c, None, {"": c.bytes_out})])
         self.duration = Histogram("riffle_merge_duration_seconds", "Time a merge ran (after admission)", registry=r,
                                   buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
         self.inputs = Histogram("riffle_merge_inputs", "Map outputs per merge request", registry=r,
                                 buckets=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096))
-        self.rpc_cancelled = Counter("riffle_rpc_cancelled", "Merge calls the caller cancelled or whose deadline passed, "
-                                     "by where the merge was", ["stage"], registry=r)
-        for stage in ("queued", "running"):
-            self.rpc_cancelled.labels(stage)
+        _Collected(r, lambda: [_counter("riffle_rpc_cancelled", "Merge calls the caller cancelled or whose deadline passed, "
+                                        "by where the merge was", c, "stage", c.callers_gone)])
         self.metrics_refused = Counter("riffle_metrics_connections_refused", "Metrics connections closed at once: "
                                        f"{MAX_CONNECTIONS} were open already", registry=r)
         Gauge("riffle_queue_depth", "Merges waiting for admission", registry=r).set_function(queue_depth)
@@ -66,6 +67,22 @@ class Metrics:
             self._server.shutdown()
             self._server.server_close()
             self._server.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _counter(name: str, doc: str, counters: Counters, label: str | None, values: dict[str, int]) -> CounterMetricFamily:
+    """One counter family, as ``prometheus_client.Counter`` would expose it (``_total`` and ``_created`` samples)."""
+    family = CounterMetricFamily(name, doc, labels=[label] if label else None)
+    for key, value in values.items():
+        family.add_metric([key] if label else [], float(value), created=counters.created)
+    return family
+
+
+class _Collected:
+    """A collector of counter families computed at each scrape, registered where it is created (keeps the exposition order)."""
+
+    def __init__(self, registry: CollectorRegistry, families: Callable[[], list[CounterMetricFamily]]):
+        self.collect = families
+        registry.register(self)  # type: ignore[arg-type]
 
 
 class _Handler(BaseHTTPRequestHandler):

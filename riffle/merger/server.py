@@ -16,12 +16,14 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from riffle.merger.config import MAX_FAN_IN, Config
 from riffle.merger.engine import fds_needed
 from riffle.merger.journal import Journal
 from riffle.merger.paths import Roots
 from riffle.merger.private_file import read_private_file
 from riffle.merger.publish import remove_stale_temps
-from riffle.merger.service import MAX_FAN_IN, MAX_LOCAL_DIRS, Config, MergerService
+from riffle.merger.requests import MAX_LOCAL_DIRS
+from riffle.merger.service import MergerService
 from riffle.protocol import SERVER_MESSAGE_LIMITS, pb_grpc
 
 log = logging.getLogger("riffle.merger")
@@ -178,7 +180,7 @@ class MergerDaemon:
                 log.info("forgot %d merged pairs whose files are gone", dropped)
 
     async def _expire_periodically(self) -> None:
-        """Every lease check interval, end the applications whose lease ran out (see ``MergerService.expire_leases``).
+        """Every lease check interval, end the applications whose lease ran out (see ``Cleaner.expire_leases``).
         A tick much later than planned means the process was stopped: that time does not count against any lease."""
         interval = self.options.config.lease_check_seconds
         last = time.monotonic()
@@ -186,25 +188,25 @@ class MergerDaemon:
             await asyncio.sleep(interval)
             now = time.monotonic()
             if now - last > 2 * interval:
-                self.service.paused(now - last - interval)
+                self.service.leases.paused(now - last - interval)
             last = now
             try:
-                await self.service.expire_leases()
+                await self.service.cleaner.expire_leases()
             except OSError as exc:
                 log.warning("expiring application leases failed: %s", exc)
 
     async def _shutdown(self, server: grpc.aio.Server, health_service: health.aio.HealthServicer) -> None:
         """Stop taking merges, let running ones finish for the grace period, then cancel the rest."""
         o, s = self.options, self.service
-        log.info("shutting down: %d merges in flight, %.1fs grace", s.in_flight(), o.grace_seconds)
-        s.shutting_down = True
-        s.abort_queued("merger is shutting down")
+        log.info("shutting down: %d merges in flight, %.1fs grace", len(s.inflight), o.grace_seconds)
+        s.merges.shutting_down = True
+        s.inflight.abort_queued("merger is shutting down")
         await health_service.enter_graceful_shutdown()
         deadline = time.monotonic() + o.grace_seconds
         while s.admission.running and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        s.cancel_all("merger is shutting down")
-        while s.in_flight() and time.monotonic() < deadline + 3:
+        s.inflight.cancel_all("merger is shutting down")
+        while s.inflight and time.monotonic() < deadline + 3:
             await asyncio.sleep(0.05)
         await server.stop(0.5)
 

@@ -13,7 +13,7 @@ from riffle.merger.errors import MergeCancelled, MissingInput
 from riffle.merger.faults import CRASH_ENV, CRASH_EXIT_CODE, NO_FAULTS, Faults
 from riffle.merger.paths import PathRefused
 from riffle.merger.publish import TEMP_PREFIX, remove_stale_temps
-from riffle.merger.service import _status_for
+from riffle.merger.refusals import merge_failure
 from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,
     CorruptShuffleFile,
@@ -256,7 +256,8 @@ def test_output_dir_removed_while_being_created_is_not_found(roots, journal, dir
     spec = MergeSpec("app", 1, (0, 1), merged, 4, 64)
     with pytest.raises(FileNotFoundError, match="removed while the merger was creating it") as caught:
         merge_map_outputs(roots, journal, [roots.locate(d) for d in dirs], spec, 4096, 8192, durable=False)
-    assert _status_for(caught.value)[0] == grpc.StatusCode.NOT_FOUND
+    refused = merge_failure(caught.value)
+    assert refused is not None and refused.code == grpc.StatusCode.NOT_FOUND
     assert all_files(root) == before
 
 

@@ -391,8 +391,10 @@ def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
     MAX_PENDING_CLEANUPS they get RESOURCE_EXHAUSTED at once, and the pending ones still complete."""
     import asyncio
 
+    from riffle.merger.cleanup import MAX_PENDING_CLEANUPS
+    from riffle.merger.config import Config
     from riffle.merger.journal import Journal
-    from riffle.merger.service import MAX_PENDING_CLEANUPS, Config, MergerService
+    from riffle.merger.service import MergerService
     from riffle.protocol import pb_grpc
 
     service = MergerService(roots, Journal(roots, durable=False), Config(fsync=False))
@@ -410,7 +412,7 @@ def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
                 stub = pb_grpc.MergerStub(channel)
                 req = pb.CleanupRequest(local_dirs=dirs, app_id="app", all_shuffles=True)
                 calls = [asyncio.ensure_future(stub.Cleanup(req, timeout=30)) for _ in range(MAX_PENDING_CLEANUPS + 5)]
-                while service.cleanups_pending < MAX_PENDING_CLEANUPS or sum(c.done() for c in calls) < 5:
+                while service.cleaner.pending < MAX_PENDING_CLEANUPS or sum(c.done() for c in calls) < 5:
                     await asyncio.sleep(0.01)
                 gate.set()
                 return await asyncio.gather(*calls, return_exceptions=True)
@@ -425,7 +427,7 @@ def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
     refused = [r for r in results if isinstance(r, grpc.aio.AioRpcError)]
     assert len(refused) == 5 and all(r.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for r in refused)
     assert sum(isinstance(r, pb.CleanupResponse) for r in results) == MAX_PENDING_CLEANUPS
-    assert service.cleanups_pending == 0
+    assert service.cleaner.pending == 0
 
 
 # -- 5. every request field bounded ---------------------------------------------------------------

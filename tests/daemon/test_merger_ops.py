@@ -96,6 +96,8 @@ def test_metrics_endpoint_and_riffle_status(root, dirs):
             assert line in body, line
         written = d.client.status().bytes_merged
         assert f"riffle_merge_output_bytes_total {float(written)}" in body
+        index_bytes = 3 * (10 + 1) * 8  # the inputs' indexes are read as well as their data
+        assert f"riffle_merge_input_bytes_total {float(written + index_bytes)}" in body
         dead = f"127.0.0.1:{free_port()}"
         cli = [sys.executable, "-m", "riffle.cli", "status", d.address, dead, "--timeout", "1"]
         env = {**os.environ, "RIFFLE_MERGER_TOKEN": "tok"}
