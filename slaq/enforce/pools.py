@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from slaq.product import PRODUCT
 from sparkshim import messages
 from sparkshim.bridge import shim_for
 
@@ -50,7 +51,7 @@ class PoolBridge:
     (beyond loading the shim); :meth:`configure` sets the mode."""
 
     def __init__(self, sc: Any):
-        self._j = shim_for(sc).slaq()
+        self._j = shim_for(sc).component(PRODUCT.shim_component)
 
     def configure(self, work_conserving: bool, stale_after: float) -> None:
         """Work-conserving or strict, and after how many seconds without an allocation the pools open."""

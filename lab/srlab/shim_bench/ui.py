@@ -20,6 +20,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from riffle.product import PRODUCT as RIFFLE
+from slaq.product import PRODUCT as SLAQ
 from sparkshim.messages import SCHEMA
 from srlab.pages import fetch, time_pages
 from srlab.shim_bench.history_server import event_log_files, history_server
@@ -101,7 +103,7 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
         try:
             app_id = sc.applicationId
             shim = shim_for(sc)
-            pools, tracker = shim.slaq(), shim.riffle()
+            pools, tracker = shim.component(SLAQ.shim_component), shim.component(RIFFLE.shim_component)
             t0 = time.perf_counter()
             for e in range(epochs):
                 pools.publish(epoch(e, jobs))
