@@ -21,7 +21,7 @@ public final class SlaqHistory extends TabHistory {
   static SlaqStatus replay(List<JsonNode> epochs) {
     SlaqStatus status = new SlaqStatus();
     for (JsonNode epoch : epochs) {
-      status.record(Messages.fromTree(epoch, Messages.EpochStatus.class));
+      status.record(Messages.fromTree(epoch, SlaqMessages.EpochStatus.class));
     }
     return status;
   }

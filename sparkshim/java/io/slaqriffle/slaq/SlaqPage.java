@@ -1,6 +1,5 @@
 package io.slaqriffle.slaq;
 
-import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.SparkInternals;
 import io.slaqriffle.seam.TabPage;
 import jakarta.servlet.http.HttpServletRequest;
@@ -42,13 +41,13 @@ final class SlaqPage extends TabPage {
   }
 
   /** The page body: a summary line, the jobs table (running, then finished) and the two charts. */
-  static String html(Messages.StatusReport report, String jsonUrl, int refreshSeconds) {
-    List<Messages.EpochStatus> history = report.history();
+  static String html(SlaqMessages.StatusReport report, String jsonUrl, int refreshSeconds) {
+    List<SlaqMessages.EpochStatus> history = report.history();
     StringBuilder b = new StringBuilder("<div id=\"slaq\">");
     if (history.isEmpty()) {
       b.append("<p id=\"slaq-summary\">SLAQ has not completed an epoch yet.</p>");
     } else {
-      Messages.EpochStatus last = history.get(history.size() - 1);
+      SlaqMessages.EpochStatus last = history.get(history.size() - 1);
       b.append(String.format(Locale.ROOT,
           "<p id=\"slaq-summary\">Policy <strong>%s</strong> &middot; epoch %d at t=%.1f s &middot; %.0f cores &middot; "
               + "%d jobs running, %d finished &middot; <a href=\"%s\">JSON</a> &middot; auto-refresh: <a href=\"?refresh=5\">every 5 s</a></p>",
@@ -57,7 +56,7 @@ final class SlaqPage extends TabPage {
     if (refreshSeconds > 0) {
       b.append(String.format(Locale.ROOT, "<script>setTimeout(function () { location.reload(); }, %d);</script>", refreshSeconds * 1000));
     }
-    List<Messages.JobStatus> rows = new ArrayList<>(history.isEmpty() ? List.of() : history.get(history.size() - 1).jobs());
+    List<SlaqMessages.JobStatus> rows = new ArrayList<>(history.isEmpty() ? List.of() : history.get(history.size() - 1).jobs());
     rows.addAll(report.finished());
     List<String> jobs = SlaqStatus.jobOrder(history);
     Map<String, Integer> number = new HashMap<>();
@@ -79,7 +78,7 @@ final class SlaqPage extends TabPage {
             "<tr class=\"slaq-group\" data-group=\"%s\"><th colspan=\"14\">%s &middot; %d fits</th></tr>",
             escape(g.name), escape(g.name), g.rows.size()));
       }
-      for (Messages.JobStatus j : g.rows) {
+      for (SlaqMessages.JobStatus j : g.rows) {
         b.append(row(j, number.get(j.job())));
       }
     }
@@ -117,7 +116,7 @@ final class SlaqPage extends TabPage {
       + "achieved 90% of its whole loss reduction (known once it finished)";
 
   /** One table row: number, job, tuning place, state, why, then its figures (dashes where there are none). */
-  private static String row(Messages.JobStatus j, Integer number) {
+  private static String row(SlaqMessages.JobStatus j, Integer number) {
     boolean reported = j.iterations() > 0;
     boolean finished = j.state().equals("finished");
     String tuning = "&ndash;";
@@ -143,18 +142,18 @@ final class SlaqPage extends TabPage {
   /** Rows in order, a tuner's fits gathered under it where its first fit appears (the unnamed group: jobs outside any tuner). */
   private static final class Group {
     final String name;
-    final List<Messages.JobStatus> rows = new ArrayList<>();
+    final List<SlaqMessages.JobStatus> rows = new ArrayList<>();
 
     Group(String name) {
       this.name = name;
     }
   }
 
-  private static List<Group> groups(List<Messages.JobStatus> rows) {
+  private static List<Group> groups(List<SlaqMessages.JobStatus> rows) {
     List<Group> out = new ArrayList<>();
     Map<String, Group> byName = new LinkedHashMap<>();
     Group loose = null;
-    for (Messages.JobStatus j : rows) {
+    for (SlaqMessages.JobStatus j : rows) {
       Group g;
       if (j.group().isEmpty()) {
         if (loose == null) {
