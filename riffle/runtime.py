@@ -11,6 +11,7 @@ from typing import Any
 
 from riffle.driver.config import PREFIX, RiffleConfig
 from riffle.driver.scheduler import MergeScheduler
+from riffle.product import PRODUCT
 from sparkshim.attach import Attachments
 from sparkshim.bridge import shim_for
 
@@ -33,7 +34,7 @@ class RiffleRuntime:
     def start(self) -> RiffleRuntime:
         """Start merging (nothing happens while disabled or already started)."""
         if self.enabled and self.scheduler is None:
-            scheduler = MergeScheduler(self.sc, shim_for(self.sc).riffle(), self.config)
+            scheduler = MergeScheduler(self.sc, shim_for(self.sc).component(PRODUCT.shim_component), self.config)
             scheduler.start()
             self.scheduler = scheduler
             log.info("Riffle: on for %s (%s)", self.sc.applicationId, describe(self.config))

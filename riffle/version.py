@@ -1,15 +1,5 @@
-"""The installed version of the project, for ``--version`` and the merger's Status reply."""
+"""The distribution's version, defined by the shared floor (:mod:`sparkshim.version`); kept for the merger's imports."""
 
-from __future__ import annotations
+from sparkshim.version import DISTRIBUTION, package_version
 
-from importlib import metadata
-
-DISTRIBUTION = "slaq-riffle"
-
-
-def package_version(distribution: str = DISTRIBUTION) -> str:
-    """The distribution's installed version, or ``"unknown"`` when it is run from sources without being installed."""
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+__all__ = ["DISTRIBUTION", "package_version"]

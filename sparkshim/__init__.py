@@ -1,4 +1,5 @@
-"""The small JVM shim SLAQ and Riffle share, and the Python bridge that loads it into the driver.
+"""The shared floor the products (SLAQ, Riffle) register with (:mod:`sparkshim.products`): the small JVM shim,
+the Python bridge that loads it into the driver, the start hook, and the message codec.
 
 Java sources live in ``sparkshim/java`` (packages ``io.slaqriffle.seam``, ``.slaq``, ``.riffle``);
 :mod:`sparkshim.build` compiles them against pyspark's jars into ``sparkshim/jars/`` when the wheel is

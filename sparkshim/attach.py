@@ -1,4 +1,4 @@
-"""One runtime per SparkContext and package: what ``slaq.attach`` and ``riffle.attach`` share.
+"""One runtime per SparkContext and product: what every product's ``attach`` shares.
 
 A runtime is created once per context (from the context's ``spark.*`` confs, or a config the caller
 passes), started on every attach (a no-op while it runs, so a runtime stopped by hand starts again),
@@ -158,7 +158,7 @@ class Attachments(Generic[R]):
 
 
 def registered(package: str) -> Attachments[Any] | None:
-    """The attachments of ``package`` (``"slaq"``, ``"riffle"``) once its module was imported."""
+    """The attachments of product ``package`` (its name, :mod:`sparkshim.products`) once its module was imported."""
     return next((r for r in _registries if r.package == package), None)
 
 

@@ -4,8 +4,9 @@ The jar ships inside the package (:data:`sparkshim.build.PACKAGED_JAR`: built wi
 scripts/setup.sh in a checkout); loading it never compiles, so a driver needs only a Java runtime. It
 is added with a child ``URLClassLoader`` of Spark's own loader, so the user adds no jar to the command
 line; if the jar is already on the driver class path (``spark.driver.extraClassPath``) the parent's
-copy wins. :func:`shim_for` gives a context's :class:`Shim`, whose :meth:`Shim.riffle`
-and :meth:`Shim.slaq` attach one product each: the JVM loads only the classes of the products used.
+copy wins. :func:`shim_for` gives a context's :class:`Shim`, whose :meth:`Shim.component` attaches one
+product's JVM component (named by its registration, :mod:`sparkshim.products`): the JVM loads only the
+classes of the products used.
 Callers make a few coarse calls on what they return (one per epoch), never one per task.
 """
 
@@ -21,7 +22,7 @@ from sparkshim.spark_line import in_line, supported_spark
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
-PACKAGE = "io.slaqriffle"  # shim classes are named relative to this: "seam.Shim", "riffle.RiffleTracker"
+PACKAGE = "io.slaqriffle"  # shim classes are named relative to this: "seam.Shim", "<product>.<Class>"
 ENTRY = "seam.Shim"  # the per-context registry the products attach to
 _CONTEXT = "org.apache.spark.SparkContext"
 # One class loader per jar per JVM (keyed by its py4j gateway): py4j caches reflected methods by class
@@ -163,8 +164,8 @@ def call_static(gateway: Any, name: str, method: str, arg_types: list[str], *arg
 class Shim:
     """One SparkContext's shim: each product's JVM component, attached on first use.
 
-    ``riffle()`` and ``slaq()`` call their package's static ``attach(SparkContext)``, which registers
-    the component with the JVM's ``seam.Shim`` of that context (one per context, however often asked).
+    ``component(name)`` calls the product class's static ``attach(SparkContext)``, which registers the
+    component with the JVM's ``seam.Shim`` of that context (one per context, however often asked).
     """
 
     def __init__(self, sc: Any):
@@ -179,13 +180,9 @@ class Shim:
         except Exception as exc:  # py4j surfaces JVM errors as Py4JJavaError
             raise ShimUnavailable(f"could not attach {name} in the driver JVM: {exc}") from exc
 
-    def riffle(self) -> Any:
-        """Riffle's ``RiffleTracker`` for this context (its listener and reducer gate installed)."""
-        return self._attach("riffle.RiffleTracker")
-
-    def slaq(self) -> Any:
-        """SLAQ's ``SlaqPools`` for this context (its pools, UI tab and spark.ml loss capture installed)."""
-        return self._attach("slaq.SlaqPools")
+    def component(self, name: str) -> Any:
+        """The component ``io.slaqriffle.<name>`` of this context (a product's ``Product.shim_component``), installed on first use."""
+        return self._attach(name)
 
 
 def shim_for(sc: Any) -> Shim:

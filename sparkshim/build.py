@@ -26,11 +26,21 @@ from pathlib import Path
 SOURCES = Path(__file__).parent / "java"
 JAR_NAME = "slaq-riffle-shim.jar"
 PACKAGED_JAR = Path(__file__).parent / "jars" / JAR_NAME  # the one place the jar lives, in a wheel and in a checkout
-# Files packed next to the classes: the message schema, which the JVM reads its shared names from (Names.java)
+# Files packed next to the classes: each product's message schema, which its names class reads (seam/Names.java),
 # and the History Server plugins' service file (docs/ui.md, "In Spark's History Server")
 HISTORY_PLUGINS = "META-INF/services/org.apache.spark.status.AppHistoryServerPlugin"
-RESOURCES: Mapping[str, Path] = {"io/slaqriffle/seam/messages.json": Path(__file__).with_name("messages.json"),
-                                 HISTORY_PLUGINS: SOURCES / HISTORY_PLUGINS}
+SCHEMA_NAME = "messages.json"
+
+
+def schema_resources(sources: Path = SOURCES, root: Path = Path(__file__).resolve().parents[1]) -> dict[str, Path]:
+    """Each product's ``<product>/messages.json`` (a package beside this one), packed next to its Java package
+    ``io/slaqriffle/<product>/``: a product's Java package is named like its Python package."""
+    packages = sources / "io" / "slaqriffle"
+    found = sorted(d.name for d in packages.iterdir() if d.is_dir() and (root / d.name / SCHEMA_NAME).is_file()) if packages.is_dir() else []
+    return {f"io/slaqriffle/{name}/{SCHEMA_NAME}": root / name / SCHEMA_NAME for name in found}
+
+
+RESOURCES: Mapping[str, Path] = {**schema_resources(), HISTORY_PLUGINS: SOURCES / HISTORY_PLUGINS}
 SPARK_VERSION_ATTR = "Spark-Version"
 SOURCES_ATTR = "Slaq-Riffle-Sources"
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-from riffle.version import package_version
+from sparkshim.version import package_version
 
 LAB_ENTRY_POINTS = "slaq_riffle.cli"  # the lab (lab/pyproject.toml) registers one function per command here
 LAB_VERBS = ("bench", "reproduce")  # verbs only the lab provides, named in the error when it is absent

@@ -1,6 +1,6 @@
-"""The one parser of ``spark.slaq.*``/``spark.riffle.*`` values, with errors that name the key.
+"""The one parser of the products' ``spark.<product>.*`` values, with errors that name the key.
 
-Both packages read their confs through :class:`ConfReader`; the start-up hook uses the same
+Every product reads its confs through :class:`ConfReader`; the start-up hook uses the same
 :func:`enabled` to decide whether to attach, so a value is either used or refused, everywhere alike.
 Booleans follow Spark (``SparkConf.getBoolean``): ``true`` or ``false``, any case, nothing else.
 The known keys are the ones a config class's ``from_conf`` reads (:func:`keys_read`), so a key is
@@ -18,7 +18,7 @@ _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|min)?\s*$")
 
 
 class ConfigError(ValueError):
-    """A ``spark.slaq.*`` or ``spark.riffle.*`` value that cannot be used; the message names the key and what is accepted."""
+    """A ``spark.<product>.*`` value that cannot be used; the message names the key and what is accepted."""
 
 
 def parse_bool(key: str, text: str) -> bool:

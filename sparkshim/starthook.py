@@ -1,5 +1,5 @@
-"""Attach SLAQ and Riffle when a SparkContext starts, so ``spark-submit --conf spark.riffle.enabled=true
-app.py`` (or ``spark.slaq.enabled``) works with no change to the application.
+"""Attach the registered products (:mod:`sparkshim.products`) when a SparkContext starts, so ``spark-submit
+--conf spark.<product>.enabled=true app.py`` works with no change to the application.
 
 The wheel (or, in a checkout, ``scripts/setup.sh`` through ``python -m sparkshim.autoload install``) puts a one-line ``.pth`` file in
 the environment's site-packages; at interpreter start it only registers an import hook, which
@@ -27,47 +27,51 @@ PTH_LINE = 'import sys; exec("try:\\n import sparkshim.starthook as h; h.registe
 PLUGIN_CLASS = "io.slaqriffle.SlaqRifflePlugin"
 JSC_ARG = 9  # SparkContext.__init__'s positional index of ``jsc`` (pyspark 4)
 
-PACKAGES = (("spark.riffle.", "riffle", "riffle.runtime", "without shuffle merging"),
-            ("spark.slaq.", "slaq", "slaq.api", "with Spark's own scheduling"))
-
 
 def attach_enabled(sc: Any) -> None:
-    """Attach whatever ``sc``'s conf switches on (parsed exactly as the packages parse it), through
-    ``slaq.attach``/``riffle.attach`` with ``explicit=False``: the runtimes the application later gets
-    from them are these (:mod:`sparkshim.attach` keeps one per context and stops it with the context).
-    A package with any key in the conf is imported to check its keys first, so a misspelt key (even
-    ``enabled``) is a WARN naming the closest known one.
+    """Attach every registered product (:mod:`sparkshim.products`) that ``sc``'s conf switches on (parsed
+    exactly as the products parse it), through the product's ``attach`` with ``explicit=False``: the
+    runtimes the application later gets from it are these (:mod:`sparkshim.attach` keeps one per context
+    and stops it with the context). A product with any key in the conf is imported to check its keys
+    first, so a misspelt key (even ``enabled``) is a WARN naming the closest known one; a product with
+    none is not imported at all.
 
-    A bad ``spark.slaq.*``/``spark.riffle.*`` value is the user's to fix, so it stops the application
-    here, at start, with one line naming the key (the context is stopped and ``ConfigError`` raised;
-    a script under spark-submit prints just that line). Any other failure to attach is ours: it is
-    logged and the app runs as plain Spark.
+    A bad ``spark.<product>.*`` value is the user's to fix, so it stops the application here, at start,
+    with one line naming the key (the context is stopped and ``ConfigError`` raised; a script under
+    spark-submit prints just that line). Any other failure to attach is ours: it is logged and the app
+    runs as plain Spark.
     """
     import importlib
 
     from sparkshim.attach import registered
     from sparkshim.conf import ConfigError, enabled
+    from sparkshim.products import conf_prefix, product, product_names
 
     conf = sc.getConf()
     keys = [str(k) for k, _ in conf.getAll()]
-    for prefix, package, module, without in PACKAGES:
+    for name in product_names():
+        prefix = conf_prefix(name)
+        if not any(k.startswith(prefix) for k in keys):
+            continue
+        without = "as plain Spark"
         try:
-            if any(k.startswith(prefix) for k in keys):
-                importlib.import_module(module)
-                attachments = registered(package)
-                if attachments is not None:
-                    attachments.check_keys(sc)
+            registration = product(name)
+            without = registration.without
+            importlib.import_module(registration.attachments_module)
+            attachments = registered(name)
+            if attachments is not None:
+                attachments.check_keys(sc)
             if not enabled(conf.get, prefix + "enabled"):
                 continue
-            __import__(package).attach(sc, explicit=False)
+            importlib.import_module(name).attach(sc, explicit=False)
         except ConfigError as exc:
             _print_config_errors_in_one_line()
             try:
                 sc.stop()
             finally:
-                raise ConfigError(f"{package}: {exc}") from None
+                raise ConfigError(f"{name}: {exc}") from None
         except Exception:
-            log.exception("%s could not attach; the application runs %s", package, without)
+            log.exception("%s could not attach; the application runs %s", name, without)
 
 
 def _print_config_errors_in_one_line() -> None:

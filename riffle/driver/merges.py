@@ -9,9 +9,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from riffle import messages
 from riffle.driver.cost import Decision
 from riffle.driver.policy import MapOutput, MergePolicy
-from sparkshim import messages
 
 
 @dataclass

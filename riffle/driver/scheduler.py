@@ -19,6 +19,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
+from riffle import messages
 from riffle.driver import cost
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet, WarnOnce
@@ -26,7 +27,6 @@ from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_gro
 from riffle.driver.policy import MapOutput, has_data, make_merge_policy
 from riffle.driver.status import MERGER_DOWN, OTHER, add_to_totals, cause_of_release, no_totals, policy_label, riffle_status, shuffle_row
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from sparkshim import messages
 
 log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01

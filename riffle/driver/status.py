@@ -14,9 +14,9 @@ from typing import Any
 
 import grpc
 
+from riffle import messages
 from riffle.driver import cost
 from riffle.driver.merges import ShuffleState
-from sparkshim import messages
 
 MERGER_DOWN = "merger_down"  # no merger reachable on the host, or the merger went away mid-merge
 REFUSED = "refused"  # the merger refused the request (token, TLS, paths, version, full queue or disk)

@@ -1,5 +1,5 @@
 """Python side of the shim's ``SlaqPools``: a few coarse py4j calls per epoch, in the typed messages
-of :mod:`sparkshim.messages` (``iteration`` and ``pool_state`` from the JVM, ``allocation`` to it)."""
+of :mod:`slaq.messages` (``iteration`` and ``pool_state`` from the JVM, ``allocation`` to it)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sparkshim import messages
+from slaq import messages
+from slaq.product import PRODUCT
 from sparkshim.bridge import shim_for
 
-JOB_PROPERTY, POOL_PREFIX = messages.JOB_PROPERTY, messages.POOL_PREFIX  # shared with the JVM through sparkshim/messages.json
+JOB_PROPERTY, POOL_PREFIX = messages.JOB_PROPERTY, messages.POOL_PREFIX  # shared with the JVM through slaq/messages.json
 # Spark's own local properties behind SparkContext.setJobGroup / setJobDescription
 JOB_GROUP_PROPERTY, JOB_DESCRIPTION_PROPERTY = "spark.jobGroup.id", "spark.job.description"
 JOB_GROUP_PREFIX = "slaq:"  # a SLAQ job's Spark jobs are in job group "slaq:<name>" unless the application set one
@@ -50,7 +51,7 @@ class PoolBridge:
     (beyond loading the shim); :meth:`configure` sets the mode."""
 
     def __init__(self, sc: Any):
-        self._j = shim_for(sc).slaq()
+        self._j = shim_for(sc).component(PRODUCT.shim_component)
 
     def configure(self, work_conserving: bool, stale_after: float) -> None:
         """Work-conserving or strict, and after how many seconds without an allocation the pools open."""

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from slaq.messages import EpochStatus, JobStatus
 from slaq.predict.forecast import ForecastTable
-from sparkshim.messages import EpochStatus, JobStatus
 
 WAITING = "waiting"  # registered, no loss reported yet
 RUNNING = "running"

@@ -18,6 +18,8 @@ from riffle.version import package_version
 
 REPO = Path(__file__).resolve().parents[2]
 ABSENT_ON_MERGER_NODES = ("pyspark", "numpy", "scipy", "matplotlib", "slaq", "sparkshim")
+# the floor's version module (in the wheel, importing nothing but importlib.metadata) is the daemon's --version
+FLOOR_ON_MERGER_NODES = ("sparkshim", "sparkshim.version")
 DAEMON_PACKAGES = ("riffle.merger", "riffle.shuffle", "riffle.v1")
 DAEMON_MODULES = ("riffle.protocol", "riffle.units", "riffle.version")
 
@@ -26,11 +28,12 @@ import atexit, importlib.abc, json, sys
 sys.path[:0] = [{str(REPO)!r}]
 sys.path.append({sysconfig.get_paths()["purelib"]!r})
 ABSENT = {ABSENT_ON_MERGER_NODES!r}
+ALLOWED = {FLOOR_ON_MERGER_NODES!r}
 tried = []
 
 class Absent(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ABSENT:
+        if name.split(".")[0] in ABSENT and name not in ALLOWED:
             tried.append(name)
             raise ImportError(f"{{name}} is not installed on a merger node")
         return None

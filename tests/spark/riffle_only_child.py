@@ -36,6 +36,7 @@ def loaded_shim_classes(gateway: Any, names: list[str]) -> list[str]:
 def main() -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
+    from riffle.product import PRODUCT as RIFFLE
     from sparkshim.bridge import shim_for
     from sparkshim.build import build
 
@@ -47,13 +48,15 @@ def main() -> dict[str, Any]:
              .config("spark.scheduler.mode", "FAIR").getOrCreate())
     sc = spark.sparkContext
     try:
-        tracker = shim_for(sc).riffle()
+        tracker = shim_for(sc).component(RIFFLE.shim_component)
         tracker.configure(False, 30.0)  # nothing drains: hold no reducers
         assert sorted(sc.parallelize(range(12), 3).map(lambda x: (x % 3, 1)).reduceByKey(add, 2).collect()) == [(0, 4), (1, 4), (2, 4)]
         drained = str(tracker.drain())
         result = {"classes": names, "riffle_only": loaded_shim_classes(sc._gateway, names), "unavailable": tracker.unavailableReason(),
                   "drained_map_output": '"map_output"' in drained}
-        shim_for(sc).slaq()
+        from slaq.product import PRODUCT as SLAQ
+
+        shim_for(sc).component(SLAQ.shim_component)
         result["after_slaq"] = loaded_shim_classes(sc._gateway, names)
         return result
     finally:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkshim import messages
+from riffle import messages as riffle_messages
+from slaq import messages as slaq_messages
 from srlab.riffle_bench.daemon_proc import DaemonProcess
 from srlab.shim_bench.history_server import event_log_files, history_server
 from tests.spark.riffle_ui_app import SLAQ_JOB
@@ -48,7 +49,7 @@ def replayed(tmp_path_factory):
             assert line, f"the app exited early:\n{(tmp / 'driver.log').read_text()[-4000:]}"
             started = json.loads(line)
             ui = started["ui"]
-            live = {"slaq": messages.decode(get(ui + "/slaq/json/")), "riffle": messages.decode(get(ui + "/riffle/json/")),
+            live = {"slaq": slaq_messages.decode(get(ui + "/slaq/json/")), "riffle": riffle_messages.decode(get(ui + "/riffle/json/")),
                     "app": get_json(ui + "/api/v1/applications")[0]["id"]}
             proc.stdin.close()
             assert proc.wait(120) == 0, (tmp / "driver.log").read_text()[-4000:]
@@ -64,14 +65,14 @@ def test_event_log_carries_both_tabs(replayed):
 
 
 def test_history_slaq_json_equals_the_live_one(replayed):
-    history = messages.decode(get(replayed["url"] + "/slaq/json/"))
+    history = slaq_messages.decode(get(replayed["url"] + "/slaq/json/"))
     live = replayed["slaq"]
     assert SLAQ_JOB in {j.job for j in live.finished}
     assert history.history == live.history and history.finished == live.finished and history.summary == live.summary
 
 
 def test_history_riffle_json_equals_the_live_one(replayed):
-    history = messages.decode(get(replayed["url"] + "/riffle/json/"))
+    history = riffle_messages.decode(get(replayed["url"] + "/riffle/json/"))
     live = replayed["riffle"]
     assert len(live.shuffles) == 2 and live.totals.groups_merged > 0
     assert history.shuffles == live.shuffles and history.totals == live.totals

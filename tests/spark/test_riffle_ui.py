@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkshim import messages
+from riffle import messages as riffle_messages
+from slaq import messages as slaq_messages
 from srlab.riffle_bench.daemon_proc import DaemonProcess
 from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
 from tests.spark.ui_support import CHROMIUM, CHROMIUM_FLAGS, get, log4j2
@@ -54,8 +55,8 @@ def app(tmp_path_factory):
         assert line, f"the app exited early:\n{(tmp / 'driver.log').read_text()[-4000:]}"
         started = json.loads(line)
         ui = started["ui"]
-        riffle = messages.decode(get(ui + "/riffle/json/"))
-        slaq = messages.decode(get(ui + "/slaq/json/"))
+        riffle = riffle_messages.decode(get(ui + "/riffle/json/"))
+        slaq = slaq_messages.decode(get(ui + "/slaq/json/"))
         yield {"ui": ui, "shuffles": started["shuffles"], "riffle": riffle, "slaq": slaq, "up": up.address, "down": down, "proc": proc,
                "log": tmp / "driver.log"}
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkshim import messages
+from slaq import messages
 from sparkshim.bridge import new_instance
 
 

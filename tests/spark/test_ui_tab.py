@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from slaq import messages
 from slaq.live.status import WHYS
-from sparkshim import messages
 from tests.spark.ui_app import CV_FOLDS, CV_PARAMS, JOBS
 from tests.spark.ui_support import CHROMIUM, CHROMIUM_FLAGS, get_json, log4j2
 

@@ -31,7 +31,7 @@ t0 = time.monotonic()
 rdd = sorted(sc.parallelize(range(4000), 12).map(lambda x: (x % 41, x)).reduceByKey(add, 6).collect())
 # read only: the app never calls slaq or riffle
 import riffle.runtime, slaq.api, sparkshim.bridge
-from sparkshim import messages
+from slaq import messages
 r = riffle.runtime.current()
 s = slaq.api._runtimes.current()
 r.scheduler.wait_idle(60)

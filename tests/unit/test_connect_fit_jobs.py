@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from slaq import messages
 from slaq.connect import estimator_kind, fit_job, param_value
-from sparkshim import messages
 
 
 def test_param_values_come_back_as_python_values():

@@ -75,7 +75,7 @@ def _loop(policy: str):
     """An epoch loop (4 cores) that drained two jobs with the same losses: ``cv`` 2 s per iteration with a
     stage in the scheduler for 0.44 s of it (4 cores busy meanwhile), ``lr`` with a stage all the time."""
     from slaq.live.loop import EpochLoop
-    from sparkshim.messages import Iteration
+    from slaq.messages import Iteration
     from tests.fixtures import FakePools
 
     class ScriptedPools(FakePools):

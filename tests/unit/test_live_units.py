@@ -8,10 +8,10 @@ import math
 import pytest
 
 import slaq
+from slaq import messages
 from slaq.enforce.pools import Iteration, allocation_message, check_job_name, split_drain
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.loop import EpochLoop, LiveJob, ingest
-from sparkshim import messages
 from tests.fixtures import FakePools
 
 
@@ -103,17 +103,17 @@ def test_bad_job_arguments(kwargs):
 
 
 def test_messages_check_every_field_when_built_and_decoded():
-    from sparkshim.messages import MessageError, decode
+    from riffle.messages import HoldExpired, MapOutput, MessageError, decode
 
     with pytest.raises(MessageError, match="32-bit"):
-        messages.MapOutput(1 << 31, 0, 0, 0, 0, "e", "h", 0)
+        MapOutput(1 << 31, 0, 0, 0, 0, "e", "h", 0)
     with pytest.raises(MessageError, match="finite"):
         Iteration("a", float("nan"), 0.0, 0.0, 0.0, "python")
     with pytest.raises(MessageError, match="do not match"):
         decode('{"type": "hold_expired", "shuffle": 1, "extra": 2}')
     with pytest.raises(MessageError, match="unknown message type"):
         decode('[{"type": "nope"}]')
-    assert decode('{"type": "hold_expired", "shuffle": 1}') == messages.HoldExpired(1)
+    assert decode('{"type": "hold_expired", "shuffle": 1}') == HoldExpired(1)
 
 
 class _ConfOnly:

@@ -92,8 +92,8 @@ def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int):
     """A scheduler (no mergers listed, so no merger is reachable) fed one shuffle's events: 4 outputs, 2-way merges."""
     import dataclasses
 
+    from riffle import messages
     from riffle.driver.scheduler import MergeScheduler
-    from sparkshim import messages
     from tests.unit.test_riffle_driver_units import TrackerStandIn
 
     class Tracker(TrackerStandIn):

@@ -9,12 +9,12 @@ import time
 
 import pytest
 
+from riffle import messages
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet
 from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.placement import candidates, same_host, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
-from sparkshim import messages
 from sparkshim.conf import ConfigError
 
 

@@ -7,10 +7,10 @@ from collections import Counter
 
 import grpc
 
+from riffle import messages
 from riffle.driver import status
 from riffle.driver.merges import Merge, ShuffleState, shuffle_stats
 from riffle.driver.policy import MapOutput
-from sparkshim import messages
 
 
 def out(i: int) -> MapOutput:

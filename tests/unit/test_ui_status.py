@@ -7,10 +7,10 @@ import io
 
 import pytest
 
+from slaq import messages
 from slaq.live.loop import EpochLoop
 from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, seconds_to_reduction, share_reason, used_cores
 from slaq.progress import ConsoleProgress, console, format_table
-from sparkshim import messages
 from tests.fixtures import FakePools
 
 

@@ -31,10 +31,10 @@ from operator import add
 from pathlib import Path
 from typing import Any
 
+from riffle import messages
 from riffle.merger.faults import FAIL_ENV, PAUSE_ENV
 from riffle.merger.publish import TEMP_PREFIX
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from sparkshim import messages
 from srlab.cluster.harness import Cluster, running_cluster, wait_executors
 from srlab.cluster.layout import NodeLayout
 

@@ -39,12 +39,14 @@ sc = SparkContext(conf=conf)
 t0 = time.perf_counter()
 import sparkshim.build
 from sparkshim.bridge import shim_for
+from slaq.product import PRODUCT as SLAQ
+from riffle.product import PRODUCT as RIFFLE
 if sys.argv[1] == "compile":
     sparkshim.build.build()
 t1 = time.perf_counter()
 shim = shim_for(sc)
-shim.slaq()
-shim.riffle()
+shim.component(SLAQ.shim_component)
+shim.component(RIFFLE.shim_component)
 t2 = time.perf_counter()
 print("ATTACH-SAMPLE " + json.dumps({"compile_s": t1 - t0, "load_s": t2 - t1, "total_s": t2 - t0,
                                      "jar": str(sparkshim.build.PACKAGED_JAR)}), flush=True)

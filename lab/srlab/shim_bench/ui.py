@@ -8,7 +8,7 @@ shuffle): ``epochs`` epochs of ``jobs`` running jobs, then ``shuffles`` shuffles
 Each page is then fetched over HTTP from the live UI (``repeat`` times after one warm-up; medians), the
 driver stops, the event log's tab events are counted by tab, and a real History Server started on that
 log serves the same four pages (its first fetch includes replaying the log and rebuilding the tabs).
-Messages are built from the schema (sparkshim/messages.json), so fields the tabs gain keep a value.
+Messages are built from the schema (slaq/messages.json, riffle/messages.json), so fields the tabs gain keep a value.
 """
 
 from __future__ import annotations
@@ -20,9 +20,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from sparkshim.messages import SCHEMA
+from riffle.messages import SCHEMA as RIFFLE_SCHEMA
+from riffle.product import PRODUCT as RIFFLE
+from slaq.messages import SCHEMA as SLAQ_SCHEMA
+from slaq.product import PRODUCT as SLAQ
 from srlab.pages import fetch, time_pages
 from srlab.shim_bench.history_server import event_log_files, history_server
+
+SCHEMA = {**SLAQ_SCHEMA, **RIFFLE_SCHEMA}
 
 PAGES = ("/slaq/", "/slaq/json/", "/riffle/", "/riffle/json/")
 TAB_EVENT = "io.slaqriffle.seam.TabEvent"
@@ -101,7 +106,7 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
         try:
             app_id = sc.applicationId
             shim = shim_for(sc)
-            pools, tracker = shim.slaq(), shim.riffle()
+            pools, tracker = shim.component(SLAQ.shim_component), shim.component(RIFFLE.shim_component)
             t0 = time.perf_counter()
             for e in range(epochs):
                 pools.publish(epoch(e, jobs))

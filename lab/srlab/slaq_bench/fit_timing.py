@@ -20,11 +20,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkshim.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER
+from slaq.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER
 
 FIT_KEY = "srlab.slaq_bench.fit"  # log4j ThreadContext key naming the fit a thread runs
 # breeze's FirstOrderMinimizer logs a line starting with BREEZE_ITERATION_LINE once per finished iteration
-# on the BREEZE_LOGGER hierarchy: the same names SLAQ's loss capture uses (sparkshim/messages.json)
+# on the BREEZE_LOGGER hierarchy: the same names SLAQ's loss capture uses (slaq/messages.json)
 _APPENDER = "slaq-bench-iteration-clock"
 _ALL_TASKS = 2**31 - 1  # taskList's maxTasks: every task of a stage
 # the status store forgets old jobs after spark.ui.retainedJobs (default 1000): keep every job of a run

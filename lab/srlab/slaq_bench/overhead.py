@@ -15,7 +15,7 @@ import numpy as np
 
 import slaq
 from slaq.live.loop import LOOP_THREAD
-from sparkshim.messages import EpochStatus, JobStatus
+from slaq.messages import EpochStatus, JobStatus
 from srlab.pages import time_pages
 from srlab.session import DEFAULT_MASTER, spark_session
 from srlab.slaq_bench.cpu import thread_cpu_s

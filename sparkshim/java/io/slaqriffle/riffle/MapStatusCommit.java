@@ -1,6 +1,5 @@
 package io.slaqriffle.riffle;
 
-import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.SparkMapOutput;
 import java.util.List;
 import java.util.concurrent.locks.Lock;
@@ -32,7 +31,7 @@ final class MapStatusCommit {
   private MapStatusCommit() {}
 
   /** Groups committed, or -1 when Spark has no status for the shuffle. A group whose statuses changed is skipped. */
-  static int apply(Messages.Commit commit, int partitions, SkewSplits.Conf skew) {
+  static int apply(RiffleMessages.Commit commit, int partitions, SkewSplits.Conf skew) {
     ShuffleStatus status = SparkMapOutput.shuffleStatus(commit.shuffle());
     if (status == null) {
       return -1;
@@ -45,7 +44,7 @@ final class MapStatusCommit {
       scala.collection.mutable.HashMap<Object, Object> idToIndex = SparkMapOutput.mapIdToIndex(status);
       SkewSplits splits = SkewSplits.plan(statuses, partitions, skew);
       int straddling = 0;
-      for (Messages.MergeGroup g : commit.groups()) {
+      for (RiffleMessages.MergeGroup g : commit.groups()) {
         BlockManagerId loc = unchangedLocation(g, statuses);
         if (loc == null || g.lengths().size() != partitions) {
           LOG.warn("Riffle: group at map index {} of shuffle {} left unmerged (statuses changed since its merge, or {} != {} partitions)",
@@ -83,7 +82,7 @@ final class MapStatusCommit {
   }
 
   /** The members' common BlockManagerId if every member still has its recorded map id on the group's executor, else null. */
-  private static BlockManagerId unchangedLocation(Messages.MergeGroup g, MapStatus[] statuses) {
+  private static BlockManagerId unchangedLocation(RiffleMessages.MergeGroup g, MapStatus[] statuses) {
     List<Integer> indexes = g.mapIndexes();
     if (indexes.size() < 2 || indexes.size() != g.mapIds().size() || !indexes.contains(g.owner())) {
       return null;

@@ -1,6 +1,5 @@
 package io.slaqriffle.riffle;
 
-import io.slaqriffle.seam.Messages;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -14,14 +13,14 @@ import java.util.Objects;
  * event log grows with the shuffles, not with the application's length. {@code reset} starts from an
  * empty model (when rows were reordered, which the merge scheduler does not do).
  */
-record RiffleDelta(boolean reset, double t, List<Messages.RiffleShuffle> shuffles, List<Integer> removed, List<Messages.RiffleMerger> mergers,
-    Messages.RiffleTotals totals) {
+record RiffleDelta(boolean reset, double t, List<RiffleMessages.RiffleShuffle> shuffles, List<Integer> removed, List<RiffleMessages.RiffleMerger> mergers,
+    RiffleMessages.RiffleTotals totals) {
 
   /** The delta from {@code before} to {@code after}, or null when only the time differs (nothing to post). */
-  static RiffleDelta between(Messages.RiffleStatus before, Messages.RiffleStatus after) {
-    Map<Integer, Messages.RiffleShuffle> old = byShuffle(before.shuffles());
-    List<Messages.RiffleShuffle> changed = new ArrayList<>();
-    for (Messages.RiffleShuffle row : after.shuffles()) {
+  static RiffleDelta between(RiffleMessages.RiffleStatus before, RiffleMessages.RiffleStatus after) {
+    Map<Integer, RiffleMessages.RiffleShuffle> old = byShuffle(before.shuffles());
+    List<RiffleMessages.RiffleShuffle> changed = new ArrayList<>();
+    for (RiffleMessages.RiffleShuffle row : after.shuffles()) {
       if (!row.equals(old.remove(row.shuffle()))) {
         changed.add(row);
       }
@@ -35,18 +34,18 @@ record RiffleDelta(boolean reset, double t, List<Messages.RiffleShuffle> shuffle
   }
 
   /** {@code model} with this change applied: changed rows in place, new ones appended, removed ones gone. */
-  Messages.RiffleStatus applyTo(Messages.RiffleStatus model) {
-    Map<Integer, Messages.RiffleShuffle> rows = reset ? new LinkedHashMap<>() : byShuffle(model.shuffles());
-    for (Messages.RiffleShuffle row : shuffles) {
+  RiffleMessages.RiffleStatus applyTo(RiffleMessages.RiffleStatus model) {
+    Map<Integer, RiffleMessages.RiffleShuffle> rows = reset ? new LinkedHashMap<>() : byShuffle(model.shuffles());
+    for (RiffleMessages.RiffleShuffle row : shuffles) {
       rows.put(row.shuffle(), row);
     }
     removed.forEach(rows::remove);
-    return new Messages.RiffleStatus(t, List.copyOf(rows.values()), mergers, totals);
+    return new RiffleMessages.RiffleStatus(t, List.copyOf(rows.values()), mergers, totals);
   }
 
-  private static Map<Integer, Messages.RiffleShuffle> byShuffle(List<Messages.RiffleShuffle> rows) {
-    Map<Integer, Messages.RiffleShuffle> m = new LinkedHashMap<>();
-    for (Messages.RiffleShuffle row : rows) {
+  private static Map<Integer, RiffleMessages.RiffleShuffle> byShuffle(List<RiffleMessages.RiffleShuffle> rows) {
+    Map<Integer, RiffleMessages.RiffleShuffle> m = new LinkedHashMap<>();
+    for (RiffleMessages.RiffleShuffle row : rows) {
       m.put(Objects.requireNonNull(row).shuffle(), row);
     }
     return m;

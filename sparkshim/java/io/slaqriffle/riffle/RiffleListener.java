@@ -1,6 +1,5 @@
 package io.slaqriffle.riffle;
 
-import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.ShimClock;
 import io.slaqriffle.seam.SparkMapOutput;
 import java.util.ArrayList;
@@ -75,7 +74,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     if (hold) {
       partitions.put(shuffle, parts);
     }
-    tracker.emit(new Messages.MapStageSubmitted(shuffle, info.stageId(), info.name(), info.attemptNumber(), info.numTasks(), parts, hold,
+    tracker.emit(new RiffleMessages.MapStageSubmitted(shuffle, info.stageId(), info.name(), info.attemptNumber(), info.numTasks(), parts, hold,
         unsafe == null ? "" : unsafe));
   }
 
@@ -90,7 +89,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
       return;
     }
     long bytes = event.taskMetrics() == null ? -1 : event.taskMetrics().shuffleWriteMetrics().bytesWritten();
-    tracker.emit(new Messages.MapOutput(shuffle, event.stageId(), event.stageAttemptId(), t.partitionId(), t.taskId(), t.executorId(),
+    tracker.emit(new RiffleMessages.MapOutput(shuffle, event.stageId(), event.stageAttemptId(), t.partitionId(), t.taskId(), t.executorId(),
         t.host(), bytes));
   }
 
@@ -102,24 +101,24 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     }
     int shuffle = (Integer) info.shuffleDepId().get();
     gate.mapStageDone(shuffle, clock.nanoTime());
-    tracker.emit(new Messages.MapStageDone(shuffle, info.stageId(), info.failureReason().isEmpty()));
+    tracker.emit(new RiffleMessages.MapStageDone(shuffle, info.stageId(), info.failureReason().isEmpty()));
   }
 
   @Override
   public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
-    tracker.emit(new Messages.ExecutorRemoved(event.executorId()));
+    tracker.emit(new RiffleMessages.ExecutorRemoved(event.executorId()));
   }
 
   @Override
   public void onApplicationEnd(SparkListenerApplicationEnd event) {
-    tracker.emit(new Messages.ApplicationEnd());
+    tracker.emit(new RiffleMessages.ApplicationEnd());
     tracker.applicationEnded();
   }
 
   @Override
   public void shuffleCleaned(int shuffleId) {
     forget(shuffleId);
-    tracker.emit(new Messages.ShuffleCleaned(shuffleId));
+    tracker.emit(new RiffleMessages.ShuffleCleaned(shuffleId));
   }
 
   @Override

@@ -1,8 +1,6 @@
 package io.slaqriffle.riffle;
 
 import io.slaqriffle.seam.Html;
-import io.slaqriffle.seam.Messages;
-import io.slaqriffle.seam.Names;
 import io.slaqriffle.seam.TabPage;
 import io.slaqriffle.seam.TabView;
 import java.util.List;
@@ -23,8 +21,8 @@ final class RifflePage {
 
   private RifflePage() {}
 
-  static String html(Messages.RiffleStatus s, String jsonUrl, int refreshSeconds) {
-    Messages.RiffleTotals t = s.totals();
+  static String html(RiffleMessages.RiffleStatus s, String jsonUrl, int refreshSeconds) {
+    RiffleMessages.RiffleTotals t = s.totals();
     StringBuilder b = new StringBuilder("<div id=\"riffle\">");
     b.append(String.format(Locale.ROOT,
         "<p id=\"riffle-summary\">%d shuffles settled &middot; %d groups merged, %d fell back (%s) &middot; blocks fetched %d &rarr; %d "
@@ -32,7 +30,7 @@ final class RifflePage {
         t.shuffles(), t.groupsMerged(), sum(t.groupsFellBack()), Html.escape(RiffleStatus.causes(t.groupsFellBack())), t.blocksUnmerged(),
         t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), bytes(t.bytesMerged()), t.gateWaitSeconds(), TabPage.summaryLinks(jsonUrl)));
     b.append(TabPage.reloadScript(refreshSeconds));
-    List<String> causes = Names.fallbackCauses();
+    List<String> causes = RiffleNames.fallbackCauses();
     b.append(Html.tableStart("Shuffles", "riffle-shuffles"))
         .append("<th>Shuffle</th><th>Stage</th><th>Maps</th><th>Reducers</th><th>Merge policy</th><th>State</th><th>Groups merged</th>");
     for (String cause : causes) {
@@ -42,7 +40,7 @@ final class RifflePage {
     b.append("<th>Bytes merged</th><th title=\"blocks a reducer fetches without merging\">Blocks unmerged</th>")
         .append("<th title=\"blocks a reducer fetches with the merged files\">Blocks merged</th>")
         .append("<th title=\"from the end of the map stage to the reducers' release\">Gate wait (s)</th><th>Why released</th>").append(Html.HEAD_END);
-    for (Messages.RiffleShuffle r : s.shuffles()) {
+    for (RiffleMessages.RiffleShuffle r : s.shuffles()) {
       b.append(String.format(Locale.ROOT,
           "<tr class=\"riffle-shuffle\" data-shuffle=\"%d\"><td>%d</td><td>%d: %s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td>",
           r.shuffle(), r.shuffle(), r.stage(), Html.escape(r.name()), r.maps(), r.reducers(), Html.escape(r.policy()), Html.escape(r.state()),
@@ -57,7 +55,7 @@ final class RifflePage {
     b.append(Html.tableStart("Mergers", "riffle-mergers"))
         .append("<th>Merger</th><th>Health</th><th>Queued</th><th>Running</th><th>Merges done</th><th>Failed</th><th>Cancelled</th>")
         .append(Html.HEAD_END);
-    for (Messages.RiffleMerger m : s.mergers()) {
+    for (RiffleMessages.RiffleMerger m : s.mergers()) {
       b.append(String.format(Locale.ROOT,
           "<tr class=\"riffle-merger\" data-merger=\"%s\"><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>",
           Html.escape(m.address()), Html.escape(m.address()), Html.escape(m.health()), m.queued(), m.running(), m.mergesDone(),
@@ -68,15 +66,15 @@ final class RifflePage {
   }
 
   /** One bar per shuffle (the latest {@link #CHART_SHUFFLES}): blocks its reducers did not fetch thanks to merging. */
-  static String savedChart(List<Messages.RiffleShuffle> shuffles) {
-    List<Messages.RiffleShuffle> shown = shuffles.subList(Math.max(shuffles.size() - CHART_SHUFFLES, 0), shuffles.size());
+  static String savedChart(List<RiffleMessages.RiffleShuffle> shuffles) {
+    List<RiffleMessages.RiffleShuffle> shown = shuffles.subList(Math.max(shuffles.size() - CHART_SHUFFLES, 0), shuffles.size());
     int width = 900;
     int height = 220;
     int left = 60;
     int bottom = 30;
     int top = 10;
     long max = 1;
-    for (Messages.RiffleShuffle r : shown) {
+    for (RiffleMessages.RiffleShuffle r : shown) {
       max = Math.max(max, r.blocksUnmerged() - r.blocksMerged());
     }
     double slot = shown.isEmpty() ? 0 : (double) (width - left - 10) / shown.size();
@@ -87,7 +85,7 @@ final class RifflePage {
             + "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%d</text><text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">0</text>",
         width, height, left, height - bottom, width - 10, height - bottom, left - 4, top + 10, max, left - 4, height - bottom));
     for (int i = 0; i < shown.size(); i++) {
-      Messages.RiffleShuffle r = shown.get(i);
+      RiffleMessages.RiffleShuffle r = shown.get(i);
       long saved = Math.max(r.blocksUnmerged() - r.blocksMerged(), 0);
       double h = plot * saved / max;
       double x = left + i * slot + slot * 0.1;

@@ -3,7 +3,6 @@ package io.slaqriffle.riffle;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import io.slaqriffle.seam.Messages;
-import io.slaqriffle.seam.Names;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -22,10 +21,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class RiffleStatus {
   private static final Logger LOG = LoggerFactory.getLogger(RiffleStatus.class);
-  static final Messages.RiffleStatus EMPTY =
-      new Messages.RiffleStatus(0.0, List.of(), List.of(), new Messages.RiffleTotals(0, 0, Map.of(), 0L, 0L, 0L, 0.0));
+  static final RiffleMessages.RiffleStatus EMPTY =
+      new RiffleMessages.RiffleStatus(0.0, List.of(), List.of(), new RiffleMessages.RiffleTotals(0, 0, Map.of(), 0L, 0L, 0L, 0.0));
 
-  private volatile Messages.RiffleStatus latest = EMPTY;
+  private volatile RiffleMessages.RiffleStatus latest = EMPTY;
   private final AtomicBoolean summarized = new AtomicBoolean();
   private volatile Consumer<RiffleDelta> recorded = d -> {};
 
@@ -35,7 +34,7 @@ public final class RiffleStatus {
    * log): so {@code t} is when the model last changed, here and in the History Server alike.
    */
   public synchronized void publish(String riffleStatusJson) {
-    RiffleDelta delta = RiffleDelta.between(latest, Messages.decode(riffleStatusJson, Messages.RiffleStatus.class));
+    RiffleDelta delta = RiffleDelta.between(latest, Messages.decode(riffleStatusJson, RiffleMessages.RiffleStatus.class));
     if (delta != null) {
       record(delta);
       recorded.accept(delta);
@@ -52,7 +51,7 @@ public final class RiffleStatus {
     latest = delta.applyTo(latest);
   }
 
-  public Messages.RiffleStatus report() {
+  public RiffleMessages.RiffleStatus report() {
     return latest;
   }
 
@@ -68,7 +67,7 @@ public final class RiffleStatus {
   }
 
   /** The application-end block: blocks saved, groups merged, fallbacks by cause, bytes merged, time at the gate. */
-  static String summaryBlock(Messages.RiffleTotals t) {
+  static String summaryBlock(RiffleMessages.RiffleTotals t) {
     int fellBack = t.groupsFellBack().values().stream().mapToInt(Integer::intValue).sum();
     return String.format(Locale.ROOT,
         "Riffle summary: %d shuffles, %d groups merged, %d fell back (%s)%n  blocks fetched %d -> %d (%d saved), %d bytes merged%n"
@@ -80,7 +79,7 @@ public final class RiffleStatus {
   /** {@code cause n, ...} in the schema's order, causes with no group left out ("none" when all are). */
   static String causes(Map<String, Integer> byCause) {
     StringBuilder b = new StringBuilder();
-    for (String cause : Names.fallbackCauses()) {
+    for (String cause : RiffleNames.fallbackCauses()) {
       int n = byCause.getOrDefault(cause, 0);
       if (n > 0) {
         b.append(b.length() == 0 ? "" : ", ").append(cause.replace('_', ' ')).append(' ').append(n);
@@ -99,18 +98,18 @@ public final class RiffleStatus {
     MetricRegistry r = new MetricRegistry();
     gauge(r, "shuffles", t -> t.shuffles());
     gauge(r, "merges.merged", t -> t.groupsMerged());
-    for (String cause : Names.fallbackCauses()) {
+    for (String cause : RiffleNames.fallbackCauses()) {
       gauge(r, "merges.fellBack." + cause, t -> t.groupsFellBack().getOrDefault(cause, 0));
     }
     gauge(r, "bytes.merged", t -> t.bytesMerged());
     gauge(r, "blocks.unmerged", t -> t.blocksUnmerged());
     gauge(r, "blocks.merged", t -> t.blocksMerged());
     gauge(r, "blocks.saved", t -> t.blocksUnmerged() - t.blocksMerged());
-    gauge(r, "gate.waitSeconds", Messages.RiffleTotals::gateWaitSeconds);
+    gauge(r, "gate.waitSeconds", RiffleMessages.RiffleTotals::gateWaitSeconds);
     return r;
   }
 
-  private void gauge(MetricRegistry r, String name, ToDoubleFunction<Messages.RiffleTotals> value) {
+  private void gauge(MetricRegistry r, String name, ToDoubleFunction<RiffleMessages.RiffleTotals> value) {
     r.register(name, (Gauge<Double>) () -> value.applyAsDouble(latest.totals()));
   }
 }

@@ -133,7 +133,7 @@ public final class RiffleTracker implements Shim.FailOpen {
     for (int shuffle : gate.expire(clock.nanoTime())) {
       LOG.warn("Riffle: merges of shuffle {} did not finish in time; its reducers read the original files", shuffle);
       listener.forget(shuffle);
-      emit(new Messages.HoldExpired(shuffle));
+      emit(new RiffleMessages.HoldExpired(shuffle));
     }
     return Messages.encode(events.drain());
   }
@@ -151,7 +151,7 @@ public final class RiffleTracker implements Shim.FailOpen {
    * held or already launched (nothing is changed then).
    */
   public int commit(String commitJson) {
-    Messages.Commit commit = Messages.decode(commitJson, Messages.Commit.class);
+    RiffleMessages.Commit commit = Messages.decode(commitJson, RiffleMessages.Commit.class);
     if (unavailable != null) {
       return -1;
     }

@@ -4,52 +4,64 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
- * The strings Python and the JVM must agree on that are not messages (the {@code "names"} section of
- * {@code sparkshim/messages.json}, which the build packs next to this class): read from the schema at
- * class load, so neither side spells them on its own.
+ * The strings Python and the JVM must agree on that are not messages: the {@code "names"} section of a
+ * product's message schema ({@code <product>/messages.json}), which the build packs next to the product's
+ * classes. A product's names class reads them at class load through {@link #of}, so neither side spells
+ * them on its own.
  */
 public final class Names {
-  /** Where the build puts the schema inside the jar, relative to this class. */
+  /** Where the build puts a product's schema inside the jar, relative to the product's classes. */
   static final String SCHEMA_RESOURCE = "messages.json";
-  private static final JsonNode NAMES = load();
+  private final Class<?> owner;
+  private final JsonNode names;
 
-  /** The local property (on the thread that submits Spark work) naming the SLAQ job the work belongs to. */
-  public static final String JOB_PROPERTY = name("job_property");
-  /** A SLAQ job's scheduler pool is this prefix plus the job name. */
-  public static final String POOL_PREFIX = name("pool_prefix");
-  /** The logger hierarchy breeze's optimizers log their iterations on. */
-  public static final String BREEZE_LOGGER = name("breeze_logger");
-  /** How breeze's per-iteration line starts ({@code "Val and Grad Norm: %.6g (rel: %.3g) %.6g"}). */
-  public static final String BREEZE_ITERATION_LINE = name("breeze_iteration_line");
-
-  /** Why a Riffle merge group stayed unmerged: the keys of {@code riffle_shuffle.groups_fell_back}, space-separated, in the order the UI shows them. */
-  public static final String FALLBACK_CAUSES = name("fallback_causes");
-
-  /** {@link #FALLBACK_CAUSES} as a list. */
-  public static java.util.List<String> fallbackCauses() {
-    return java.util.List.of(FALLBACK_CAUSES.split(" "));
+  private Names(Class<?> owner, JsonNode names) {
+    this.owner = owner;
+    this.names = names;
   }
 
-  private Names() {}
-
-  private static JsonNode load() {
-    try (InputStream in = Names.class.getResourceAsStream(SCHEMA_RESOURCE)) {
+  /** The names of the schema packed next to {@code owner}. */
+  public static Names of(Class<?> owner) {
+    try (InputStream in = owner.getResourceAsStream(SCHEMA_RESOURCE)) {
       if (in == null) {
-        throw new IllegalStateException(SCHEMA_RESOURCE + " is not in the shim jar next to " + Names.class.getName());
+        throw new IllegalStateException(SCHEMA_RESOURCE + " is not in the shim jar next to " + owner.getName());
       }
-      return new ObjectMapper().readTree(in).path("names");
+      return new Names(owner, new ObjectMapper().readTree(in).path("names"));
     } catch (IOException e) {
-      throw new IllegalStateException("cannot read " + SCHEMA_RESOURCE + ": " + e, e);
+      throw new IllegalStateException("cannot read " + SCHEMA_RESOURCE + " next to " + owner.getName() + ": " + e, e);
     }
   }
 
-  private static String name(String key) {
-    JsonNode value = NAMES.get(key);
+  /** The string {@code names.<key>}. */
+  public String text(String key) {
+    JsonNode value = names.get(key);
     if (value == null || !value.isTextual()) {
-      throw new IllegalStateException(SCHEMA_RESOURCE + " has no string names." + key);
+      throw new IllegalStateException(where() + " has no string names." + key);
     }
     return value.asText();
+  }
+
+  /** The list of strings {@code names.<key>}, in the schema's order. */
+  public List<String> list(String key) {
+    JsonNode value = names.get(key);
+    if (value == null || !value.isArray()) {
+      throw new IllegalStateException(where() + " has no list names." + key);
+    }
+    List<String> out = new ArrayList<>();
+    for (JsonNode item : value) {
+      if (!item.isTextual()) {
+        throw new IllegalStateException(where() + ": names." + key + " holds a non-string " + item);
+      }
+      out.add(item.asText());
+    }
+    return List.copyOf(out);
+  }
+
+  private String where() {
+    return SCHEMA_RESOURCE + " next to " + owner.getName();
   }
 }

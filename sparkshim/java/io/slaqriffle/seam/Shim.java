@@ -8,7 +8,7 @@ import org.apache.spark.SparkContext;
 
 /**
  * Entry point the Python bridge loads into the driver JVM: one instance per SparkContext, holding
- * that context's components (SLAQ's pools, Riffle's tracker), each created on first use by its own
+ * that context's components (one per product), each created on first use by its own
  * package's {@code attach}. It names no component class, so a driver that uses only one product
  * loads none of the other's classes. The bridge loads these classes once per JVM, so the static map
  * below is the only registry (nothing is parked in system properties).

@@ -1,6 +1,5 @@
 package io.slaqriffle.slaq;
 
-import io.slaqriffle.seam.Names;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -35,7 +34,7 @@ import org.apache.logging.log4j.core.filter.AbstractFilter;
  * on {@code breeze.optimize}) shows only INFO and coarser breeze events until capture ends.
  */
 final class BreezeLogRoute {
-  static final String LOGGER = Names.BREEZE_LOGGER;
+  static final String LOGGER = SlaqNames.BREEZE_LOGGER;
 
   private static Installed installed;
 

@@ -1,7 +1,6 @@
 package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.Messages;
-import io.slaqriffle.seam.Names;
 import io.slaqriffle.seam.SparkConnect;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,7 +40,7 @@ final class ConnectFits {
   private volatile boolean enabled;
   private final Map<String, String> jobs = new ConcurrentHashMap<>();  // operation job tag -> SLAQ job
   private final Set<String> others = ConcurrentHashMap.newKeySet();     // tags of operations that are not fits
-  private final ConcurrentLinkedQueue<Messages.ConnectFit> events = new ConcurrentLinkedQueue<>();
+  private final ConcurrentLinkedQueue<SlaqMessages.ConnectFit> events = new ConcurrentLinkedQueue<>();
 
   private ConnectFits(SparkContext sc, TaskSchedulerImpl ts, SlaqPools pools) {
     this.sc = sc;
@@ -94,7 +93,7 @@ final class ConnectFits {
 
   /** The pool for a task set's properties: its Connect fit's job pool (opened now if new), or null. Under the scheduler lock. */
   private Pool route(Properties props) {
-    if (!enabled || props == null || props.getProperty(Names.JOB_PROPERTY) != null) {
+    if (!enabled || props == null || props.getProperty(SlaqNames.JOB_PROPERTY) != null) {
       return null;
     }
     String tags = props.getProperty(JOB_TAGS);
@@ -120,7 +119,7 @@ final class ConnectFits {
       job = jobName(fit.estimator(), fit.operationId());
       pools.registerLocked(job, 1.0);
       jobs.put(fit.jobTag(), job);
-      events.add(new Messages.ConnectFit(job, fit.operationId(), fit.estimator(), fit.params(), false));
+      events.add(new SlaqMessages.ConnectFit(job, fit.operationId(), fit.estimator(), fit.params(), false));
     }
     return pools.pool(job);
   }
@@ -135,7 +134,7 @@ final class ConnectFits {
     if (job != null) {
       remember(tag);  // a late task set of an ended fit must not open its job again
       pools.close(job);
-      events.add(new Messages.ConnectFit(job, "", "", Map.of(), true));
+      events.add(new SlaqMessages.ConnectFit(job, "", "", Map.of(), true));
     }
   }
 
@@ -150,7 +149,7 @@ final class ConnectFits {
   /** Fits opened and ended since the last call, in order, as a JSON list of {@code connect_fit} messages. */
   String poll() {
     List<Messages.Message> out = new ArrayList<>();
-    Messages.ConnectFit e;
+    SlaqMessages.ConnectFit e;
     while ((e = events.poll()) != null) {
       out.add(e);
     }

@@ -1,6 +1,5 @@
 package io.slaqriffle.slaq;
 
-import io.slaqriffle.seam.Names;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -16,14 +15,14 @@ import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 
 /**
  * Captures the objective value of every L-BFGS/OWLQN/LBFGSB iteration breeze logs
- * ({@code "Val and Grad Norm: %.6g (rel: %.3g) %.6g"}, its start is {@link Names#BREEZE_ITERATION_LINE}) and reports it for the SLAQ job of the
+ * ({@code "Val and Grad Norm: %.6g (rel: %.3g) %.6g"}, its start is {@link SlaqNames#BREEZE_ITERATION_LINE}) and reports it for the SLAQ job of the
  * logging thread: spark.ml fits run on the thread that called {@code fit()}, which carries the
  * job's local property (or a log4j ThreadContext entry). One appender per SparkContext, routed by
  * {@link BreezeLogRoute} so no other appender's output changes.
  */
 public final class LossAppender extends AbstractAppender {
   private static final AtomicInteger SERIAL = new AtomicInteger();
-  private static final Pattern LINE = Pattern.compile(Pattern.quote(Names.BREEZE_ITERATION_LINE) + ": (\\S+) \\(rel: \\S+\\) \\S+");
+  private static final Pattern LINE = Pattern.compile(Pattern.quote(SlaqNames.BREEZE_ITERATION_LINE) + ": (\\S+) \\(rel: \\S+\\) \\S+");
   private final SlaqPools scheduler;
 
   private LossAppender(SlaqPools scheduler) {
@@ -33,7 +32,7 @@ public final class LossAppender extends AbstractAppender {
 
   /** Parses one breeze line; NaN when it is not an iteration line. */
   static double objective(String message) {
-    if (message == null || !message.startsWith(Names.BREEZE_ITERATION_LINE)) {
+    if (message == null || !message.startsWith(SlaqNames.BREEZE_ITERATION_LINE)) {
       return Double.NaN;
     }
     Matcher m = LINE.matcher(message);
@@ -48,7 +47,7 @@ public final class LossAppender extends AbstractAppender {
     }
     String job = scheduler.currentJob();
     if (job == null) {
-      job = ThreadContext.get(Names.JOB_PROPERTY);
+      job = ThreadContext.get(SlaqNames.JOB_PROPERTY);
     }
     if (job != null) {
       scheduler.report(job, value, "mllib");

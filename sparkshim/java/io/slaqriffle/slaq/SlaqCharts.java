@@ -1,6 +1,5 @@
 package io.slaqriffle.slaq;
 
-import io.slaqriffle.seam.Messages;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -55,15 +54,15 @@ final class SlaqCharts {
   }
 
   /** Normalized loss of every job that reported a loss, one line each, and their mean (thick, black). */
-  static String lossChart(List<Messages.EpochStatus> history, List<String> jobs) {
+  static String lossChart(List<SlaqMessages.EpochStatus> history, List<String> jobs) {
     Frame f = new Frame(history, LOSS_MAX, 0.25);
     StringBuilder svg = f.open("slaq-loss-chart", "normalized loss over time", "normalized loss");
     Map<String, StringBuilder> lines = new HashMap<>();
     StringBuilder mean = new StringBuilder();
-    for (Messages.EpochStatus e : history) {
+    for (SlaqMessages.EpochStatus e : history) {
       double sum = 0;
       int n = 0;
-      for (Messages.JobStatus j : e.jobs()) {
+      for (SlaqMessages.JobStatus j : e.jobs()) {
         if (j.iterations() > 0) {
           lines.computeIfAbsent(j.job(), k -> new StringBuilder()).append(f.point(e.t(), j.normalizedLoss()));
           sum += j.normalizedLoss();
@@ -92,12 +91,12 @@ final class SlaqCharts {
   }
 
   /** Cores allocated per job as stacked areas (legend order), and the total cores used as a dashed line. */
-  static String allocationChart(List<Messages.EpochStatus> history, List<String> jobs) {
+  static String allocationChart(List<SlaqMessages.EpochStatus> history, List<String> jobs) {
     double top = 1;
-    for (Messages.EpochStatus e : history) {
+    for (SlaqMessages.EpochStatus e : history) {
       double allocated = 0;
       double used = 0;
-      for (Messages.JobStatus j : e.jobs()) {
+      for (SlaqMessages.JobStatus j : e.jobs()) {
         allocated += j.cores();
         used += j.usedCores();
       }
@@ -112,7 +111,7 @@ final class SlaqCharts {
       double[] above = below.clone();
       boolean any = false;
       for (int k = 0; k < n; k++) {
-        for (Messages.JobStatus j : history.get(k).jobs()) {
+        for (SlaqMessages.JobStatus j : history.get(k).jobs()) {
           if (j.job().equals(job)) {
             above[k] += j.cores();
             any |= j.cores() > 0;
@@ -139,9 +138,9 @@ final class SlaqCharts {
       below = above;
     }
     StringBuilder used = new StringBuilder();
-    for (Messages.EpochStatus e : history) {
+    for (SlaqMessages.EpochStatus e : history) {
       double sum = 0;
-      for (Messages.JobStatus j : e.jobs()) {
+      for (SlaqMessages.JobStatus j : e.jobs()) {
         sum += j.usedCores();
       }
       used.append(f.point(e.t(), sum));
@@ -160,7 +159,7 @@ final class SlaqCharts {
     private final double yMax;
     private final double tick;
 
-    Frame(List<Messages.EpochStatus> history, double yMax, double tick) {
+    Frame(List<SlaqMessages.EpochStatus> history, double yMax, double tick) {
       this.t0 = history.isEmpty() ? 0 : history.get(0).t();
       double last = history.isEmpty() ? 1 : history.get(history.size() - 1).t();
       this.t1 = last > t0 ? last : t0 + 1;

@@ -1,11 +1,10 @@
 package io.slaqriffle.slaq;
 
-import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.TabHistory;
 
 /** The SLAQ tab in Spark's History Server: the logged epochs replayed into a {@link SlaqStatus}, as the live driver recorded them. */
-public final class SlaqHistory extends TabHistory<SlaqStatus, Messages.EpochStatus> {
+public final class SlaqHistory extends TabHistory<SlaqStatus, SlaqMessages.EpochStatus> {
   public SlaqHistory() {
-    super(SlaqPage.VIEW, Messages.EpochStatus.class, SlaqStatus::new, SlaqStatus::record);
+    super(SlaqPage.VIEW, SlaqMessages.EpochStatus.class, SlaqStatus::new, SlaqStatus::record);
   }
 }

@@ -1,7 +1,6 @@
 package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.Html;
-import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.TabPage;
 import io.slaqriffle.seam.TabView;
 import java.util.ArrayList;
@@ -25,20 +24,20 @@ final class SlaqPage {
   private SlaqPage() {}
 
   /** The page body: a summary line, the jobs table (running, then finished) and the two charts. */
-  static String html(Messages.StatusReport report, String jsonUrl, int refreshSeconds) {
-    List<Messages.EpochStatus> history = report.history();
+  static String html(SlaqMessages.StatusReport report, String jsonUrl, int refreshSeconds) {
+    List<SlaqMessages.EpochStatus> history = report.history();
     StringBuilder b = new StringBuilder("<div id=\"slaq\">");
     if (history.isEmpty()) {
       b.append("<p id=\"slaq-summary\">SLAQ has not completed an epoch yet.</p>");
     } else {
-      Messages.EpochStatus last = history.get(history.size() - 1);
+      SlaqMessages.EpochStatus last = history.get(history.size() - 1);
       b.append(String.format(Locale.ROOT,
           "<p id=\"slaq-summary\">Policy <strong>%s</strong> &middot; epoch %d at t=%.1f s &middot; %.0f cores &middot; "
               + "%d jobs running, %d finished &middot; %s</p>",
           escape(last.policy()), last.epoch(), last.t(), last.capacity(), last.jobs().size(), report.finished().size(), TabPage.summaryLinks(jsonUrl)));
     }
     b.append(TabPage.reloadScript(refreshSeconds));
-    List<Messages.JobStatus> rows = new ArrayList<>(history.isEmpty() ? List.of() : history.get(history.size() - 1).jobs());
+    List<SlaqMessages.JobStatus> rows = new ArrayList<>(history.isEmpty() ? List.of() : history.get(history.size() - 1).jobs());
     rows.addAll(report.finished());
     List<String> jobs = SlaqStatus.jobOrder(history);
     Map<String, Integer> number = new HashMap<>();
@@ -60,7 +59,7 @@ final class SlaqPage {
             "<tr class=\"slaq-group\" data-group=\"%s\"><th colspan=\"14\">%s &middot; %d fits</th></tr>",
             escape(g.name), escape(g.name), g.rows.size()));
       }
-      for (Messages.JobStatus j : g.rows) {
+      for (SlaqMessages.JobStatus j : g.rows) {
         b.append(row(j, number.get(j.job())));
       }
     }
@@ -98,7 +97,7 @@ final class SlaqPage {
       + "achieved 90% of its whole loss reduction (known once it finished)";
 
   /** One table row: number, job, tuning place, state, why, then its figures (dashes where there are none). */
-  private static String row(Messages.JobStatus j, Integer number) {
+  private static String row(SlaqMessages.JobStatus j, Integer number) {
     boolean reported = j.iterations() > 0;
     boolean finished = j.state().equals("finished");
     String tuning = "&ndash;";
@@ -124,18 +123,18 @@ final class SlaqPage {
   /** Rows in order, a tuner's fits gathered under it where its first fit appears (the unnamed group: jobs outside any tuner). */
   private static final class Group {
     final String name;
-    final List<Messages.JobStatus> rows = new ArrayList<>();
+    final List<SlaqMessages.JobStatus> rows = new ArrayList<>();
 
     Group(String name) {
       this.name = name;
     }
   }
 
-  private static List<Group> groups(List<Messages.JobStatus> rows) {
+  private static List<Group> groups(List<SlaqMessages.JobStatus> rows) {
     List<Group> out = new ArrayList<>();
     Map<String, Group> byName = new LinkedHashMap<>();
     Group loose = null;
-    for (Messages.JobStatus j : rows) {
+    for (SlaqMessages.JobStatus j : rows) {
       Group g;
       if (j.group().isEmpty()) {
         if (loose == null) {

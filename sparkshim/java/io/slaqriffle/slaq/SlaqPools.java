@@ -3,7 +3,6 @@ package io.slaqriffle.slaq;
 import io.slaqriffle.seam.Feature;
 import io.slaqriffle.seam.Features;
 import io.slaqriffle.seam.Messages;
-import io.slaqriffle.seam.Names;
 import io.slaqriffle.seam.Outbox;
 import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
@@ -42,7 +41,7 @@ public final class SlaqPools implements Shim.FailOpen {
   private final double cpusPerTask;
   private final long base = clock.nanoTime();
   private final Map<String, TokenPool> pools = new ConcurrentHashMap<>();
-  private final Outbox<Messages.Iteration> records = new Outbox<>(MAX_PENDING_RECORDS);
+  private final Outbox<SlaqMessages.Iteration> records = new Outbox<>(MAX_PENDING_RECORDS);
   private final SlaqStatus status = new SlaqStatus();
   private volatile ConnectFits connect;  // null without Spark Connect (or its default pool)
 
@@ -96,7 +95,7 @@ public final class SlaqPools implements Shim.FailOpen {
   }
 
   public String poolName(String job) {
-    return Names.POOL_PREFIX + job;
+    return SlaqNames.POOL_PREFIX + job;
   }
 
   /** Creates (or reopens) a job's pool; must run before the job submits work under that pool name. */
@@ -163,7 +162,7 @@ public final class SlaqPools implements Shim.FailOpen {
     if (pool == null || pool.isClosed() || !Double.isFinite(loss)) {
       return false;
     }
-    records.add(new Messages.Iteration(job, loss, now(), pool.consumedCoreSeconds(), pool.stageSeconds(), source));
+    records.add(new SlaqMessages.Iteration(job, loss, now(), pool.consumedCoreSeconds(), pool.stageSeconds(), source));
     return true;
   }
 
@@ -174,7 +173,7 @@ public final class SlaqPools implements Shim.FailOpen {
 
   /** The job whose pool the calling JVM thread submits to (inherited by child threads), or null. */
   public String currentJob() {
-    String job = sc.getLocalProperty(Names.JOB_PROPERTY);
+    String job = sc.getLocalProperty(SlaqNames.JOB_PROPERTY);
     if (job == null && connect != null) {
       job = connect.jobOfThread();  // a Spark Connect client's fit
     }
@@ -186,7 +185,7 @@ public final class SlaqPools implements Shim.FailOpen {
    * into every listed pool in one batch under the scheduler lock, then revives offers.
    */
   public void deposit(String allocationJson) {
-    Messages.Allocation allocation = Messages.decode(allocationJson, Messages.Allocation.class);
+    SlaqMessages.Allocation allocation = Messages.decode(allocationJson, SlaqMessages.Allocation.class);
     long now = clock.nanoTime();
     synchronized (ts) {
       for (Map.Entry<String, Double> e : allocation.cores().entrySet()) {
@@ -239,7 +238,7 @@ public final class SlaqPools implements Shim.FailOpen {
     List<Messages.Message> out = records.drain();
     for (Map.Entry<String, TokenPool> e : pools.entrySet()) {
       TokenPool p = e.getValue();
-      out.add(new Messages.PoolState(e.getKey(), p.consumedCoreSeconds(), p.tokens(), p.runningTasks(), p.isClosed()));
+      out.add(new SlaqMessages.PoolState(e.getKey(), p.consumedCoreSeconds(), p.tokens(), p.runningTasks(), p.isClosed()));
       if (p.isClosed() && p.isIdle()) {
         synchronized (ts) {
           if (p.isIdle()) {

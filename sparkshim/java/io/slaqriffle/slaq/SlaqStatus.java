@@ -40,12 +40,12 @@ public final class SlaqStatus {
   /** Jobs named in the summary block; the rest are counted. */
   static final int SUMMARY_JOBS = 20;
 
-  private final Deque<Messages.EpochStatus> history = new ArrayDeque<>();
-  private final LinkedHashMap<String, Messages.JobStatus> finished = new LinkedHashMap<>();
+  private final Deque<SlaqMessages.EpochStatus> history = new ArrayDeque<>();
+  private final LinkedHashMap<String, SlaqMessages.JobStatus> finished = new LinkedHashMap<>();
   private final LinkedHashMap<String, Tally> tallies = new LinkedHashMap<>();
   private final AtomicBoolean summarized = new AtomicBoolean();
   private double lastEpochSeconds;
-  private volatile Consumer<Messages.EpochStatus> recorded = e -> {};
+  private volatile Consumer<SlaqMessages.EpochStatus> recorded = e -> {};
 
   /** One job over the application: when it first appeared, when it reached {@link #NINETY} (-1: not yet), cores x seconds allocated. */
   private static final class Tally {
@@ -63,7 +63,7 @@ public final class SlaqStatus {
    * listener bus, hence the event log) and logs its INFO line.
    */
   public void publish(String epochStatusJson) {
-    Messages.EpochStatus status = Messages.decode(epochStatusJson, Messages.EpochStatus.class);
+    SlaqMessages.EpochStatus status = Messages.decode(epochStatusJson, SlaqMessages.EpochStatus.class);
     if (record(status)) {
       recorded.accept(status);
       if (LOG.isInfoEnabled()) {
@@ -73,7 +73,7 @@ public final class SlaqStatus {
   }
 
   /** Where each recorded epoch goes besides this model: the listener bus in a driver (by default nowhere). */
-  public void onRecorded(Consumer<Messages.EpochStatus> consumer) {
+  public void onRecorded(Consumer<SlaqMessages.EpochStatus> consumer) {
     recorded = consumer;
   }
 
@@ -82,19 +82,19 @@ public final class SlaqStatus {
    * that changed nothing. The one path into
    * the model: the live driver's {@link #publish} and the History Server's replay of the event log.
    */
-  boolean record(Messages.EpochStatus status) {
+  boolean record(SlaqMessages.EpochStatus status) {
     synchronized (this) {
-      Messages.EpochStatus previous = history.peekLast();
+      SlaqMessages.EpochStatus previous = history.peekLast();
       Set<String> now = new HashSet<>();
       status.jobs().forEach(j -> now.add(j.job()));
       if (previous != null) {
-        for (Messages.JobStatus j : previous.jobs()) {
+        for (SlaqMessages.JobStatus j : previous.jobs()) {
           if (!now.contains(j.job())) {
             finish(asFinished(j));
           }
         }
       }
-      for (Messages.JobStatus j : status.finished()) {  // the loop's final figures (from the whole history) win over the last epoch's
+      for (SlaqMessages.JobStatus j : status.finished()) {  // the loop's final figures (from the whole history) win over the last epoch's
         if (!now.contains(j.job())) {
           finish(j);
         }
@@ -102,7 +102,7 @@ public final class SlaqStatus {
       while (finished.size() > MAX_FINISHED) {
         finished.remove(finished.keySet().iterator().next());
       }
-      for (Messages.JobStatus j : status.jobs()) {
+      for (SlaqMessages.JobStatus j : status.jobs()) {
         finished.remove(j.job()); // a name reused by a new job is running again
       }
       if (status.jobs().isEmpty() && (previous == null || previous.jobs().isEmpty())) {
@@ -120,15 +120,15 @@ public final class SlaqStatus {
   }
 
   /** Charges each job the cores it held since the previous epoch and notes the first epoch it reached 90%. */
-  private void tally(Messages.EpochStatus previous, Messages.EpochStatus status) {
+  private void tally(SlaqMessages.EpochStatus previous, SlaqMessages.EpochStatus status) {
     if (previous != null) {
       double dt = Math.max(status.t() - previous.t(), 0.0);
       lastEpochSeconds = dt;
-      for (Messages.JobStatus j : previous.jobs()) {
+      for (SlaqMessages.JobStatus j : previous.jobs()) {
         tallyOf(j.job(), previous.t()).coreSeconds += j.cores() * dt;
       }
     }
-    for (Messages.JobStatus j : status.jobs()) {
+    for (SlaqMessages.JobStatus j : status.jobs()) {
       Tally t = tallyOf(j.job(), status.t());
       if (t.t90 < 0 && j.iterations() > 1 && j.normalizedLoss() <= NINETY) {
         t.t90 = status.t() - t.firstT;
@@ -144,23 +144,23 @@ public final class SlaqStatus {
   }
 
   /** What SLAQ did over the application so far: per job its time to 90% and its share of all allocated core-seconds. */
-  public synchronized Messages.SlaqSummary summary() {
+  public synchronized SlaqMessages.SlaqSummary summary() {
     double total = 0;
     for (Tally t : tallies.values()) {
       total += t.coreSeconds;
     }
-    List<Messages.SlaqJobSummary> jobs = new ArrayList<>();
+    List<SlaqMessages.SlaqJobSummary> jobs = new ArrayList<>();
     double sum90 = 0;
     int reached = 0;
     for (Map.Entry<String, Tally> e : tallies.entrySet()) {
       Tally t = e.getValue();
-      jobs.add(new Messages.SlaqJobSummary(e.getKey(), t.t90, t.coreSeconds, total > 0 ? t.coreSeconds / total : 0.0));
+      jobs.add(new SlaqMessages.SlaqJobSummary(e.getKey(), t.t90, t.coreSeconds, total > 0 ? t.coreSeconds / total : 0.0));
       if (t.t90 >= 0) {
         sum90 += t.t90;
         reached++;
       }
     }
-    return new Messages.SlaqSummary(jobs, reached, reached > 0 ? sum90 / reached : 0.0);
+    return new SlaqMessages.SlaqSummary(jobs, reached, reached > 0 ? sum90 / reached : 0.0);
   }
 
   /** Logs {@link #summary} as one INFO block, once (at application end). */
@@ -171,12 +171,12 @@ public final class SlaqStatus {
   }
 
   /** The application-end block: the mean time to 90%, then each job's time to 90% and share of the allocations. */
-  static String summaryBlock(Messages.SlaqSummary s) {
+  static String summaryBlock(SlaqMessages.SlaqSummary s) {
     StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
         "SLAQ summary: %d jobs, %d reached normalized loss %.1f; mean time to 90%%: %s",
         s.jobs().size(), s.reachedNinety(), NINETY, s.reachedNinety() > 0 ? String.format(Locale.ROOT, "%.1f s", s.meanSecondsToNinety()) : "n/a"));
     int shown = 0;
-    for (Messages.SlaqJobSummary j : s.jobs()) {
+    for (SlaqMessages.SlaqJobSummary j : s.jobs()) {
       if (shown++ == SUMMARY_JOBS) {
         b.append(String.format(Locale.ROOT, "%n  ... %d more jobs", s.jobs().size() - SUMMARY_JOBS));
         break;
@@ -205,7 +205,7 @@ public final class SlaqStatus {
   }
 
   private synchronized int countLatest(String state) {
-    Messages.EpochStatus last = history.peekLast();
+    SlaqMessages.EpochStatus last = history.peekLast();
     return last == null ? 0 : (int) last.jobs().stream().filter(j -> j.state().equals(state)).count();
   }
 
@@ -218,36 +218,36 @@ public final class SlaqStatus {
   }
 
   private synchronized double sumLatest(boolean used) {
-    Messages.EpochStatus last = history.peekLast();
+    SlaqMessages.EpochStatus last = history.peekLast();
     return last == null ? 0.0 : last.jobs().stream().mapToDouble(j -> used ? j.usedCores() : j.cores()).sum();
   }
 
   /** The mean normalized loss of the jobs that reported a loss in the latest epoch (0 when none did). */
   private synchronized double meanNormalizedLoss() {
-    Messages.EpochStatus last = history.peekLast();
-    return last == null ? 0.0 : last.jobs().stream().filter(j -> j.iterations() > 0).mapToDouble(Messages.JobStatus::normalizedLoss).average().orElse(0.0);
+    SlaqMessages.EpochStatus last = history.peekLast();
+    return last == null ? 0.0 : last.jobs().stream().filter(j -> j.iterations() > 0).mapToDouble(SlaqMessages.JobStatus::normalizedLoss).average().orElse(0.0);
   }
 
-  private void finish(Messages.JobStatus j) {
+  private void finish(SlaqMessages.JobStatus j) {
     finished.remove(j.job());
     finished.put(j.job(), j);
   }
 
   /** A job that left without final figures from the loop: its last epoch's, with no cores. */
-  private static Messages.JobStatus asFinished(Messages.JobStatus j) {
-    return new Messages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0, "ended",
+  private static SlaqMessages.JobStatus asFinished(SlaqMessages.JobStatus j) {
+    return new SlaqMessages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0, "ended",
         j.wallSeconds(), j.coreSeconds(), j.secondsToTarget(), j.group(), j.candidate(), j.fold(), j.refit(), j.driverFraction());
   }
 
   /** The last {@code epochs} retained epochs (oldest first) and the finished jobs (oldest first), as one snapshot. */
-  public synchronized Messages.StatusReport report(int epochs) {
-    List<Messages.EpochStatus> all = new ArrayList<>(history);
-    List<Messages.EpochStatus> last = all.subList(Math.max(all.size() - Math.max(epochs, 0), 0), all.size());
-    return new Messages.StatusReport(new ArrayList<>(last), new ArrayList<>(finished.values()), summary());
+  public synchronized SlaqMessages.StatusReport report(int epochs) {
+    List<SlaqMessages.EpochStatus> all = new ArrayList<>(history);
+    List<SlaqMessages.EpochStatus> last = all.subList(Math.max(all.size() - Math.max(epochs, 0), 0), all.size());
+    return new SlaqMessages.StatusReport(new ArrayList<>(last), new ArrayList<>(finished.values()), summary());
   }
 
   /** Every retained epoch. */
-  public Messages.StatusReport report() {
+  public SlaqMessages.StatusReport report() {
     return report(MAX_EPOCHS);
   }
 
@@ -261,10 +261,10 @@ public final class SlaqStatus {
   }
 
   /** The driver log's line for one epoch: totals, then each job's iterations, losses, gain and cores. */
-  static String logLine(Messages.EpochStatus s) {
+  static String logLine(SlaqMessages.EpochStatus s) {
     double allocated = 0;
     double used = 0;
-    for (Messages.JobStatus j : s.jobs()) {
+    for (SlaqMessages.JobStatus j : s.jobs()) {
       allocated += j.cores();
       used += j.usedCores();
     }
@@ -272,7 +272,7 @@ public final class SlaqStatus {
         "SLAQ epoch %d (t=%.1fs, policy %s): %d jobs, cores allocated %.2f / used %.2f of %.0f",
         s.epoch(), s.t(), s.policy(), s.jobs().size(), allocated, used, s.capacity()));
     int shown = 0;
-    for (Messages.JobStatus j : s.jobs()) {
+    for (SlaqMessages.JobStatus j : s.jobs()) {
       if (shown++ == LOG_JOBS) {
         b.append(String.format(Locale.ROOT, "; ... %d more", s.jobs().size() - LOG_JOBS));
         break;
@@ -284,10 +284,10 @@ public final class SlaqStatus {
   }
 
   /** Every job seen in {@code history}, in order of first appearance (the charts' legend order). */
-  static List<String> jobOrder(List<Messages.EpochStatus> history) {
+  static List<String> jobOrder(List<SlaqMessages.EpochStatus> history) {
     Map<String, Boolean> seen = new LinkedHashMap<>();
-    for (Messages.EpochStatus e : history) {
-      for (Messages.JobStatus j : e.jobs()) {
+    for (SlaqMessages.EpochStatus e : history) {
+      for (SlaqMessages.JobStatus j : e.jobs()) {
         seen.putIfAbsent(j.job(), Boolean.TRUE);
       }
     }

@@ -1,0 +1,65 @@
+package io.slaqriffle.riffle;
+
+import com.fasterxml.jackson.annotation.JsonTypeName;
+import io.slaqriffle.seam.Messages;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Riffle's messages across py4j, one record per message type of {@code riffle/messages.json} (Python generates
+ * {@code riffle.messages} from the same schema; the contract test holds both to it), encoded by {@link Messages}.
+ */
+public final class RiffleMessages {
+  private RiffleMessages() {}
+
+  @JsonTypeName("map_stage_submitted")
+  public record MapStageSubmitted(int shuffle, int stage, String name, int attempt, int tasks, int partitions, boolean held, String unsafe)
+      implements Messages.Message {}
+
+  @JsonTypeName("map_output")
+  public record MapOutput(int shuffle, int stage, int attempt, int mapIndex, long mapId, String executor, String host, long bytes)
+      implements Messages.Message {}
+
+  @JsonTypeName("map_stage_done")
+  public record MapStageDone(int shuffle, int stage, boolean succeeded) implements Messages.Message {}
+
+  @JsonTypeName("hold_expired")
+  public record HoldExpired(int shuffle) implements Messages.Message {}
+
+  @JsonTypeName("shuffle_cleaned")
+  public record ShuffleCleaned(int shuffle) implements Messages.Message {}
+
+  @JsonTypeName("executor_removed")
+  public record ExecutorRemoved(String executor) implements Messages.Message {}
+
+  @JsonTypeName("application_end")
+  public record ApplicationEnd() implements Messages.Message {}
+
+  /** One merged group: statuses at {@code mapIndexes} (with {@code mapIds}) become the merged file at {@code owner}. */
+  @JsonTypeName("merge_group")
+  public record MergeGroup(int owner, long mergedMapId, String executor, List<Integer> mapIndexes, List<Long> mapIds, List<Long> lengths)
+      implements Messages.Message {}
+
+  @JsonTypeName("commit")
+  public record Commit(int shuffle, List<MergeGroup> groups) implements Messages.Message {}
+
+  /** One shuffle as the merge scheduler saw it; {@code groupsFellBack} counts unmerged groups by cause. */
+  @JsonTypeName("riffle_shuffle")
+  public record RiffleShuffle(int shuffle, int stage, String name, int maps, int reducers, String policy, String state, int groupsMerged,
+      Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged, long blocksMerged, double gateWaitSeconds, String reason)
+      implements Messages.Message {}
+
+  /** One merger daemon: its health as the driver sees it, its queue at the last status call, and what its merges came to. */
+  @JsonTypeName("riffle_merger")
+  public record RiffleMerger(String address, String health, int queued, int running, int mergesDone, int mergesFailed, int mergesCancelled)
+      implements Messages.Message {}
+
+  /** Every settled shuffle of the application summed (not capped like the shuffle list). */
+  @JsonTypeName("riffle_totals")
+  public record RiffleTotals(int shuffles, int groupsMerged, Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged,
+      long blocksMerged, double gateWaitSeconds) implements Messages.Message {}
+
+  /** The Riffle tab's whole model, pushed by the Python merge scheduler: one serialisable object. */
+  @JsonTypeName("riffle_status")
+  public record RiffleStatus(double t, List<RiffleShuffle> shuffles, List<RiffleMerger> mergers, RiffleTotals totals) implements Messages.Message {}
+}
