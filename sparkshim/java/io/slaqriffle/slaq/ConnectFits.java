@@ -1,14 +1,12 @@
 package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.Messages;
+import io.slaqriffle.seam.Outbox;
 import io.slaqriffle.seam.SparkConnect;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.Pool;
 import org.apache.spark.scheduler.Schedulable;
@@ -33,6 +31,7 @@ import org.apache.spark.scheduler.TaskSchedulerImpl;
 final class ConnectFits {
   private static final String JOB_TAGS = "spark.job.tags";  // SparkContext.SPARK_JOB_TAGS (public since 3.5)
   private static final int MAX_OTHER_OPERATIONS = 4096;
+  private static final int MAX_PENDING_FITS = 4096;  // fits opened or ended and not yet polled (bounded like every outbox)
 
   private final SparkContext sc;
   private final TaskSchedulerImpl ts;
@@ -40,7 +39,7 @@ final class ConnectFits {
   private volatile boolean enabled;
   private final Map<String, String> jobs = new ConcurrentHashMap<>();  // operation job tag -> SLAQ job
   private final Set<String> others = ConcurrentHashMap.newKeySet();     // tags of operations that are not fits
-  private final ConcurrentLinkedQueue<SlaqMessages.ConnectFit> events = new ConcurrentLinkedQueue<>();
+  private final Outbox<SlaqMessages.ConnectFit> events = new Outbox<>(MAX_PENDING_FITS);
 
   private ConnectFits(SparkContext sc, TaskSchedulerImpl ts, SlaqPools pools) {
     this.sc = sc;
@@ -148,12 +147,7 @@ final class ConnectFits {
 
   /** Fits opened and ended since the last call, in order, as a JSON list of {@code connect_fit} messages. */
   String poll() {
-    List<Messages.Message> out = new ArrayList<>();
-    SlaqMessages.ConnectFit e;
-    while ((e = events.poll()) != null) {
-      out.add(e);
-    }
-    return Messages.encode(out);
+    return Messages.encode(events.drain());
   }
 
   /** The root pool's {@code default} pool, which hands a Connect fit's task sets to its job's pool. */
