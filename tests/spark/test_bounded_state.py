@@ -13,7 +13,7 @@ import pytest
 import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 ROUNDS, JVM_SHUFFLES, PYTHON_SHUFFLES = 2, 400, 8  # 800 shuffles: over three times the cap, twice
 

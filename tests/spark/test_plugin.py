@@ -18,7 +18,7 @@ import pytest
 from riffle.merger.node_status import probe
 from sparkshim.build import PACKAGED_JAR, pyspark_jars
 from sparkshim.starthook import PTH_NAME
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 PLUGIN = "io.slaqriffle.SlaqRifflePlugin"
 QUERY = "SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY id % 53"

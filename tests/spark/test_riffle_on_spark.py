@@ -18,7 +18,7 @@ import pytest
 import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 
 def merged_files(root: Path, shuffle_id: int | None = None) -> list[Path]:

@@ -16,7 +16,7 @@ import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from srlab.riffle_bench.skew import stage_read
-from srlab.session import lab_instance
+from srsupport.session import lab_instance
 
 SKEW_SPLIT_TOLERANCE = 1.25  # the largest split with Riffle, as a multiple of vanilla's
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sparkshim import messages
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
 from tests.spark.ui_support import CHROMIUM, CHROMIUM_FLAGS, get, log4j2
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparkshim.starthook import PTH_NAME
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 APP = """
 from operator import add

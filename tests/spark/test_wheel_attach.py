@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 from tests.daemon.test_merger_wheel import REPO, build_wheel, fresh_venv, run
 
 APP = """

@@ -449,7 +449,7 @@ def bench_faults(base_dir: Path, repeat: int = 1) -> dict:
     """Every case timed against an undisturbed run of the same job (and merge width) just before it, in one
     session; medians over ``repeat`` pairs, slowdown the median of the pairs' ratios."""
     import riffle
-    from srlab.session import shutdown_gateway, spark_session
+    from srsupport.session import shutdown_gateway, spark_session
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     report: dict = {"job": {"rows": ROWS, "maps": MAPS, "reducers": REDUCERS, "nodes": 3}, "app_lease_seconds": APP_LEASE,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from riffle.driver.config import RiffleConfig
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 
 def skew_conf(reducers: int, advisory: str) -> dict[str, str]:
@@ -93,7 +93,7 @@ def _result(spark: Any, scheduler: Any, merging: bool, args: tuple) -> list:
 def bench_skew(maps: int = 32, rows_per_map: int = 20000, reducers: int = 16, skew: float = 0.6, keys: int = 64, payload: int = 20,
                advisory: str = "1MB", nway: int = 4, repeats: int = 3, master: str = "local-cluster[2,1,1024]") -> dict:
     import riffle
-    from srlab.session import lab_instance, spark_session
+    from srsupport.session import lab_instance, spark_session
 
     args = (maps, rows_per_map, skew, keys, payload)
     with ExitStack() as stack:

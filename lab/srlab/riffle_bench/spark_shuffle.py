@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from riffle.driver.config import RiffleConfig
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 
 def _shuffle_job(spark: Any, maps: int, reducers: int, rows_per_map: int, payload: int) -> tuple[int, int]:
@@ -76,7 +76,7 @@ def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, ro
 def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_per_map: int, payload: int, master: str,
                  conf: dict[str, str], base: RiffleConfig, best_effort: list[float] | None, executors: int) -> dict[str, list[dict]]:
     import riffle
-    from srlab.session import lab_instance, spark_session
+    from srsupport.session import lab_instance, spark_session
 
     configs: list[tuple[str, RiffleConfig | None]] = [("vanilla", None)]
     configs += [(f"nway-{n}", dataclasses.replace(base, nway=n)) for n in nways]

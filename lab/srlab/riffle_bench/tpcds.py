@@ -105,7 +105,7 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
     query starts (the report lists them); ``raw_out`` gets every run so far after each query."""
     import riffle
     from srlab.cluster.harness import running_cluster, wait_executors
-    from srlab.session import lab_instance, shutdown_gateway, spark_session
+    from srsupport.session import lab_instance, shutdown_gateway, spark_session
 
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown or "off" not in configs:
