@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 
 from riffle.driver.config import RiffleConfig
-from riffle.driver.merges import Merge
+from riffle.driver.merges import Merge, MergeState
 from riffle.driver.placement import candidates, two_choices
 from riffle.driver.status import DOWN, OTHER, REFUSED, UP, cause_of_code, merger_row
 from riffle.merger.client import MergerClient
@@ -158,7 +158,7 @@ class MergerFleet:
         try:
             client = self._client(m.merger)
         except Exception as exc:  # the client refuses to talk to it (a token without TLS off loopback)
-            m.state, m.error, m.cause = "failed", str(exc), REFUSED
+            m.fail(str(exc), REFUSED)
             self._count(m)
             self.refuse(m.merger, m.error)
             return
@@ -167,7 +167,7 @@ class MergerFleet:
                                         num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
                                         timeout=self.config.rpc_timeout)
         except Exception as exc:
-            m.state, m.error, m.cause = "failed", str(exc), OTHER
+            m.fail(str(exc), OTHER)
             self._count(m)
             self.warn_once(f"submit-{m.merger}-{type(exc).__name__}", "Riffle: cannot send merges to %s (%s); their outputs stay unmerged",
                            m.merger, m.error)
@@ -176,17 +176,16 @@ class MergerFleet:
 
     def poll(self, m: Merge) -> None:
         """Moves a running ``m`` whose RPC returned to done or failed; a failure may mark its merger down."""
-        if m.state != "running" or m.future is None or not m.future.done():
+        if m.state is not MergeState.RUNNING or m.future is None or not m.future.done():
             return
         try:
             resp = m.future.result()
-            m.lengths = list(resp.partition_lengths)
-            m.state = "done"
+            m.succeed(resp.partition_lengths)
         except grpc.RpcError as exc:
-            m.state, m.error, m.cause = "failed", self._failed(m.merger, exc), cause_of_code(exc.code())
+            m.fail(self._failed(m.merger, exc), cause_of_code(exc.code()))
             log.info("Riffle: merge %s of shuffle %d failed (%s); its %d outputs stay unmerged", m.request_id, m.shuffle_id, m.error, len(m.members))
         except Exception as exc:  # a cancelled future, or the client refusing to send (e.g. a token without TLS)
-            m.state, m.error, m.cause = "failed", repr(exc), m.cause or OTHER
+            m.fail(repr(exc), OTHER)
             if not m.future.cancelled():
                 self.warn_once(f"error-{m.merger}-{type(exc).__name__}", "Riffle: merges on %s fail (%s); their outputs stay unmerged",
                                m.merger, m.error)

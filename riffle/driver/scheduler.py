@@ -22,7 +22,7 @@ from typing import Any
 from riffle.driver import cost
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet, WarnOnce
-from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.merges import Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.policy import MapOutput, has_data, make_merge_policy
 from riffle.driver.status import MERGER_DOWN, OTHER, add_to_totals, cause_of_release, no_totals, policy_label, riffle_status, shuffle_row
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
@@ -301,10 +301,10 @@ class MergeScheduler:
     def _finalize(self, s: ShuffleState, commit: bool, reason: str) -> None:
         s.finalized = True
         for m in s.merges:
-            if m.state == "running":
-                m.state, m.cause = "cancelled", cause_of_release(reason)
+            if m.state is MergeState.RUNNING:
+                m.cancel(cause_of_release(reason))
                 self.fleet.cancel(m)
-        done = [m for m in s.merges if m.state == "done"]
+        done = [m for m in s.merges if m.state is MergeState.DONE]
         committed = 0
         if commit and done:
             commit_message = messages.Commit(s.shuffle_id, [merge_group(m) for m in done])

@@ -11,7 +11,7 @@ import pytest
 
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet
-from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.merges import IllegalTransition, Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.placement import candidates, same_host, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
 from sparkshim import messages
@@ -56,7 +56,8 @@ def test_placement_prefers_the_less_loaded_of_two_and_needs_the_same_host():
 
 
 def test_merge_group_names_owner_members_and_lengths():
-    m = Merge("r", 3, [out(4), out(2), out(9)], 1 << 62, "m:1", ["/d"], lengths=[5, 0, 7])
+    m = Merge("r", 3, [out(4), out(2), out(9)], 1 << 62, "m:1", ["/d"])
+    m.succeed([5, 0, 7])
     g = merge_group(m)
     assert (g.owner, g.merged_map_id, g.executor, g.map_indexes, g.map_ids, g.lengths) == (2, 1 << 62, "1", (4, 2, 9), (1004, 1002, 1009), (5, 0, 7))
     assert messages.decode(messages.encode(g)) == g
@@ -115,17 +116,28 @@ def test_executor_removed_invalidates_cached_local_dirs():
 def test_settle_reason_waits_for_the_map_stage_then_all_best_effort_or_timeout():
     assert settle_reason(None, [], 0.0, 0.95, 30.0) is None  # map stage still running
     assert settle_reason(10.0, [], 10.0, 0.95, 30.0) == "all merges finished"  # nothing was merged: release at once
-    assert settle_reason(10.0, ["done", "failed", "cancelled"], 10.0, 0.95, 30.0) == "all merges finished"
-    assert settle_reason(10.0, ["done", "running"], 11.0, 0.95, 30.0) is None
-    assert settle_reason(10.0, ["done", "done", "running"], 11.0, 0.5, 30.0) == "best effort: 2/3 merges finished"
-    assert settle_reason(10.0, ["failed", "running"], 40.0, 0.5, 30.0) == "timeout after 30 s: 0/2 merges finished"
+    done, failed, cancelled, running = MergeState.DONE, MergeState.FAILED, MergeState.CANCELLED, MergeState.RUNNING
+    assert settle_reason(10.0, [done, failed, cancelled], 10.0, 0.95, 30.0) == "all merges finished"
+    assert settle_reason(10.0, [done, running], 11.0, 0.95, 30.0) is None
+    assert settle_reason(10.0, [done, done, running], 11.0, 0.5, 30.0) == "best effort: 2/3 merges finished"
+    assert settle_reason(10.0, [failed, running], 40.0, 0.5, 30.0) == "timeout after 30 s: 0/2 merges finished"
+
+
+def test_a_merge_leaves_running_once():
+    m = Merge("a", 5, [out(0), out(1)], 1, "m:1", ["/d"])
+    m.fail("UNAVAILABLE: down", "merger_down")
+    assert (m.state, m.error, m.cause) == (MergeState.FAILED, "UNAVAILABLE: down", "merger_down") and m.state == "failed"
+    with pytest.raises(IllegalTransition, match="failed -> cancelled"):
+        m.cancel("best_effort")
 
 
 def test_shuffle_stats_count_files_and_blocks_after_the_commit():
     s = ShuffleState(5, 7, 8, 10, True, None, outputs={i: out(i) for i in range(8)}, map_done_at=100.0, map_bytes=800)
-    s.merges = [Merge("a", 5, [out(0), out(1), out(2)], 1, "m:1", ["/d"], state="done"),
-                Merge("b", 5, [out(3), out(4), out(5)], 2, "m:1", ["/d"], state="done"),
-                Merge("c", 5, [out(6), out(7)], 3, "m:1", ["/d"], state="cancelled")]
+    s.merges = [Merge("a", 5, [out(0), out(1), out(2)], 1, "m:1", ["/d"]), Merge("b", 5, [out(3), out(4), out(5)], 2, "m:1", ["/d"]),
+                Merge("c", 5, [out(6), out(7)], 3, "m:1", ["/d"])]
+    for m in s.merges[:2]:
+        m.succeed([])
+    s.merges[2].cancel("best_effort")
     s.committed = 2
     assert map_files_after(s) == 8 - 6 + 2
     stats = shuffle_stats(s, "why", now=101.5)
@@ -150,10 +162,10 @@ def test_fleet_marks_an_unreachable_merger_down_and_stops_choosing_it():
         fleet.send(m, 4)
         assert fleet.merged_where == {3: {(address, ("/d",))}}
         deadline = time.monotonic() + 10
-        while m.state == "running" and time.monotonic() < deadline:
+        while m.state is MergeState.RUNNING and time.monotonic() < deadline:
             time.sleep(0.01)
             fleet.poll(m)
-        assert m.state == "failed" and m.error.startswith("UNAVAILABLE"), m.error
+        assert m.state is MergeState.FAILED and m.error.startswith("UNAVAILABLE"), m.error
         assert fleet.choose("localhost") is None  # down for a while
         fleet.mark_all_up()
         assert fleet.reachable("localhost") == [address]
@@ -207,7 +219,7 @@ def test_a_merger_the_client_refuses_is_one_warning_and_no_cleanup(monkeypatch, 
             for i in range(3):
                 m = Merge(f"r{i}", 3 + i, [out(0), out(1)], 1 << 62, remote, ["/d"])
                 fleet.send(m, 4)  # does not raise
-                assert m.state == "failed" and "cleartext" in m.error
+                assert m.state is MergeState.FAILED and "cleartext" in m.error
             assert fleet._load(remote) == float("inf")  # the load check does not raise either
             fleet.merged_where = {3: {(remote, ("/d",))}}
             fleet.cleanup_all()

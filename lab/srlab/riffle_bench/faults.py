@@ -250,7 +250,7 @@ def run_case(cluster: Cluster, spark: Any, scheduler: Any, case: Case) -> Outcom
         logging.getLogger("riffle.driver").removeHandler(captured)
     states = [scheduler.shuffles[sid] for sid in sorted(set(scheduler.shuffles) - before)]
     host_of = {cluster.layout.merger_address(n): n.host for n in cluster.layout.nodes}
-    merges = [{"shuffle": m.shuffle_id, "host": host_of.get(m.merger, m.merger), "state": m.state, "error": m.error,
+    merges = [{"shuffle": m.shuffle_id, "host": host_of.get(m.merger, m.merger), "state": m.state.value, "error": m.error,
                "outputs": len(m.members)} for s in states for m in s.merges]
     stats = [scheduler.stats[s.shuffle_id] for s in states if s.shuffle_id in scheduler.stats]
     scheduler.fleet.cleanup_all()  # what an application's end does (ApplicationEnd)

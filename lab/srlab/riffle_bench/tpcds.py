@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from riffle.driver import cost
+from riffle.driver.merges import MergeState
 from srlab.riffle_bench import tpcds_queries as tq
 
 log = logging.getLogger("srlab.tpcds")
@@ -63,7 +64,7 @@ def _riffle_metrics(scheduler: Any, stages: list[int], before: set[int]) -> dict
     outputs = sum(st["map_outputs"] for st in stats)
     merged = 0
     for s in shuffles:
-        sizes = [len(m.members) for m in s.merges if m.state == "done"]
+        sizes = [len(m.members) for m in s.merges if m.state is MergeState.DONE]
         merged += round(s.committed * sum(sizes) / len(sizes)) if sizes else 0
     decisions: Counter[str] = Counter()
     for s in shuffles:
