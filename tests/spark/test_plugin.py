@@ -78,8 +78,9 @@ from pyspark.sql import SparkSession
 spark = SparkSession.builder.getOrCreate()
 rows = sorted(tuple(r) for r in spark.sql("{QUERY}").collect())
 import riffle.runtime  # only to read what happened; the app never calls riffle
+from srsupport.riffle_watch import wait_idle
 scheduler = riffle.runtime.current().scheduler
-scheduler.wait_idle(60)
+wait_idle(scheduler, 60)
 committed = sum(s["merges_committed"] for s in scheduler.stats.values())
 print("RESULT " + __import__("json").dumps({{"rows": rows, "committed": committed}}))
 spark.stop()

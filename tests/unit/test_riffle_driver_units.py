@@ -12,10 +12,12 @@ import pytest
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet
 from riffle.driver.merges import IllegalTransition, Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.observer import SchedulerObserver
 from riffle.driver.placement import candidates, same_host, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
 from sparkshim import messages
 from sparkshim.conf import ConfigError
+from srsupport.riffle_watch import forget_refusals, idle, mark_all_up, state_sizes, use_config, wait_idle, watching
 
 
 def out(i, executor="1", nbytes=100):
@@ -85,6 +87,7 @@ class TrackerStandIn:
     def __init__(self):
         self.events: list = []
         self.lookups = 0
+        self.released: list[int] = []
 
     def applicationId(self):
         return "app-1"
@@ -100,6 +103,9 @@ class TrackerStandIn:
     def publishStatus(self, text):
         self.published = messages.decode(text)
 
+    def release(self, shuffle):
+        self.released.append(shuffle)
+
 
 def test_executor_removed_invalidates_cached_local_dirs():
     from riffle.driver.scheduler import MergeScheduler
@@ -110,7 +116,33 @@ def test_executor_removed_invalidates_cached_local_dirs():
     tracker.events = [messages.ExecutorRemoved("7")]
     s.step()
     assert s._local_dirs("7") == ["/local/7/v2"]  # a new executor under that id has new dirs
-    assert s.state_sizes()["local_dirs"] == 1
+    assert state_sizes(s)["local_dirs"] == 1
+
+
+def test_observers_see_each_event_before_it_is_handled_and_each_settled_shuffle():
+    from riffle.driver.scheduler import MergeScheduler
+
+    tracker = TrackerStandIn()
+    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
+    seen: list = []
+
+    class Watch(SchedulerObserver):
+        def on_event(self, event):
+            seen.append((type(event).__name__, event.shuffle in s.shuffles))
+
+        def on_settled(self, shuffle):
+            seen.append(("settled", shuffle.shuffle_id, list(tracker.released)))
+
+    assert wait_idle(s, 0.0)  # nothing held
+    with watching(s, Watch()):
+        tracker.events = [messages.MapStageSubmitted(4, 9, "stage", 0, 2, 3, True, "")]
+        s.step()
+        assert not idle(s) and not wait_idle(s, 0.05)  # held, not settled: the deadline passes
+        tracker.events = [messages.HoldExpired(4)]
+        s.step()
+    assert seen == [("MapStageSubmitted", False), ("HoldExpired", True), ("settled", 4, [4])]
+    assert idle(s) and wait_idle(s, 0.0) and not s.observers
+    s.fleet.close()
 
 
 def test_settle_reason_waits_for_the_map_stage_then_all_best_effort_or_timeout():
@@ -167,7 +199,7 @@ def test_fleet_marks_an_unreachable_merger_down_and_stops_choosing_it():
             fleet.poll(m)
         assert m.state is MergeState.FAILED and m.error.startswith("UNAVAILABLE"), m.error
         assert fleet.choose("localhost") is None  # down for a while
-        fleet.mark_all_up()
+        mark_all_up(fleet)
         assert fleet.reachable("localhost") == [address]
         fleet.cleanup(3)  # fails on the closed port: a warning, not an error
         assert fleet.merged_where == {}
@@ -175,12 +207,12 @@ def test_fleet_marks_an_unreachable_merger_down_and_stops_choosing_it():
         fleet.close()
 
 
-def test_replacing_the_scheduler_config_reaches_the_fleet():
+def test_the_scheduler_reads_the_fleets_config():
     from riffle.driver.scheduler import MergeScheduler
 
     s = MergeScheduler(None, TrackerStandIn(), RiffleConfig(enabled=True))
     assert s.fleet.reachable("h1") == ["h1:7338"]  # no mergers listed: one per executor host
-    s.config = RiffleConfig(enabled=True, merger_port=9000)
+    use_config(s, RiffleConfig(enabled=True, merger_port=9000))
     assert s.fleet.config is s.config and s.fleet.reachable("h1") == ["h1:9000"]
     s.fleet.close()
 
@@ -211,8 +243,11 @@ def test_a_token_without_tls_for_listed_remote_mergers_is_refused_at_parse_time(
 def test_a_merger_the_client_refuses_is_one_warning_and_no_cleanup(monkeypatch, caplog):
     """A token, no CA and a merger off loopback (known only once an executor host is): the client refuses
     at creation; that merger counts as refusing (one WARN), the scheduler's step goes on, cleanup skips it."""
+    from riffle.driver.scheduler import MergeScheduler
+
     monkeypatch.delenv("RIFFLE_INSECURE", raising=False)
-    fleet = MergerFleet(RiffleConfig(enabled=True, token="t", merger_port=7338), "app-1")
+    s = MergeScheduler(None, TrackerStandIn(), RiffleConfig(enabled=True, token="t", merger_port=7338))
+    fleet = s.fleet
     remote = "10.9.9.9:7338"
     try:
         with caplog.at_level("DEBUG", logger="riffle.driver"):
@@ -226,7 +261,7 @@ def test_a_merger_the_client_refuses_is_one_warning_and_no_cleanup(monkeypatch, 
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         assert len(warnings) == 1 and remote in warnings[0] and "cleartext" in warnings[0], warnings
         assert fleet.merged_where == {} and remote in fleet.refused
-        fleet.config = RiffleConfig(enabled=True, token="t", tls_ca="/ca.pem")  # a new CA: the refusal is forgotten
+        use_config(s, RiffleConfig(enabled=True, token="t", tls_ca="/ca.pem"))  # a new CA: the refusal is forgotten
         assert fleet.refused == {}
     finally:
         fleet.close()
@@ -257,7 +292,7 @@ def test_mergers_refusing_for_one_reason_are_one_warning(caplog):
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         assert len(warnings) == 2 and "UNAUTHENTICATED" in warnings[0] and "UNIMPLEMENTED" in warnings[1], warnings
         assert set(fleet.refused) == {"127.0.0.2:7000", "127.0.0.3:7000"}
-        fleet.forget_refusals()
+        forget_refusals(fleet)
         assert fleet.refused == {}
     finally:
         fleet.close()

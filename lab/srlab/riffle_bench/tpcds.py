@@ -26,6 +26,7 @@ from typing import Any
 from riffle.driver import cost
 from riffle.driver.merges import MergeState
 from srlab.riffle_bench import tpcds_queries as tq
+from srsupport.riffle_watch import set_merging, use_config, wait_idle
 
 log = logging.getLogger("srlab.tpcds")
 CONFIGS = ("off", "on", "always")  # vanilla; Riffle with its cost model; Riffle merging every group
@@ -77,15 +78,15 @@ def _riffle_metrics(scheduler: Any, stages: list[int], before: set[int]) -> dict
 def _run_query(spark: Any, scheduler: Any, listener: Any, n: int, sql: str, config: str, tag: str) -> dict:
     sc = spark.sparkContext
     group = f"tpcds-q{n}-{config}-{tag}"
-    scheduler.set_merging(config != "off")
+    set_merging(scheduler, config != "off")
     if config != "off":
-        scheduler.config = _with_cost(scheduler.config, config == "on")
+        use_config(scheduler, _with_cost(scheduler.config, config == "on"))
     before = set(scheduler.stats)
     sc.setJobGroup(group, f"TPC-DS q{n} ({config})")
     started = time.perf_counter()
     rows = spark.sql(tq.to_spark_sql(sql)).collect()
     seconds = time.perf_counter() - started
-    idle = scheduler.wait_idle(120)
+    idle = wait_idle(scheduler, 120)
     stages = _query_stages(sc, group)
     out = {"seconds": round(seconds, 3), "hash": tq.result_hash(rows, tq.ordered_result(sql)), "rows": len(rows), "idle": idle}
     out |= _stage_metrics(listener, stages)
