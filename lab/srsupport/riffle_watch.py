@@ -122,7 +122,7 @@ def jvm_state_sizes(scheduler: MergeScheduler) -> dict[str, int]:
     gw, tracker = scheduler.sc._gateway, scheduler.tracker
     return {"stage_graph": int(_member(gw, tracker, "graph", "size")), "held_shuffles": int(_member(gw, tracker, "gate", "size")),
             "held_partitions": int(_member(gw, tracker, "listener", "heldPartitions")),
-            "pending_events": int(_member(gw, tracker, "pending").get())}
+            "pending_events": int(_member(gw, tracker, "pending"))}  # py4j hands an AtomicInteger over as its value
 
 
 def _internals(gateway: Any, method: str, *args: Any) -> Any:
