@@ -71,7 +71,7 @@ def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
 
 def set_merging(scheduler: MergeScheduler, on: bool) -> None:
     """Merge new shuffles or leave them to plain Spark (benchmarks compare both in one session), as the
-    scheduler.s start tells the driver JVM."""
+    scheduler's start tells the driver JVM."""
     scheduler.tracker.configure(bool(on), shim_hold_seconds(scheduler.config))
 
 
