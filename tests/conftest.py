@@ -27,7 +27,7 @@ def spark(spark_local_root):
     """A real SparkSession on ``local-cluster[2,1,1024]`` whose shuffle files live under ``spark_local_root``."""
     from pyspark.sql import SparkSession
 
-    from srlab.session import neutral_gateway
+    from srsupport.session import neutral_gateway
 
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     neutral_gateway()  # this session's confs must not become defaults of later sessions in this process

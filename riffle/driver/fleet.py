@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 
 from riffle.driver.config import RiffleConfig
-from riffle.driver.merges import Merge
+from riffle.driver.merges import Merge, MergeState
 from riffle.driver.placement import candidates, two_choices
 from riffle.driver.status import DOWN, OTHER, REFUSED, UP, cause_of_code, merger_row
 from riffle.merger.client import MergerClient
@@ -47,8 +47,8 @@ class WarnOnce:
 
 
 class MergerFleet:
-    """``config`` may be replaced at any time (tests and benchmarks switch mergers); clients already
-    open for an address are kept, refusals are forgotten when the token or CA changes."""
+    """The mergers of one ``config`` (read afresh at every choice and request; clients already open for
+    an address are kept)."""
 
     def __init__(self, config: RiffleConfig, app_id: str):
         self.app_id = app_id
@@ -56,8 +56,8 @@ class MergerFleet:
         self.warn_once = WarnOnce(log)
         self.refused: dict[str, str] = {}  # merger -> why it refuses this driver (token, TLS, version): it will not change by itself
         self._clients: dict[str, MergerClient] = {}
-        self._down: dict[str, float] = {}
-        self._config = config
+        self.down_until: dict[str, float] = {}  # merger -> when it is asked again (monotonic seconds) after it went away
+        self.config = config
         self._loads: dict[str, tuple[float, float]] = {}
         self._queues: dict[str, tuple[int, int]] = {}  # merger -> (queued, running) at its last status call
         self.outcomes: dict[str, Counter[str]] = {}  # merger -> its merges by final state (done, failed, cancelled)
@@ -67,22 +67,6 @@ class MergerFleet:
         self._next_renewal = 0.0
         self._renewing: set[str] = set()  # mergers whose lease this driver renews (scheduler thread only)
 
-    @property
-    def config(self) -> RiffleConfig:
-        return self._config
-
-    @config.setter
-    def config(self, config: RiffleConfig) -> None:
-        if (config.token, config.tls_ca) != (self._config.token, self._config.tls_ca):
-            self.forget_refusals()
-        self._config = config
-
-    def forget_refusals(self) -> None:
-        """Ask refusing mergers again (their token or TLS was fixed), and warn again if they still refuse."""
-        self.refused.clear()
-        for key in [k for k in self.warn_once.keys if k.startswith("refused-")]:
-            self.warn_once.forget(key)
-
     # ---------------------------------------------------------------- health and placement
     def reachable(self, host: str) -> list[str]:
         """The mergers that can read files on ``host`` and are not marked down."""
@@ -91,7 +75,7 @@ class MergerFleet:
         else:
             options = [f"{host}:{self.config.merger_port}"]
         now = time.monotonic()
-        return [m for m in options if self._down.get(m, 0.0) <= now]
+        return [m for m in options if self.down_until.get(m, 0.0) <= now]
 
     def choose(self, host: str) -> str | None:
         """The merger for a group of outputs on ``host``, or None (warned once per host) when none is reachable."""
@@ -102,9 +86,9 @@ class MergerFleet:
         return two_choices(options, self._load, self._rng)
 
     def mark_down(self, address: str, why: str) -> None:
-        if self._down.get(address, 0.0) <= time.monotonic():
+        if self.down_until.get(address, 0.0) <= time.monotonic():
             log.warning("Riffle: merger %s unavailable (%s); leaving its outputs unmerged for %.0f s", address, why, DOWN_SECONDS)
-        self._down[address] = time.monotonic() + DOWN_SECONDS
+        self.down_until[address] = time.monotonic() + DOWN_SECONDS
 
     def refuse(self, address: str, why: str) -> None:
         """``address`` refuses this driver for a reason that repeats for every request: one WARN per reason (a token
@@ -122,10 +106,6 @@ class MergerFleet:
         elif exc.code() in SYSTEMIC:  # every request to that merger will fail the same way: say so once, loudly
             self.refuse(address, error)
         return error
-
-    def mark_all_up(self) -> None:
-        """Forget every down-marking (when the mergers were just switched)."""
-        self._down.clear()
 
     def _client(self, address: str) -> MergerClient:
         c = self._clients.get(address)
@@ -158,7 +138,7 @@ class MergerFleet:
         try:
             client = self._client(m.merger)
         except Exception as exc:  # the client refuses to talk to it (a token without TLS off loopback)
-            m.state, m.error, m.cause = "failed", str(exc), REFUSED
+            m.fail(str(exc), REFUSED)
             self._count(m)
             self.refuse(m.merger, m.error)
             return
@@ -167,7 +147,7 @@ class MergerFleet:
                                         num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
                                         timeout=self.config.rpc_timeout)
         except Exception as exc:
-            m.state, m.error, m.cause = "failed", str(exc), OTHER
+            m.fail(str(exc), OTHER)
             self._count(m)
             self.warn_once(f"submit-{m.merger}-{type(exc).__name__}", "Riffle: cannot send merges to %s (%s); their outputs stay unmerged",
                            m.merger, m.error)
@@ -176,17 +156,16 @@ class MergerFleet:
 
     def poll(self, m: Merge) -> None:
         """Moves a running ``m`` whose RPC returned to done or failed; a failure may mark its merger down."""
-        if m.state != "running" or m.future is None or not m.future.done():
+        if m.state is not MergeState.RUNNING or m.future is None or not m.future.done():
             return
         try:
             resp = m.future.result()
-            m.lengths = list(resp.partition_lengths)
-            m.state = "done"
+            m.succeed(resp.partition_lengths)
         except grpc.RpcError as exc:
-            m.state, m.error, m.cause = "failed", self._failed(m.merger, exc), cause_of_code(exc.code())
+            m.fail(self._failed(m.merger, exc), cause_of_code(exc.code()))
             log.info("Riffle: merge %s of shuffle %d failed (%s); its %d outputs stay unmerged", m.request_id, m.shuffle_id, m.error, len(m.members))
         except Exception as exc:  # a cancelled future, or the client refusing to send (e.g. a token without TLS)
-            m.state, m.error, m.cause = "failed", repr(exc), m.cause or OTHER
+            m.fail(repr(exc), OTHER)
             if not m.future.cancelled():
                 self.warn_once(f"error-{m.merger}-{type(exc).__name__}", "Riffle: merges on %s fail (%s); their outputs stay unmerged",
                                m.merger, m.error)
@@ -196,11 +175,11 @@ class MergerFleet:
         """``refused`` (it will not change by itself), ``down`` (left out for now) or ``up``."""
         if address in self.refused:
             return REFUSED
-        return DOWN if self._down.get(address, 0.0) > time.monotonic() else UP
+        return DOWN if self.down_until.get(address, 0.0) > time.monotonic() else UP
 
     def merger_rows(self) -> list[Any]:
         """Every merger configured or contacted, as ``riffle_merger`` messages (the Riffle tab's mergers table)."""
-        addresses = dict.fromkeys([*self.config.mergers, *self._clients, *self._down, *self.refused, *self.outcomes])
+        addresses = dict.fromkeys([*self.config.mergers, *self._clients, *self.down_until, *self.refused, *self.outcomes])
         return [merger_row(a, self.health(a), *self._queues.get(a, (0, 0)), self.outcomes.get(a, Counter())) for a in addresses]
 
     def _count(self, m: Merge) -> None:
@@ -249,7 +228,7 @@ class MergerFleet:
         this driver wrote none; one that is down would fail again (its cause was logged): both are skipped."""
         now = time.monotonic()
         for address, dirs in self.merged_where.pop(sid, set()):
-            known = self.refused.get(address) or ("down" if self._down.get(address, 0.0) > now else None)
+            known = self.refused.get(address) or ("down" if self.down_until.get(address, 0.0) > now else None)
             if known is not None:
                 log.debug("Riffle: merged files of shuffle %d on %s not deleted: %s", sid, address, known)
                 continue
@@ -257,7 +236,7 @@ class MergerFleet:
                 self._client(address).cleanup(list(dirs), app_id=self.app_id, shuffle_id=sid)
             except grpc.RpcError as exc:
                 error = self._failed(address, exc)
-                if address not in self.refused and self._down.get(address, 0.0) <= now:
+                if address not in self.refused and self.down_until.get(address, 0.0) <= now:
                     self.warn_once(f"cleanup-{address}-{exc.code().name}", "Riffle: could not delete merged files of shuffle %d "
                                    "on %s: %s", sid, address, error)
             except Exception as exc:

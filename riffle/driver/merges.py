@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from riffle import messages
@@ -14,9 +15,24 @@ from riffle.driver.cost import Decision
 from riffle.driver.policy import MapOutput, MergePolicy
 
 
+class MergeState(StrEnum):
+    """Where a merge is: running until its RPC returns (done or failed) or its shuffle settles first (cancelled).
+    The values are the words the Riffle tab's counters and the benchmarks' reports use."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class IllegalTransition(RuntimeError):
+    """A merge left ``running`` twice: a bug in the scheduler or the fleet, never the mergers' doing."""
+
+
 @dataclass
 class Merge:
-    """One merge request: a group of one executor's map outputs sent to one merger."""
+    """One merge request: a group of one executor's map outputs sent to one merger. It leaves ``running``
+    once, through :meth:`succeed`, :meth:`fail` or :meth:`cancel` (the fleet and the scheduler call them)."""
 
     request_id: str
     shuffle_id: int
@@ -25,10 +41,28 @@ class Merge:
     merger: str
     local_dirs: list[str]
     future: Future | None = None
-    state: str = "running"  # running, done, failed, cancelled
-    lengths: list[int] = field(default_factory=list)
-    error: str = ""
-    cause: str = ""  # why it did not merge, once failed or cancelled (riffle.driver.status causes)
+    state: MergeState = field(default=MergeState.RUNNING, init=False)
+    lengths: list[int] = field(default_factory=list, init=False)  # the merged file's partition lengths, once done
+    error: str = field(default="", init=False)
+    cause: str = field(default="", init=False)  # why it did not merge, once failed or cancelled (riffle.driver.status causes)
+
+    def succeed(self, lengths: Sequence[int]) -> None:
+        self.lengths = list(lengths)
+        self._leave_running(MergeState.DONE)
+
+    def fail(self, error: str, cause: str) -> None:
+        self._leave_running(MergeState.FAILED)
+        self.error, self.cause = error, cause
+
+    def cancel(self, cause: str) -> None:
+        """Its shuffle settled first (``cause``: why the reducers were released)."""
+        self._leave_running(MergeState.CANCELLED)
+        self.cause = cause
+
+    def _leave_running(self, to: MergeState) -> None:
+        if self.state is not MergeState.RUNNING:
+            raise IllegalTransition(f"merge {self.request_id}: {self.state} -> {to}")
+        self.state = to
 
 
 @dataclass
@@ -52,15 +86,15 @@ class ShuffleState:
     reduce_tasks: int | None = None  # the cost model's estimate, made at the shuffle's first decision
 
 
-def settle_reason(map_done_at: float | None, states: Sequence[str], now: float, best_effort: float,
+def settle_reason(map_done_at: float | None, states: Sequence[MergeState], now: float, best_effort: float,
                   hold_timeout: float) -> str | None:
     """Why the held reducers may go now (committing the merges that finished), or None to keep
     holding them: nothing is decided before the map stage is done."""
     if map_done_at is None:
         return None
     total = len(states)
-    done = sum(1 for st in states if st == "done")
-    running = sum(1 for st in states if st == "running")
+    done = sum(1 for st in states if st is MergeState.DONE)
+    running = sum(1 for st in states if st is MergeState.RUNNING)
     if running == 0:
         return "all merges finished"
     if total and done / total >= best_effort:
@@ -79,7 +113,7 @@ def merge_group(m: Merge) -> Any:
 def map_files_after(s: ShuffleState) -> int:
     """Map files the reducers read once ``s.committed`` merges replaced their members. The shim reports
     how many groups it committed, not which: members per group are averaged when it skipped some."""
-    members = [len(m.members) for m in s.merges if m.state == "done"]
+    members = [len(m.members) for m in s.merges if m.state is MergeState.DONE]
     merged_outputs = round(s.committed * (sum(members) / len(members))) if members else 0
     return len(s.outputs) - merged_outputs + s.committed
 
@@ -89,8 +123,8 @@ def shuffle_stats(s: ShuffleState, reason: str, now: float) -> dict:
     states = Counter(m.state for m in s.merges)
     return {
         "shuffle_id": s.shuffle_id, "stage_id": s.stage_id, "map_outputs": len(s.outputs), "partitions": s.num_partitions,
-        "merges_requested": len(s.merges), "merges_committed": s.committed, "merges_cancelled": states["cancelled"],
-        "merges_failed": states["failed"], "blocks_before": len(s.outputs) * s.num_partitions,
+        "merges_requested": len(s.merges), "merges_committed": s.committed, "merges_cancelled": states[MergeState.CANCELLED],
+        "merges_failed": states[MergeState.FAILED], "blocks_before": len(s.outputs) * s.num_partitions,
         "blocks_after": map_files_after(s) * s.num_partitions, "bytes": s.map_bytes,
         "hold_seconds": round(now - s.map_done_at, 4) if s.map_done_at else None, "reason": reason,
     }

@@ -23,7 +23,8 @@ from riffle import messages
 from riffle.driver import cost
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet, WarnOnce
-from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.merges import Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.observer import SchedulerObserver
 from riffle.driver.policy import MapOutput, has_data, make_merge_policy
 from riffle.driver.status import MERGER_DOWN, OTHER, add_to_totals, cause_of_release, no_totals, policy_label, riffle_status, shuffle_row
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
@@ -32,6 +33,12 @@ log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01
 MAX_SETTLED_SHUFFLES = 256  # settled shuffles (and their stats) kept when Spark does not clean them up
 PUBLISH_SECONDS = 1.0  # the Riffle tab's model is pushed at least this often (merger health), and at once when a shuffle settles
+HOLD_MARGIN_SECONDS = 5.0  # the shim holds reducers this much longer than the scheduler would: the scheduler decides first
+
+
+def shim_hold_seconds(config: RiffleConfig) -> float:
+    """The shim's own hold timeout while merging: a backstop should the scheduler stop deciding."""
+    return config.hold_timeout + HOLD_MARGIN_SECONDS
 
 
 class MergeScheduler:
@@ -40,14 +47,14 @@ class MergeScheduler:
         self.tracker = tracker
         self.app_id = str(tracker.applicationId())
         self.fleet = MergerFleet(config, self.app_id)
-        self.config = config
         # Every map is pruned when Spark cleans a shuffle; settled shuffles, their stats and unsafe
         # reasons are also capped at MAX_SETTLED_SHUFFLES for apps whose shuffles are never cleaned.
         self.shuffles: dict[int, ShuffleState] = {}
         self.stats: OrderedDict[int, dict] = OrderedDict()
         self.unsafe: OrderedDict[int, str] = OrderedDict()  # shuffles never merged, and why
-        self._dirs: dict[str, list[str]] = {}
-        self._warn_once = WarnOnce(log)
+        self.executor_dirs: dict[str, list[str]] = {}  # executor -> its blockmgr dirs, as the driver JVM reported them
+        self.warn_once = WarnOnce(log)
+        self.observers: list[SchedulerObserver] = []  # told of every event and every settled shuffle
         self._ids = itertools.count()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="riffle-merge-scheduler", daemon=True)
@@ -59,17 +66,12 @@ class MergeScheduler:
 
     @property
     def config(self) -> RiffleConfig:
-        return self._config
-
-    @config.setter
-    def config(self, config: RiffleConfig) -> None:
-        """Replaceable while running (tests and benchmarks switch mergers and policies); the fleet follows."""
-        self._config = config
-        self.fleet.config = config
+        """The fleet's: one configuration for where merges go and how shuffles are grouped and held."""
+        return self.fleet.config
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        self.tracker.configure(True, self.config.hold_timeout + 5.0)
+        self.tracker.configure(True, shim_hold_seconds(self.config))
         self._thread.start()
 
     def stop(self, cleanup: bool = True) -> None:
@@ -88,10 +90,6 @@ class MergeScheduler:
         if cleanup:
             self.fleet.cleanup_all()
         self.fleet.close()
-
-    def set_merging(self, on: bool) -> None:
-        """Turn merging of new shuffles on or off (benchmarks compare with vanilla in one session)."""
-        self.tracker.configure(bool(on), self.config.hold_timeout + 5.0)
 
     # ---------------------------------------------------------------- the loop
     def _run(self) -> None:
@@ -112,6 +110,8 @@ class MergeScheduler:
 
     def step(self) -> None:
         for event in messages.decode(str(self.tracker.drain())):
+            for observer in tuple(self.observers):
+                observer.on_event(event)
             self._event(event)
         now = time.monotonic()
         for s in list(self.shuffles.values()):
@@ -122,7 +122,7 @@ class MergeScheduler:
             try:
                 self.publish()
             except Exception as exc:  # the tab shows stale numbers; merging must not stop for it
-                self._warn_once("publish", "Riffle: cannot update the Riffle tab and metrics: %s", exc)
+                self.warn_once("publish", "Riffle: cannot update the Riffle tab and metrics: %s", exc)
 
     def status(self) -> Any:
         """The ``riffle_status`` message of now: shuffles by id, mergers, totals."""
@@ -158,8 +158,8 @@ class MergeScheduler:
         elif isinstance(e, messages.ShuffleCleaned):
             self._forget(e.shuffle)
         elif isinstance(e, messages.ExecutorRemoved):
-            self._dirs.pop(e.executor, None)  # a new executor with this id would have new dirs
-            self._warn_once.forget(f"dirs-{e.executor}")
+            self.executor_dirs.pop(e.executor, None)  # a new executor with this id would have new dirs
+            self.warn_once.forget(f"dirs-{e.executor}")
         elif isinstance(e, messages.ApplicationEnd):
             self.fleet.cleanup_all()
 
@@ -208,15 +208,9 @@ class MergeScheduler:
         for sid in settled[:max(len(settled) - MAX_SETTLED_SHUFFLES, 0)]:
             del self.shuffles[sid]
 
-    def state_sizes(self) -> dict[str, int]:
-        """Entries in each per-shuffle or per-executor map (the bounded-state test reads this)."""
-        return {"shuffles": len(self.shuffles), "stats": len(self.stats), "unsafe": len(self.unsafe),
-                "merged_where": len(self.fleet.merged_where), "local_dirs": len(self._dirs),
-                "warned": len(self._warn_once.keys) + len(self.fleet.warn_once.keys)}
-
     # ---------------------------------------------------------------- merging
     def _local_dirs(self, executor: str) -> list[str]:
-        dirs = self._dirs.get(executor)
+        dirs = self.executor_dirs.get(executor)
         if not dirs:
             try:
                 dirs = [str(d) for d in self.tracker.localDirs(executor) if d]
@@ -224,7 +218,7 @@ class MergeScheduler:
                 log.warning("Riffle: cannot read the local dirs of executor %s: %s", executor, exc)
                 dirs = []
             if dirs:
-                self._dirs[executor] = dirs
+                self.executor_dirs[executor] = dirs
         return dirs or []
 
     def _estimate_reduce_tasks(self, s: ShuffleState) -> int:
@@ -276,7 +270,7 @@ class MergeScheduler:
         executor, host = group[0].executor, group[0].host
         dirs = self._local_dirs(executor)
         if not dirs:
-            self._warn_once(f"dirs-{executor}", "Riffle: local dirs of executor %s unknown; its outputs stay unmerged", executor)
+            self.warn_once(f"dirs-{executor}", "Riffle: local dirs of executor %s unknown; its outputs stay unmerged", executor)
             s.unsent[OTHER] += 1
             return
         address = self.fleet.choose(host)
@@ -301,10 +295,10 @@ class MergeScheduler:
     def _finalize(self, s: ShuffleState, commit: bool, reason: str) -> None:
         s.finalized = True
         for m in s.merges:
-            if m.state == "running":
-                m.state, m.cause = "cancelled", cause_of_release(reason)
+            if m.state is MergeState.RUNNING:
+                m.cancel(cause_of_release(reason))
                 self.fleet.cancel(m)
-        done = [m for m in s.merges if m.state == "done"]
+        done = [m for m in s.merges if m.state is MergeState.DONE]
         committed = 0
         if commit and done:
             commit_message = messages.Commit(s.shuffle_id, [merge_group(m) for m in done])
@@ -318,6 +312,8 @@ class MergeScheduler:
         self._record(s, reason)
         s.settled = True
         self._prune_settled()
+        for observer in tuple(self.observers):
+            observer.on_settled(s)
 
     def _record(self, s: ShuffleState, reason: str) -> None:
         stats = self.stats[s.shuffle_id] = shuffle_stats(s, reason, time.monotonic())
@@ -333,15 +329,6 @@ class MergeScheduler:
             if s.decisions:
                 log.info("Riffle: shuffle %d cost model (about %d reduce tasks): %s", s.shuffle_id, s.reduce_tasks or 0,
                          cost.summary(s.decisions))
-
-    def wait_idle(self, timeout: float = 60.0) -> bool:
-        """True once every tracked shuffle is finalized (benchmarks and tests)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if all(s.settled or not s.held for s in list(self.shuffles.values())):
-                return True
-            time.sleep(0.02)
-        return False
 
 
 def _cap(d: OrderedDict) -> None:

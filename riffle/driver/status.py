@@ -16,7 +16,7 @@ import grpc
 
 from riffle import messages
 from riffle.driver import cost
-from riffle.driver.merges import ShuffleState
+from riffle.driver.merges import MergeState, ShuffleState
 
 MERGER_DOWN = "merger_down"  # no merger reachable on the host, or the merger went away mid-merge
 REFUSED = "refused"  # the merger refused the request (token, TLS, paths, version, full queue or disk)
@@ -55,8 +55,8 @@ def cause_of_release(reason: str) -> str:
 def fell_back(s: ShuffleState) -> dict[str, int]:
     """Groups of ``s`` left unmerged, by cause: never sent, failed, cancelled, or finished but not committed."""
     counts: Counter[str] = Counter(s.unsent)
-    counts.update(m.cause or OTHER for m in s.merges if m.state in ("failed", "cancelled"))
-    done = sum(1 for m in s.merges if m.state == "done")
+    counts.update(m.cause or OTHER for m in s.merges if m.state in (MergeState.FAILED, MergeState.CANCELLED))
+    done = sum(1 for m in s.merges if m.state is MergeState.DONE)
     if s.finalized and done > s.committed:
         counts[OTHER] += done - s.committed
     return {c: counts[c] for c in CAUSES if counts[c]}
@@ -64,7 +64,7 @@ def fell_back(s: ShuffleState) -> dict[str, int]:
 
 def bytes_merged(s: ShuffleState) -> int:
     """Bytes in the committed merged files (averaged over the finished merges when the shim skipped some)."""
-    done = [sum(m.lengths) for m in s.merges if m.state == "done"]
+    done = [sum(m.lengths) for m in s.merges if m.state is MergeState.DONE]
     if not done or s.committed <= 0:
         return 0
     return sum(done) if s.committed >= len(done) else round(s.committed * sum(done) / len(done))
@@ -101,8 +101,8 @@ def no_totals() -> Any:
 def merger_row(address: str, health: str, queued: int, running: int, outcomes: Mapping[str, int]) -> Any:
     """One merger's ``riffle_merger``: ``outcomes`` counts its merges by final state (done, failed, cancelled)."""
     return messages.RiffleMerger(address=address, health=health, queued=int(queued), running=int(running),
-                                 merges_done=int(outcomes.get("done", 0)), merges_failed=int(outcomes.get("failed", 0)),
-                                 merges_cancelled=int(outcomes.get("cancelled", 0)))
+                                 merges_done=int(outcomes.get(MergeState.DONE, 0)), merges_failed=int(outcomes.get(MergeState.FAILED, 0)),
+                                 merges_cancelled=int(outcomes.get(MergeState.CANCELLED, 0)))
 
 
 def riffle_status(t: float, rows: Iterable[Any], mergers: Iterable[Any], totals: Any) -> Any:

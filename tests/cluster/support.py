@@ -21,7 +21,7 @@ def cluster_session(cluster: Cluster, name: str, conf: dict[str, str] | None = N
     (the start-up hook), with the token file and TLS CA the harness made."""
     from pyspark import SparkContext
 
-    from srlab.session import shutdown_gateway, spark_session
+    from srsupport.session import shutdown_gateway, spark_session
 
     if SparkContext._active_spark_context is not None:
         pytest.fail("another SparkContext is active in this process: cluster tests must run first (see tests/conftest.py)")

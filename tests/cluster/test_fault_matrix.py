@@ -26,6 +26,7 @@ import pytest
 import riffle
 from srlab.cluster import Cluster
 from srlab.riffle_bench import faults
+from srsupport.riffle_watch import set_merging
 from tests.cluster.support import cluster_session, wait_executors
 
 PAUSE = 2.0
@@ -54,7 +55,7 @@ def session(cluster):
         wait_executors(spark.sparkContext, 3)
         scheduler = riffle.attach(spark).scheduler
         assert scheduler is not None
-        scheduler.set_merging(False)
+        set_merging(scheduler, False)
         assert faults.job(spark.sparkContext) == faults.expected()  # vanilla Spark
         yield spark, scheduler
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import riffle
+from srsupport.riffle_watch import set_merging, wait_idle
 from tests.cluster.support import cluster_session, wait_executors
 
 KEYS = 41
@@ -35,10 +36,10 @@ def session(cluster):
 def test_node_killed_after_commit(cluster, session):
     spark, scheduler = session
     rdd = spark.sparkContext.parallelize(range(9000), 12).map(lambda x: (x % KEYS, x)).reduceByKey(add, 6)
-    scheduler.set_merging(True)
+    set_merging(scheduler, True)
     before = set(scheduler.stats)
     assert sorted(rdd.collect()) == expected(9000)
-    assert scheduler.wait_idle(60)
+    assert wait_idle(scheduler, 60)
     assert any(v["merges_committed"] > 0 for k, v in scheduler.stats.items() if k not in before)
     cluster.kill_node(2)  # its merged files and map outputs are gone with it
     assert sorted(rdd.collect()) == expected(9000)  # fetch failure -> the lost outputs are recomputed elsewhere

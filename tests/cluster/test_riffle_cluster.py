@@ -12,14 +12,15 @@ from operator import add
 import pytest
 
 import riffle
+from srsupport.riffle_watch import set_merging, wait_idle
 from tests.cluster.support import cluster_session, merged_files_by_node, wait_executors
 
 
 def run(scheduler, fn, merging: bool):
-    scheduler.set_merging(merging)
+    set_merging(scheduler, merging)
     before = set(scheduler.stats)
     result = fn()
-    assert scheduler.wait_idle(60)
+    assert wait_idle(scheduler, 60)
     return result, [v for k, v in scheduler.stats.items() if k not in before]
 
 

@@ -21,8 +21,8 @@ from riffle.shuffle.layout import (
     index_file_name,
     read_partition,
 )
-from srlab.riffle_bench.daemon_proc import DaemonProcess
 from srlab.riffle_bench.inputs import write_inputs
+from srsupport.daemons import DaemonProcess
 from tests.fixtures import all_files, make_outputs
 
 M = SYNTHETIC_MAP_ID_BASE
@@ -222,7 +222,7 @@ def tls_files(tmp_path):
 
 def start_tls_daemon(root, key, cert, token="tt"):
     """Started by hand: DaemonProcess's readiness probe speaks plaintext."""
-    from srlab.riffle_bench.daemon_proc import free_port
+    from srsupport.daemons import free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "riffle.merger.cli", "serve", "--listen", f"127.0.0.1:{port}", "--local-dir", str(root),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from srlab.riffle_bench.daemon_proc import free_port
+from srsupport.daemons import free_port
 from tests.unit.test_k8s_manifests import merger_container
 
 

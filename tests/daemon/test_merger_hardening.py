@@ -25,8 +25,8 @@ from riffle.shuffle.layout import (
     read_partition,
     write_map_output,
 )
-from srlab.riffle_bench.daemon_proc import DaemonProcess
 from srlab.riffle_bench.inputs import write_inputs
+from srsupport.daemons import DaemonProcess
 from tests.fixtures import all_files, make_outputs
 
 M = SYNTHETIC_MAP_ID_BASE

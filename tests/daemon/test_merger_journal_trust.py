@@ -13,7 +13,7 @@ from pathlib import Path
 
 from riffle.merger.journal import STATE_DIR_NAME, app_key
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 from tests.fixtures import make_outputs
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from riffle.merger.client import CleartextToken, MergerClient
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srlab.riffle_bench.daemon_proc import DaemonProcess, free_port
+from srsupport.daemons import DaemonProcess, free_port
 from tests.fixtures import make_outputs
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from riffle.merger.client import MergerClient
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, read_partition
-from srlab.riffle_bench.daemon_proc import free_port
+from srsupport.daemons import free_port
 from tests.fixtures import make_outputs
 
 pytestmark = pytest.mark.slow  # builds a wheel and a virtual environment

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import riffle
 import slaq
 from riffle.driver.config import RiffleConfig
 from slaq.ml import logistic_regression, synthetic_blocks
+from srsupport.riffle_watch import use_config, wait_idle
 
 SLAQ_JOB = "short <j>"
 NAMESPACE = "srtest"  # spark.metrics.namespace: the scrape's series are metrics_srtest_driver_<source>_<name>_Value
@@ -50,10 +51,10 @@ def main() -> int:
     data = sc.parallelize(range(6000), 6)
     shuffles = {}
     for key, mergers in (("A", (up, down)), ("B", (down,))):
-        scheduler.config = dataclasses.replace(config, mergers=mergers)
+        use_config(scheduler, dataclasses.replace(config, mergers=mergers))
         before = set(scheduler.stats)
         assert sorted(data.map(lambda x: (x % 7, 1)).reduceByKey(add, 4).collect()) == [(k, len(range(k, 6000, 7))) for k in range(7)]
-        assert scheduler.wait_idle(60)
+        assert wait_idle(scheduler, 60)
         (shuffles[key],) = set(scheduler.stats) - before
     scheduler.publish()
     print(json.dumps({"ui": sc.uiWebUrl, "shuffles": shuffles}), flush=True)

@@ -4,7 +4,6 @@ tracker and Python merge scheduler) bounded, not growing with the number of shuf
 from __future__ import annotations
 
 import gc
-import json
 import time
 from operator import add
 
@@ -13,7 +12,8 @@ import pytest
 import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
+from srsupport.riffle_watch import jvm_state_sizes, state_sizes, wait_idle
 
 ROUNDS, JVM_SHUFFLES, PYTHON_SHUFFLES = 2, 400, 8  # 800 shuffles: over three times the cap, twice
 
@@ -45,9 +45,9 @@ def test_thousands_of_shuffles_leave_bounded_driver_state(spark, scheduler):
     sizes = []
     for _ in range(ROUNDS):
         one_round(spark)
-        assert scheduler.wait_idle(60)
+        assert wait_idle(scheduler, 60)
         time.sleep(0.5)  # the last events reach the scheduler
-        sizes.append((json.loads(str(scheduler.tracker.stateSizes())), scheduler.state_sizes()))
+        sizes.append((jvm_state_sizes(scheduler), state_sizes(scheduler)))
     assert len(scheduler.unsafe) > 0 and any(s["merges_committed"] > 0 for s in scheduler.stats.values())
     for java, python in sizes:
         # nothing held or mid-job survives a finished job; per-shuffle history is capped
@@ -58,10 +58,10 @@ def test_thousands_of_shuffles_leave_bounded_driver_state(spark, scheduler):
     # merged files stay tracked (for deletion) only for shuffles Spark still has
     assert sizes[-1][1]["merged_where"] <= ROUNDS * PYTHON_SHUFFLES
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and scheduler.state_sizes()["merged_where"] >= sizes[-1][1]["merged_where"] > 0:
+    while time.monotonic() < deadline and state_sizes(scheduler)["merged_where"] >= sizes[-1][1]["merged_where"] > 0:
         # Spark cleans a shuffle once its dependency is garbage: Python's RDD proxies must be collected first (py4j
         # then drops their JVM references), then the JVM's; one JVM GC alone can run before py4j let go
         gc.collect()
         spark.sparkContext._jvm.System.gc()
         time.sleep(0.5)
-    assert scheduler.state_sizes()["merged_where"] < max(sizes[-1][1]["merged_where"], 1), "cleaned shuffles must be forgotten"
+    assert state_sizes(scheduler)["merged_where"] < max(sizes[-1][1]["merged_where"], 1), "cleaned shuffles must be forgotten"

@@ -23,7 +23,7 @@ import pytest
 
 from riffle.merger.node_status import probe
 from sparkshim.build import PACKAGED_JAR
-from srlab.riffle_bench.daemon_proc import DaemonProcess, free_port
+from srsupport.daemons import DaemonProcess, free_port
 from tests.spark.ui_support import get_json
 
 HERE = Path(__file__).parent

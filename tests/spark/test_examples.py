@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from riffle.merger.node_status import probe
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WRAPPER = """

@@ -16,8 +16,8 @@ import pytest
 
 from riffle import messages as riffle_messages
 from slaq import messages as slaq_messages
-from srlab.riffle_bench.daemon_proc import DaemonProcess
 from srlab.shim_bench.history_server import event_log_files, history_server
+from srsupport.daemons import DaemonProcess
 from tests.spark.riffle_ui_app import SLAQ_JOB
 from tests.spark.ui_support import get, get_json, log4j2
 

@@ -5,7 +5,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, block_file_path, read_partition
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 SHUFFLE_FILE = re.compile(r"^shuffle_(\d+)_(\d+)_0\.index$")
 

@@ -18,7 +18,7 @@ import pytest
 from riffle.merger.node_status import probe
 from sparkshim.build import PACKAGED_JAR, pyspark_jars
 from sparkshim.starthook import PTH_NAME
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 PLUGIN = "io.slaqriffle.SlaqRifflePlugin"
 QUERY = "SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY id % 53"
@@ -78,8 +78,9 @@ from pyspark.sql import SparkSession
 spark = SparkSession.builder.getOrCreate()
 rows = sorted(tuple(r) for r in spark.sql("{QUERY}").collect())
 import riffle.runtime  # only to read what happened; the app never calls riffle
+from srsupport.riffle_watch import wait_idle
 scheduler = riffle.runtime.current().scheduler
-scheduler.wait_idle(60)
+wait_idle(scheduler, 60)
 committed = sum(s["merges_committed"] for s in scheduler.stats.values())
 print("RESULT " + __import__("json").dumps({{"rows": rows, "committed": committed}}))
 spark.stop()

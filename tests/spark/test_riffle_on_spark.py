@@ -18,7 +18,8 @@ import pytest
 import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
+from srsupport.riffle_watch import mark_all_up, set_merging, use_config, wait_idle
 
 
 def merged_files(root: Path, shuffle_id: int | None = None) -> list[Path]:
@@ -46,27 +47,27 @@ def scheduler(spark, base_config, spark_local_root):
 
 @pytest.fixture(autouse=True)
 def fresh_config(scheduler, base_config):
-    scheduler.config = base_config
-    scheduler.fleet.mark_all_up()
-    scheduler.set_merging(True)
+    use_config(scheduler, base_config)
+    mark_all_up(scheduler.fleet)
+    set_merging(scheduler, True)
     yield
-    scheduler.config = base_config
-    scheduler.fleet.mark_all_up()
-    scheduler.set_merging(True)
+    use_config(scheduler, base_config)
+    mark_all_up(scheduler.fleet)
+    set_merging(scheduler, True)
 
 
 def run_merged(scheduler, fn):
     """``fn()`` with merging on; returns (result, stats of the shuffles it created)."""
     before = set(scheduler.stats)
     result = fn()
-    assert scheduler.wait_idle(60)
+    assert wait_idle(scheduler, 60)
     return result, [v for k, v in scheduler.stats.items() if k not in before]
 
 
 def compare(scheduler, fn, expect_merge: bool = True):
-    scheduler.set_merging(False)
+    set_merging(scheduler, False)
     vanilla = fn()
-    scheduler.set_merging(True)
+    set_merging(scheduler, True)
     merged, stats = run_merged(scheduler, fn)
     assert merged == vanilla
     if expect_merge:
@@ -112,7 +113,7 @@ def test_more_than_2000_reduce_partitions(spark, scheduler):
 def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, base_config):
     """8 of 12 map tasks write no rows (no ``.data`` file): groups are formed from the 4 that have bytes, and
     none fails; before, a group holding an empty output was refused whole with NOT_FOUND."""
-    scheduler.config = dataclasses.replace(base_config, nway=2)
+    use_config(scheduler, dataclasses.replace(base_config, nway=2))
     rows = spark.sparkContext.parallelize(range(12), 12).flatMap(lambda i: [(k, i) for k in range(40)] if i % 3 == 0 else [])
     result, stats = compare(scheduler, lambda: sorted(rows.reduceByKey(add, 4).collect()))
     assert dict(result) == {k: 0 + 3 + 6 + 9 for k in range(40)}
@@ -172,7 +173,7 @@ def test_unsafe_shuffle_is_left_unmerged(spark, scheduler):
     for i in range(300):
         items.add(f"s{i}")
     assert sc._jsc.parallelize(items, 12).repartition(4).count() == 300
-    assert scheduler.wait_idle(30)
+    assert wait_idle(scheduler, 30)
     time.sleep(0.5)  # the listener's events reach the scheduler asynchronously
     new = {k: v for k, v in scheduler.unsafe.items() if k not in before}
     assert new and all("serializer" in why for why in new.values()), scheduler.unsafe
@@ -191,7 +192,7 @@ def closed_port() -> str:
 
 
 def test_unreachable_merger(sc_rdd_data, scheduler, base_config):
-    scheduler.config = dataclasses.replace(base_config, mergers=(closed_port(),))
+    use_config(scheduler, dataclasses.replace(base_config, mergers=(closed_port(),)))
     fn = lambda: sorted(sc_rdd_data.map(lambda x: (x % 13, x)).reduceByKey(add, 5).collect())
     _, stats = compare(scheduler, fn, expect_merge=False)
     assert all(s["merges_committed"] == 0 for s in stats)
@@ -199,7 +200,7 @@ def test_unreachable_merger(sc_rdd_data, scheduler, base_config):
 
 def test_merger_killed_mid_merge(sc_rdd_data, scheduler, base_config, spark_local_root, tmp_path):
     victim = DaemonProcess([spark_local_root], "--state-dir", str(tmp_path / "victim-state"))
-    scheduler.config = dataclasses.replace(base_config, mergers=(victim.address,))
+    use_config(scheduler, dataclasses.replace(base_config, mergers=(victim.address,)))
     os.kill(victim.proc.pid, signal.SIGSTOP)  # requests arrive and hang: the merges are in flight
     fn = lambda: sorted(sc_rdd_data.map(lambda x: (x % 17, x)).reduceByKey(add, 5).collect())
     expected = sorted({k: sum(x for x in range(3000) if x % 17 == k) for k in range(17)}.items())
@@ -219,7 +220,7 @@ def test_merge_timeout(sc_rdd_data, scheduler, base_config, spark_local_root, tm
     hung = DaemonProcess([spark_local_root], "--state-dir", str(tmp_path / "hung-state"))
     os.kill(hung.proc.pid, signal.SIGSTOP)
     try:
-        scheduler.config = dataclasses.replace(base_config, mergers=(hung.address,), hold_timeout=2.0, rpc_timeout=60.0)
+        use_config(scheduler, dataclasses.replace(base_config, mergers=(hung.address,), hold_timeout=2.0, rpc_timeout=60.0))
         t0 = time.monotonic()
         result, stats = run_merged(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 19, 1)).reduceByKey(add, 5).collect()))
         assert dict(result) == {k: len(range(k, 3000, 19)) for k in range(19)}
@@ -277,7 +278,7 @@ def test_merger_refusing_the_driver_is_a_warning_with_its_cause(sc_rdd_data, sch
     none more when the shuffles' merged files are cleaned up (that merger wrote none)."""
     guarded = DaemonProcess([spark_local_root], "--state-dir", str(tmp_path / "guarded-state"), token="the-mergers-secret")
     try:
-        scheduler.config = dataclasses.replace(base_config, mergers=(guarded.address,), token=None)
+        use_config(scheduler, dataclasses.replace(base_config, mergers=(guarded.address,), token=None))
         before = set(scheduler.stats)
         with caplog.at_level("WARNING", logger="riffle.driver"):
             _, stats = compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 7, x)).reduceByKey(add, 3).collect()),

@@ -4,7 +4,6 @@ partition's largest split reads no more than vanilla's, and a corrupted merged b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +15,8 @@ import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from srlab.riffle_bench.skew import stage_read
-from srlab.session import lab_instance
+from srsupport.riffle_watch import checksum_report, set_merging, wait_idle
+from srsupport.session import lab_instance
 
 SKEW_SPLIT_TOLERANCE = 1.25  # the largest split with Riffle, as a multiple of vanilla's
 
@@ -33,7 +33,7 @@ def scheduler(spark, merger):
     config = RiffleConfig(enabled=True, mergers=(merger.address,), nway=2, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0)
     s = riffle.attach(spark, config).scheduler
     assert s is not None
-    s.set_merging(True)
+    set_merging(s, True)
     yield s
     riffle.detach(spark)
 
@@ -72,10 +72,10 @@ def stages_of(spark: Any, jobs: list[int]) -> list[int]:
 
 def run(spark: Any, scheduler: Any, fn: Callable[[], Any], merging: bool) -> tuple[Any, list[int], list[dict]]:
     """``fn()`` with merging on or off: its result, its jobs, and the stats of the shuffles Riffle settled for it."""
-    scheduler.set_merging(merging)
+    set_merging(scheduler, merging)
     before = set(scheduler.stats)
     result, jobs = jobs_of(spark, fn)
-    assert scheduler.wait_idle(60)
+    assert wait_idle(scheduler, 60)
     return result, jobs, [v for k, v in scheduler.stats.items() if k not in before]
 
 
@@ -140,10 +140,6 @@ def test_local_shuffle_reader_and_coalescing_on_merged_shuffles(spark, scheduler
             assert all(expect in p for p in plans), plans
 
 
-def checksums(scheduler: Any, shuffle_id: int) -> dict:
-    return json.loads(str(scheduler.tracker.checksumReport(shuffle_id)))
-
-
 def stage_attempts(spark: Any, jobs: list[int]) -> list[int]:
     tracker = spark.sparkContext.statusTracker()
     return [info.currentAttemptId for info in (tracker.getStageInfo(s) for s in stages_of(spark, jobs)) if info is not None]
@@ -165,7 +161,7 @@ def test_row_checksums_pass_on_merged_shuffles(spark, scheduler):
         assert max(stage_attempts(spark, jobs)) == 0
         merged_shuffles = [s["shuffle_id"] for s in stats if s["merges_committed"] > 0]
         for sid in merged_shuffles:
-            report = checksums(scheduler, sid)
+            report = checksum_report(scheduler, sid)
             assert report["statuses"] > 0 and report["nonzero_checksums"] == report["statuses"], report
             assert report["mismatched_indexes"] == 0, report
 
@@ -181,4 +177,4 @@ def test_row_checksums_pass_on_merged_shuffles(spark, scheduler):
         assert again == vanilla
         assert max(stage_attempts(spark, jobs)) >= 1, "the corrupted merged block was not detected"
         for sid in merged_shuffles:
-            assert checksums(scheduler, sid)["mismatched_indexes"] == 0, checksums(scheduler, sid)
+            assert checksum_report(scheduler, sid)["mismatched_indexes"] == 0, checksum_report(scheduler, sid)

@@ -16,7 +16,7 @@ import pytest
 
 from riffle import messages as riffle_messages
 from slaq import messages as slaq_messages
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
 from tests.spark.ui_support import CHROMIUM, CHROMIUM_FLAGS, get, log4j2
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparkshim.starthook import PTH_NAME
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 
 APP = """
 from operator import add
@@ -23,8 +23,9 @@ rdd = sorted(sc.parallelize(range(4000), 12).map(lambda x: (x % 41, x)).reduceBy
 spark.conf.set("spark.sql.adaptive.enabled", "false")
 sql = sorted(tuple(r) for r in spark.range(0, 20000, 1, 12).selectExpr("id % 53 as k").groupBy("k").count().collect())
 import riffle.runtime  # only to read what happened; the app never calls riffle
+from srsupport.riffle_watch import wait_idle
 scheduler = riffle.runtime.current().scheduler
-scheduler.wait_idle(60)
+wait_idle(scheduler, 60)
 committed = sum(s["merges_committed"] for s in scheduler.stats.values())
 print("RESULT " + __import__("json").dumps({"rdd": rdd, "sql": sql, "committed": committed}))
 spark.stop()

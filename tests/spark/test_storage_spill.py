@@ -14,7 +14,7 @@ SCRIPT = r"""
 import json, logging, threading, time
 from pyspark import StorageLevel
 import slaq
-from srlab.session import spark_session
+from srsupport.session import spark_session
 from slaq.live.storage import memory_blocks_on_disk
 
 logging.basicConfig(level=logging.WARNING)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
 from tests.daemon.test_merger_wheel import REPO, build_wheel, fresh_venv, run
 
 APP = """
@@ -32,9 +32,10 @@ rdd = sorted(sc.parallelize(range(4000), 12).map(lambda x: (x % 41, x)).reduceBy
 # read only: the app never calls slaq or riffle
 import riffle.runtime, slaq.api, sparkshim.bridge
 from slaq import messages
+from srsupport.riffle_watch import wait_idle
 r = riffle.runtime.current()
 s = slaq.api._runtimes.current()
-r.scheduler.wait_idle(60)
+wait_idle(r.scheduler, 60)
 report = messages.decode(json.dumps(json.load(urllib.request.urlopen(sc.uiWebUrl + "/slaq/json/", timeout=30))))
 print("RESULT " + json.dumps({
     "rdd": rdd, "committed": sum(st["merges_committed"] for st in r.scheduler.stats.values()),
@@ -74,7 +75,7 @@ def test_installed_wheel_attaches_without_javac(tmp_path):
     path = path_without_javac(tmp_path / "bin")
     env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PYTHONPATH", "SPARK_HOME", "VIRTUAL_ENV")}
     pyspark_home = Path(sysconfig.get_paths()["purelib"]) / "pyspark"
-    env.update(PATH=path, SPARK_HOME=str(pyspark_home), SPARK_LOCAL_IP="127.0.0.1",
+    env.update(PATH=path, SPARK_HOME=str(pyspark_home), SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "lab"),  # srsupport only
                PYSPARK_PYTHON=str(venv / "bin" / "python"), PYSPARK_DRIVER_PYTHON=str(venv / "bin" / "python"))
     which = subprocess.run(["bash", "-c", "command -v javac"], env=env, capture_output=True, text=True)
     assert which.returncode != 0 and shutil.which("javac", path=path) is None, which.stdout

@@ -61,7 +61,7 @@ def test_stock_pools_sort_by_arrival_not_by_job():
 
 
 def test_executor_memory_sizes_the_executor_and_a_local_cluster_worker_to_match():
-    from srlab.session import executor_memory
+    from srsupport.session import executor_memory
 
     assert executor_memory("local-cluster[2,1,1024]", 3072) == ("local-cluster[2,1,3072]", {"spark.executor.memory": "3072m"})
     assert executor_memory("local-cluster[3, 1, 4096]", 3072)[0] == "local-cluster[3, 1, 4096]"  # already large enough

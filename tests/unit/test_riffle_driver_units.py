@@ -12,10 +12,12 @@ import pytest
 from riffle import messages
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet
-from riffle.driver.merges import Merge, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.merges import IllegalTransition, Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.observer import SchedulerObserver
 from riffle.driver.placement import candidates, same_host, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
 from sparkshim.conf import ConfigError
+from srsupport.riffle_watch import forget_refusals, idle, mark_all_up, state_sizes, use_config, wait_idle, watching
 
 
 def out(i, executor="1", nbytes=100):
@@ -56,7 +58,8 @@ def test_placement_prefers_the_less_loaded_of_two_and_needs_the_same_host():
 
 
 def test_merge_group_names_owner_members_and_lengths():
-    m = Merge("r", 3, [out(4), out(2), out(9)], 1 << 62, "m:1", ["/d"], lengths=[5, 0, 7])
+    m = Merge("r", 3, [out(4), out(2), out(9)], 1 << 62, "m:1", ["/d"])
+    m.succeed([5, 0, 7])
     g = merge_group(m)
     assert (g.owner, g.merged_map_id, g.executor, g.map_indexes, g.map_ids, g.lengths) == (2, 1 << 62, "1", (4, 2, 9), (1004, 1002, 1009), (5, 0, 7))
     assert messages.decode(messages.encode(g)) == g
@@ -84,6 +87,7 @@ class TrackerStandIn:
     def __init__(self):
         self.events: list = []
         self.lookups = 0
+        self.released: list[int] = []
 
     def applicationId(self):
         return "app-1"
@@ -99,6 +103,9 @@ class TrackerStandIn:
     def publishStatus(self, text):
         self.published = messages.decode(text)
 
+    def release(self, shuffle):
+        self.released.append(shuffle)
+
 
 def test_executor_removed_invalidates_cached_local_dirs():
     from riffle.driver.scheduler import MergeScheduler
@@ -109,23 +116,60 @@ def test_executor_removed_invalidates_cached_local_dirs():
     tracker.events = [messages.ExecutorRemoved("7")]
     s.step()
     assert s._local_dirs("7") == ["/local/7/v2"]  # a new executor under that id has new dirs
-    assert s.state_sizes()["local_dirs"] == 1
+    assert state_sizes(s)["local_dirs"] == 1
+
+
+def test_observers_see_each_event_before_it_is_handled_and_each_settled_shuffle():
+    from riffle.driver.scheduler import MergeScheduler
+
+    tracker = TrackerStandIn()
+    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
+    seen: list = []
+
+    class Watch(SchedulerObserver):
+        def on_event(self, event):
+            seen.append((type(event).__name__, event.shuffle in s.shuffles))
+
+        def on_settled(self, shuffle):
+            seen.append(("settled", shuffle.shuffle_id, list(tracker.released)))
+
+    assert wait_idle(s, 0.0)  # nothing held
+    with watching(s, Watch()):
+        tracker.events = [messages.MapStageSubmitted(4, 9, "stage", 0, 2, 3, True, "")]
+        s.step()
+        assert not idle(s) and not wait_idle(s, 0.05)  # held, not settled: the deadline passes
+        tracker.events = [messages.HoldExpired(4)]
+        s.step()
+    assert seen == [("MapStageSubmitted", False), ("HoldExpired", True), ("settled", 4, [4])]
+    assert idle(s) and wait_idle(s, 0.0) and not s.observers
+    s.fleet.close()
 
 
 def test_settle_reason_waits_for_the_map_stage_then_all_best_effort_or_timeout():
     assert settle_reason(None, [], 0.0, 0.95, 30.0) is None  # map stage still running
     assert settle_reason(10.0, [], 10.0, 0.95, 30.0) == "all merges finished"  # nothing was merged: release at once
-    assert settle_reason(10.0, ["done", "failed", "cancelled"], 10.0, 0.95, 30.0) == "all merges finished"
-    assert settle_reason(10.0, ["done", "running"], 11.0, 0.95, 30.0) is None
-    assert settle_reason(10.0, ["done", "done", "running"], 11.0, 0.5, 30.0) == "best effort: 2/3 merges finished"
-    assert settle_reason(10.0, ["failed", "running"], 40.0, 0.5, 30.0) == "timeout after 30 s: 0/2 merges finished"
+    done, failed, cancelled, running = MergeState.DONE, MergeState.FAILED, MergeState.CANCELLED, MergeState.RUNNING
+    assert settle_reason(10.0, [done, failed, cancelled], 10.0, 0.95, 30.0) == "all merges finished"
+    assert settle_reason(10.0, [done, running], 11.0, 0.95, 30.0) is None
+    assert settle_reason(10.0, [done, done, running], 11.0, 0.5, 30.0) == "best effort: 2/3 merges finished"
+    assert settle_reason(10.0, [failed, running], 40.0, 0.5, 30.0) == "timeout after 30 s: 0/2 merges finished"
+
+
+def test_a_merge_leaves_running_once():
+    m = Merge("a", 5, [out(0), out(1)], 1, "m:1", ["/d"])
+    m.fail("UNAVAILABLE: down", "merger_down")
+    assert (m.state, m.error, m.cause) == (MergeState.FAILED, "UNAVAILABLE: down", "merger_down") and m.state == "failed"
+    with pytest.raises(IllegalTransition, match="failed -> cancelled"):
+        m.cancel("best_effort")
 
 
 def test_shuffle_stats_count_files_and_blocks_after_the_commit():
     s = ShuffleState(5, 7, 8, 10, True, None, outputs={i: out(i) for i in range(8)}, map_done_at=100.0, map_bytes=800)
-    s.merges = [Merge("a", 5, [out(0), out(1), out(2)], 1, "m:1", ["/d"], state="done"),
-                Merge("b", 5, [out(3), out(4), out(5)], 2, "m:1", ["/d"], state="done"),
-                Merge("c", 5, [out(6), out(7)], 3, "m:1", ["/d"], state="cancelled")]
+    s.merges = [Merge("a", 5, [out(0), out(1), out(2)], 1, "m:1", ["/d"]), Merge("b", 5, [out(3), out(4), out(5)], 2, "m:1", ["/d"]),
+                Merge("c", 5, [out(6), out(7)], 3, "m:1", ["/d"])]
+    for m in s.merges[:2]:
+        m.succeed([])
+    s.merges[2].cancel("best_effort")
     s.committed = 2
     assert map_files_after(s) == 8 - 6 + 2
     stats = shuffle_stats(s, "why", now=101.5)
@@ -150,12 +194,12 @@ def test_fleet_marks_an_unreachable_merger_down_and_stops_choosing_it():
         fleet.send(m, 4)
         assert fleet.merged_where == {3: {(address, ("/d",))}}
         deadline = time.monotonic() + 10
-        while m.state == "running" and time.monotonic() < deadline:
+        while m.state is MergeState.RUNNING and time.monotonic() < deadline:
             time.sleep(0.01)
             fleet.poll(m)
-        assert m.state == "failed" and m.error.startswith("UNAVAILABLE"), m.error
+        assert m.state is MergeState.FAILED and m.error.startswith("UNAVAILABLE"), m.error
         assert fleet.choose("localhost") is None  # down for a while
-        fleet.mark_all_up()
+        mark_all_up(fleet)
         assert fleet.reachable("localhost") == [address]
         fleet.cleanup(3)  # fails on the closed port: a warning, not an error
         assert fleet.merged_where == {}
@@ -163,12 +207,12 @@ def test_fleet_marks_an_unreachable_merger_down_and_stops_choosing_it():
         fleet.close()
 
 
-def test_replacing_the_scheduler_config_reaches_the_fleet():
+def test_the_scheduler_reads_the_fleets_config():
     from riffle.driver.scheduler import MergeScheduler
 
     s = MergeScheduler(None, TrackerStandIn(), RiffleConfig(enabled=True))
     assert s.fleet.reachable("h1") == ["h1:7338"]  # no mergers listed: one per executor host
-    s.config = RiffleConfig(enabled=True, merger_port=9000)
+    use_config(s, RiffleConfig(enabled=True, merger_port=9000))
     assert s.fleet.config is s.config and s.fleet.reachable("h1") == ["h1:9000"]
     s.fleet.close()
 
@@ -199,22 +243,25 @@ def test_a_token_without_tls_for_listed_remote_mergers_is_refused_at_parse_time(
 def test_a_merger_the_client_refuses_is_one_warning_and_no_cleanup(monkeypatch, caplog):
     """A token, no CA and a merger off loopback (known only once an executor host is): the client refuses
     at creation; that merger counts as refusing (one WARN), the scheduler's step goes on, cleanup skips it."""
+    from riffle.driver.scheduler import MergeScheduler
+
     monkeypatch.delenv("RIFFLE_INSECURE", raising=False)
-    fleet = MergerFleet(RiffleConfig(enabled=True, token="t", merger_port=7338), "app-1")
+    s = MergeScheduler(None, TrackerStandIn(), RiffleConfig(enabled=True, token="t", merger_port=7338))
+    fleet = s.fleet
     remote = "10.9.9.9:7338"
     try:
         with caplog.at_level("DEBUG", logger="riffle.driver"):
             for i in range(3):
                 m = Merge(f"r{i}", 3 + i, [out(0), out(1)], 1 << 62, remote, ["/d"])
                 fleet.send(m, 4)  # does not raise
-                assert m.state == "failed" and "cleartext" in m.error
+                assert m.state is MergeState.FAILED and "cleartext" in m.error
             assert fleet._load(remote) == float("inf")  # the load check does not raise either
             fleet.merged_where = {3: {(remote, ("/d",))}}
             fleet.cleanup_all()
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         assert len(warnings) == 1 and remote in warnings[0] and "cleartext" in warnings[0], warnings
         assert fleet.merged_where == {} and remote in fleet.refused
-        fleet.config = RiffleConfig(enabled=True, token="t", tls_ca="/ca.pem")  # a new CA: the refusal is forgotten
+        use_config(s, RiffleConfig(enabled=True, token="t", tls_ca="/ca.pem"))  # a new CA: the refusal is forgotten
         assert fleet.refused == {}
     finally:
         fleet.close()
@@ -245,7 +292,7 @@ def test_mergers_refusing_for_one_reason_are_one_warning(caplog):
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         assert len(warnings) == 2 and "UNAUTHENTICATED" in warnings[0] and "UNIMPLEMENTED" in warnings[1], warnings
         assert set(fleet.refused) == {"127.0.0.2:7000", "127.0.0.3:7000"}
-        fleet.forget_refusals()
+        forget_refusals(fleet)
         assert fleet.refused == {}
     finally:
         fleet.close()

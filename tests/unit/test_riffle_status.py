@@ -19,10 +19,12 @@ def out(i: int) -> MapOutput:
 
 def settled_shuffle() -> ShuffleState:
     s = ShuffleState(5, 7, 10, 4, True, None, outputs={i: out(i) for i in range(10)}, map_done_at=100.0, name="<b>x</b>")
-    s.merges = [Merge("a", 5, [out(0), out(1)], 1, "m:1", ["/d"], state="done", lengths=[10, 0, 5, 1]),
-                Merge("b", 5, [out(2), out(3)], 2, "m:1", ["/d"], state="failed", cause=status.cause_of_code(grpc.StatusCode.NOT_FOUND)),
-                Merge("c", 5, [out(4), out(5)], 3, "m:2", ["/d"], state="cancelled", cause=status.cause_of_release("best effort: 1/3")),
-                Merge("d", 5, [out(6), out(7)], 4, "m:2", ["/d"], state="failed", cause=status.cause_of_code(grpc.StatusCode.UNAVAILABLE))]
+    a, b, c, d = (Merge(r, 5, [out(2 * i), out(2 * i + 1)], i + 1, f"m:{1 + i // 2}", ["/d"]) for i, r in enumerate("abcd"))
+    a.succeed([10, 0, 5, 1])
+    b.fail("NOT_FOUND: gone", status.cause_of_code(grpc.StatusCode.NOT_FOUND))
+    c.cancel(status.cause_of_release("best effort: 1/3"))
+    d.fail("UNAVAILABLE: down", status.cause_of_code(grpc.StatusCode.UNAVAILABLE))
+    s.merges = [a, b, c, d]
     s.unsent = Counter({status.MERGER_DOWN: 1})
     s.committed, s.finalized = 1, True
     return s

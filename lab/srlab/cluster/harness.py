@@ -239,7 +239,7 @@ class Cluster:
 
     def _start_shuffle_service(self, node: NodeLayout) -> None:
         from sparkshim.build import pyspark_jars
-        from srlab.session import lab_jar
+        from srsupport.session import lab_jar
 
         java = shutil.which("java") or "java"
         classpath = f"{pyspark_jars()}/*:{lab_jar()}"

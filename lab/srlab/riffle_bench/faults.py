@@ -37,6 +37,7 @@ from riffle.merger.publish import TEMP_PREFIX
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from srlab.cluster.harness import Cluster, running_cluster, wait_executors
 from srlab.cluster.layout import NodeLayout
+from srsupport.riffle_watch import forget_refusals, mark_all_up, on_events, set_merging, use_config, wait_idle
 
 log = logging.getLogger("srlab.faults")
 KEYS, ROWS, MAPS, REDUCERS = 41, 12000, 12, 6
@@ -177,22 +178,6 @@ class _Captured(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-@contextmanager
-def tap(scheduler: Any, hook: Callable[[Any], None]) -> Iterator[None]:
-    """Runs ``hook(event)`` in the scheduler thread just before the scheduler handles each event."""
-    original = scheduler._event
-
-    def tapped(event: Any) -> None:
-        hook(event)
-        original(event)
-
-    scheduler._event = tapped
-    try:
-        yield
-    finally:
-        scheduler._event = original
-
-
 @dataclass
 class Case:
     """A disturbance: ``setup`` before the job, ``on_event`` at its deterministic point (in the scheduler
@@ -225,9 +210,9 @@ def run_case(cluster: Cluster, spark: Any, scheduler: Any, case: Case) -> Outcom
     (deletes its merged files everywhere) and lists what is left."""
     run = FaultRun(cluster, scheduler)
     base = scheduler.config
-    scheduler.fleet.mark_all_up()
-    scheduler.config = dataclasses.replace(base, nway=case.nway, rpc_timeout=case.rpc_timeout, best_effort=1.0)
-    scheduler.set_merging(True)
+    mark_all_up(scheduler.fleet)
+    use_config(scheduler, dataclasses.replace(base, nway=case.nway, rpc_timeout=case.rpc_timeout, best_effort=1.0))
+    set_merging(scheduler, True)
     captured = _Captured()
     logging.getLogger("riffle.driver").addHandler(captured)
     before = set(scheduler.shuffles)
@@ -236,21 +221,21 @@ def run_case(cluster: Cluster, spark: Any, scheduler: Any, case: Case) -> Outcom
     try:
         if watcher:
             watcher.start()
-        with tap(scheduler, lambda e: case.on_event(run, e)):
+        with on_events(scheduler, lambda e: case.on_event(run, e)):
             started = time.perf_counter()
             result = job(spark.sparkContext)
-            idle = scheduler.wait_idle(120)
+            idle = wait_idle(scheduler, 120)
             seconds = time.perf_counter() - started
     finally:
         run.stop.set()
         if watcher:
             watcher.join(60)
         case.restore(run)
-        scheduler.config = base
+        use_config(scheduler, base)
         logging.getLogger("riffle.driver").removeHandler(captured)
     states = [scheduler.shuffles[sid] for sid in sorted(set(scheduler.shuffles) - before)]
     host_of = {cluster.layout.merger_address(n): n.host for n in cluster.layout.nodes}
-    merges = [{"shuffle": m.shuffle_id, "host": host_of.get(m.merger, m.merger), "state": m.state, "error": m.error,
+    merges = [{"shuffle": m.shuffle_id, "host": host_of.get(m.merger, m.merger), "state": m.state.value, "error": m.error,
                "outputs": len(m.members)} for s in states for m in s.merges]
     stats = [scheduler.stats[s.shuffle_id] for s in states if s.shuffle_id in scheduler.stats]
     scheduler.fleet.cleanup_all()  # what an application's end does (ApplicationEnd)
@@ -364,7 +349,7 @@ def _rotate_tokens(run: FaultRun, e: Any) -> None:
 def _restore_tokens(run: FaultRun) -> None:
     for node in run.cluster.layout.nodes:
         restart_merger(run.cluster, node)
-    run.scheduler.fleet.forget_refusals()
+    forget_refusals(run.scheduler.fleet)
 
 
 CASES: dict[str, Case] = {c.name: c for c in (
@@ -449,7 +434,7 @@ def bench_faults(base_dir: Path, repeat: int = 1) -> dict:
     """Every case timed against an undisturbed run of the same job (and merge width) just before it, in one
     session; medians over ``repeat`` pairs, slowdown the median of the pairs' ratios."""
     import riffle
-    from srlab.session import shutdown_gateway, spark_session
+    from srsupport.session import shutdown_gateway, spark_session
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     report: dict = {"job": {"rows": ROWS, "maps": MAPS, "reducers": REDUCERS, "nodes": 3}, "app_lease_seconds": APP_LEASE,
@@ -464,7 +449,7 @@ def bench_faults(base_dir: Path, repeat: int = 1) -> dict:
                 scheduler = riffle.attach(spark).scheduler
                 if scheduler is None:
                     raise RuntimeError("spark.riffle.enabled=true did not attach Riffle")
-                scheduler.set_merging(False)
+                set_merging(scheduler, False)
                 job(spark.sparkContext)  # warm-up: Python workers on every executor
                 vanilla = _timed(lambda: job(spark.sparkContext), repeat)
                 undisturbed = CASES["undisturbed"]

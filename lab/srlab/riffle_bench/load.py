@@ -19,8 +19,8 @@ from riffle.merger.concat import memory_needed
 from riffle.protocol import pb
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from riffle.units import parse_size
-from srlab.riffle_bench.daemon_proc import DaemonProcess
 from srlab.riffle_bench.inputs import executor_dirs, write_inputs
+from srsupport.daemons import DaemonProcess
 
 
 def bench_load(requests: int, memory: str, fan_in: int = 8, partitions: int = 200, block_kb: float = 32,

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srlab.riffle_bench.daemon_proc import DaemonProcess
 from srlab.riffle_bench.inputs import executor_dirs, input_paths, write_inputs
+from srsupport.daemons import DaemonProcess
 
 
 def sequential_copy(sources: list[Path], target: Path, buffer_bytes: int) -> int:

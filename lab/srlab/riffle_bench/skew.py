@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from riffle.driver.config import RiffleConfig
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
+from srsupport.riffle_watch import set_merging, wait_idle
 
 
 def skew_conf(reducers: int, advisory: str) -> dict[str, str]:
@@ -66,13 +67,13 @@ def stage_read(spark: Any, listener: Any, stage: int, timeout: float = 30.0) -> 
 
 def _one_run(spark: Any, scheduler: Any, listener: Any, merging: bool, args: tuple, args_reducers: int) -> dict:
     """One noop write of the join; ``skew_split``: the join ran more tasks than partitions (AQE split a skewed one)."""
-    scheduler.set_merging(merging)
+    set_merging(scheduler, merging)
     before = set(scheduler.stats)
     big, small = _frames(spark, *args)
     df = big.join(small, "k")
     stage = _join_stage(spark, lambda: df.write.format("noop").mode("overwrite").save())
-    scheduler.wait_idle()
-    scheduler.set_merging(False)
+    wait_idle(scheduler)
+    set_merging(scheduler, False)
     m = stage_read(spark, listener, stage)
     stats = [v for k, v in scheduler.stats.items() if k not in before]
     done = sum(s["merges_requested"] - s["merges_cancelled"] - s["merges_failed"] for s in stats)
@@ -83,17 +84,17 @@ def _one_run(spark: Any, scheduler: Any, listener: Any, merging: bool, args: tup
 
 
 def _result(spark: Any, scheduler: Any, merging: bool, args: tuple) -> list:
-    scheduler.set_merging(merging)
+    set_merging(scheduler, merging)
     big, small = _frames(spark, *args)
     row = big.join(small, "k").selectExpr("count(*) as n", "bit_xor(xxhash64(k, v, id, w)) as h").collect()[0]
-    scheduler.wait_idle()
+    wait_idle(scheduler)
     return [int(row["n"]), int(row["h"])]
 
 
 def bench_skew(maps: int = 32, rows_per_map: int = 20000, reducers: int = 16, skew: float = 0.6, keys: int = 64, payload: int = 20,
                advisory: str = "1MB", nway: int = 4, repeats: int = 3, master: str = "local-cluster[2,1,1024]") -> dict:
     import riffle
-    from srlab.session import lab_instance, spark_session
+    from srsupport.session import lab_instance, spark_session
 
     args = (maps, rows_per_map, skew, keys, payload)
     with ExitStack() as stack:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from riffle.driver.config import RiffleConfig
-from srlab.riffle_bench.daemon_proc import DaemonProcess
+from srsupport.daemons import DaemonProcess
+from srsupport.riffle_watch import set_merging, use_config, wait_idle
 
 
 def _shuffle_job(spark: Any, maps: int, reducers: int, rows_per_map: int, payload: int) -> tuple[int, int]:
@@ -76,7 +77,7 @@ def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, ro
 def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_per_map: int, payload: int, master: str,
                  conf: dict[str, str], base: RiffleConfig, best_effort: list[float] | None, executors: int) -> dict[str, list[dict]]:
     import riffle
-    from srlab.session import lab_instance, spark_session
+    from srsupport.session import lab_instance, spark_session
 
     configs: list[tuple[str, RiffleConfig | None]] = [("vanilla", None)]
     configs += [(f"nway-{n}", dataclasses.replace(base, nway=n)) for n in nways]
@@ -88,17 +89,17 @@ def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_
         assert scheduler is not None
         metrics = lab_instance(spark.sparkContext, "StageMetricsListener")
         spark.sparkContext._jsc.sc().addSparkListener(metrics)
-        scheduler.set_merging(False)
+        set_merging(scheduler, False)
         _shuffle_job(spark, maps, reducers, rows_per_map, payload)  # warm-up: JIT, executors, page cache
         for r in range(repeats):
             order = configs[r % len(configs):] + configs[: r % len(configs)]
             for name, cfg in order:
-                scheduler.config = cfg or base
-                scheduler.set_merging(cfg is not None)
+                use_config(scheduler, cfg or base)
+                set_merging(scheduler, cfg is not None)
                 t0 = time.monotonic()
                 map_stage, reduce_stage = _shuffle_job(spark, maps, reducers, rows_per_map, payload)
                 job = time.monotonic() - t0
-                scheduler.wait_idle()
+                wait_idle(scheduler)
                 last = next((s for s in scheduler.stats.values() if s["stage_id"] == map_stage), None) if cfg is not None else None
                 runs[name].append({"job_seconds": round(job, 3), "map_stage": _metrics(metrics, map_stage),
                                    "reduce_stage": _metrics(metrics, reduce_stage),

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from riffle.driver import cost
+from riffle.driver.merges import MergeState
 from srlab.riffle_bench import tpcds_queries as tq
+from srsupport.riffle_watch import set_merging, use_config, wait_idle
 
 log = logging.getLogger("srlab.tpcds")
 CONFIGS = ("off", "on", "always")  # vanilla; Riffle with its cost model; Riffle merging every group
@@ -63,7 +65,7 @@ def _riffle_metrics(scheduler: Any, stages: list[int], before: set[int]) -> dict
     outputs = sum(st["map_outputs"] for st in stats)
     merged = 0
     for s in shuffles:
-        sizes = [len(m.members) for m in s.merges if m.state == "done"]
+        sizes = [len(m.members) for m in s.merges if m.state is MergeState.DONE]
         merged += round(s.committed * sum(sizes) / len(sizes)) if sizes else 0
     decisions: Counter[str] = Counter()
     for s in shuffles:
@@ -76,15 +78,15 @@ def _riffle_metrics(scheduler: Any, stages: list[int], before: set[int]) -> dict
 def _run_query(spark: Any, scheduler: Any, listener: Any, n: int, sql: str, config: str, tag: str) -> dict:
     sc = spark.sparkContext
     group = f"tpcds-q{n}-{config}-{tag}"
-    scheduler.set_merging(config != "off")
+    set_merging(scheduler, config != "off")
     if config != "off":
-        scheduler.config = _with_cost(scheduler.config, config == "on")
+        use_config(scheduler, _with_cost(scheduler.config, config == "on"))
     before = set(scheduler.stats)
     sc.setJobGroup(group, f"TPC-DS q{n} ({config})")
     started = time.perf_counter()
     rows = spark.sql(tq.to_spark_sql(sql)).collect()
     seconds = time.perf_counter() - started
-    idle = scheduler.wait_idle(120)
+    idle = wait_idle(scheduler, 120)
     stages = _query_stages(sc, group)
     out = {"seconds": round(seconds, 3), "hash": tq.result_hash(rows, tq.ordered_result(sql)), "rows": len(rows), "idle": idle}
     out |= _stage_metrics(listener, stages)
@@ -105,7 +107,7 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
     query starts (the report lists them); ``raw_out`` gets every run so far after each query."""
     import riffle
     from srlab.cluster.harness import running_cluster, wait_executors
-    from srlab.session import lab_instance, shutdown_gateway, spark_session
+    from srsupport.session import lab_instance, shutdown_gateway, spark_session
 
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown or "off" not in configs:

@@ -31,8 +31,8 @@ from typing import Any
 
 from riffle.merger.node_status import probe
 from sparkshim.build import PACKAGED_JAR, pyspark_jars
-from srlab.riffle_bench.daemon_proc import DaemonProcess
 from srlab.shim_bench import plugin_app
+from srsupport.daemons import DaemonProcess
 
 ARMS = ("in_process", "plugin")
 PLUGIN = "io.slaqriffle.SlaqRifflePlugin"

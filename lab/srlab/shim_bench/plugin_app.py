@@ -45,7 +45,7 @@ def riffle_jobs(sc: Any, jobs: int, maps: int, reducers: int, rows_per_map: int,
     from pyspark.sql import SparkSession
 
     from srlab.riffle_bench.spark_shuffle import _metrics, _shuffle_job
-    from srlab.session import lab_instance
+    from srsupport.session import lab_instance
 
     spark = SparkSession(sc)
     listener = lab_instance(sc, "StageMetricsListener")

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread
-from srlab.session import DEFAULT_MASTER, spark_session
+from srsupport.session import DEFAULT_MASTER, spark_session
 
 
 def _burn(ms: float) -> int:

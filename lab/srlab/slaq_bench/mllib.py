@@ -33,7 +33,6 @@ import slaq
 from slaq.live.loop import LOOP_THREAD
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
 from slaq.sparkml import fit_job_name, hyperparameters
-from srlab.session import executor_memory, spark_session
 from srlab.slaq_bench.capture_check import check_capture
 from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
 from srlab.slaq_bench.cpu import cpu_delta, session_cpu, thread_cpu_s
@@ -50,6 +49,7 @@ from srlab.slaq_bench.mllib_workload import (
 )
 from srlab.slaq_bench.storage_watch import StorageWatch
 from srlab.slaq_bench.sweep import job_metrics
+from srsupport.session import executor_memory, spark_session
 
 log = logging.getLogger("srlab.slaq_bench.mllib")
 VARIANTS = ("fits", "cv")

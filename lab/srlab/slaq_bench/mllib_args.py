@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from srlab.slaq_bench.mllib import Workload
 
-from srlab.session import DEFAULT_MASTER
 from srlab.slaq_bench.configs import CONFIGS
+from srsupport.session import DEFAULT_MASTER
 
 # --small: a CI-sized run (one fit per family, tiny data, few iterations, one repeat)
 SMALL: dict[str, Any] = {"fits": 5, "rows": 4000, "features": 8, "partitions": 2, "max_iter": 6, "arrival_mean": 0.3, "repeats": 1,

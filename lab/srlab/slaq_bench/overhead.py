@@ -17,8 +17,8 @@ import slaq
 from slaq.live.loop import LOOP_THREAD
 from slaq.messages import EpochStatus, JobStatus
 from srlab.pages import time_pages
-from srlab.session import DEFAULT_MASTER, spark_session
 from srlab.slaq_bench.cpu import thread_cpu_s
+from srsupport.session import DEFAULT_MASTER, spark_session
 
 
 def time_ui_pages(ui_url: str, repeat: int = 5) -> dict:

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 import slaq
-from srlab.session import DEFAULT_MASTER, spark_session
 from srlab.slaq_bench.configs import PRUNE, STOCK, check_configs, session_conf
 from srlab.slaq_bench.mllib_workload import DataSpec, make_data
+from srsupport.session import DEFAULT_MASTER, spark_session
 
 log = logging.getLogger("srlab.slaq_bench.prune")
 

@@ -39,9 +39,9 @@ class SparkMlTrace:
 def record(master: str = "local[2]") -> list[SparkMlTrace]:
     """Fit every grid entry on :data:`FOLDS` folds, sequentially (timings without contention)."""
     from slaq.sparkml import hyperparameters
-    from srlab.session import spark_session
     from srlab.slaq_bench.fit_timing import IterationClock, restore_tag, tag_thread
     from srlab.slaq_bench.mllib import objective_history
+    from srsupport.session import spark_session
 
     out: list[SparkMlTrace] = []
     with spark_session("slaq-sparkml-traces", master) as spark:

@@ -21,9 +21,9 @@ import slaq
 from slaq.live.loop import LOOP_THREAD
 from slaq.metrics import THRESHOLDS, mean_times, time_to_key, time_to_threshold
 from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
-from srlab.session import spark_session
 from srlab.slaq_bench.configs import STOCK, session_conf, stock_pool
 from srlab.slaq_bench.cpu import thread_cpu_s
+from srsupport.session import spark_session
 
 log = logging.getLogger("slaq.sweep")
 FAMILIES = ("logreg", "svm", "kmeans", "boosting")

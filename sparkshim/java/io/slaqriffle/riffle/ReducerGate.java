@@ -133,8 +133,4 @@ final class ReducerGate {
     }
     return false;
   }
-
-  int size() {
-    return held.size();
-  }
 }

@@ -143,8 +143,4 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     partitions.remove(shuffle);
     return gate.release(shuffle);
   }
-
-  int heldPartitions() {
-    return partitions.size();
-  }
 }

@@ -169,43 +169,8 @@ public final class RiffleTracker implements Shim.FailOpen {
     return SparkLocalDirs.localDirs(sc, executorId);
   }
 
-  /**
-   * The shuffle's map statuses' order-independent row checksums, as a JSON object: {@code statuses}
-   * registered, {@code nonzero_checksums} among them (zero: the checksum is off) and
-   * {@code mismatched_indexes} (Spark's record of re-registered outputs whose checksum changed;
-   * -1 when this Spark keeps none). Tests and benchmarks read it.
-   */
-  public String checksumReport(int shuffle) {
-    Map<String, Integer> out = new java.util.TreeMap<>();
-    org.apache.spark.ShuffleStatus status = unavailable == null ? SparkMapOutput.shuffleStatus(shuffle) : null;
-    if (status != null) {
-      int registered = 0;
-      int nonzero = 0;
-      for (org.apache.spark.scheduler.MapStatus s : SparkMapOutput.mapStatuses(status)) {
-        if (s != null) {
-          registered++;
-          nonzero += SparkMapOutput.checksum(s) != 0 ? 1 : 0;
-        }
-      }
-      out.put("statuses", registered);
-      out.put("nonzero_checksums", nonzero);
-      out.put("mismatched_indexes", SparkMapOutput.checksumMismatches(status));
-    }
-    return Messages.encodeCounts(out);
-  }
-
   public String applicationId() {
     return sc.applicationId();
-  }
-
-  /** Entries in each driver-side map the tracker keeps, as a JSON object (the bounded-state test reads this). */
-  public String stateSizes() {
-    Map<String, Integer> sizes = new java.util.TreeMap<>();
-    sizes.put("stage_graph", graph.size());
-    sizes.put("held_shuffles", gate.size());
-    sizes.put("held_partitions", listener.heldPartitions());
-    sizes.put("pending_events", events.size());
-    return Messages.encodeCounts(sizes);
   }
 
   // ---------------------------------------------------------------- for the listener

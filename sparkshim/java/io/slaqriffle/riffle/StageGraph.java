@@ -88,8 +88,4 @@ final class StageGraph {
   synchronized Integer writtenBy(int stageId) {
     return writes.get(stageId);
   }
-
-  synchronized int size() {
-    return writes.size() + reads.size() + jobStages.size() + users.size();
-  }
 }

@@ -58,15 +58,6 @@ public final class Messages {
     }
   }
 
-  /** Counters for diagnostics and tests (not a message: no schema type). */
-  public static String encodeCounts(Map<String, Integer> counts) {
-    try {
-      return JSON.writeValueAsString(counts);
-    } catch (JsonProcessingException e) {
-      throw new IllegalArgumentException(e.getOriginalMessage(), e);
-    }
-  }
-
   /** One message of type {@code type} from JSON; IllegalArgumentException names what is wrong. */
   public static <T extends Message> T decode(String json, Class<T> type) {
     try {

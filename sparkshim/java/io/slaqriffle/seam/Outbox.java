@@ -37,9 +37,4 @@ public final class Outbox<M extends Messages.Message> {
     }
     return out;
   }
-
-  /** Messages queued now. */
-  public int size() {
-    return pending.get();
-  }
 }

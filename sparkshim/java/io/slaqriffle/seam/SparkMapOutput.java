@@ -160,15 +160,6 @@ public final class SparkMapOutput {
     }
   }
 
-  /** Indexes whose re-registered status carried another checksum than the one it replaced (Spark's checksum-mismatch record, since 4.1). */
-  public static int checksumMismatches(ShuffleStatus status) {
-    try {
-      return status.checksumMismatchIndices().size();
-    } catch (LinkageError e) {
-      return -1; // a Spark without the record (before 4.1): nothing to compare
-    }
-  }
-
   // ---------------------------------------------------------------- SKEW_SPLITS
 
   /** {@code MapStatus.getSizeForBlock(int)}. */

@@ -1,0 +1,159 @@
+"""What the tests and the lab watch and switch on Riffle's running merge scheduler, through its observers
+and its public state: waiting until every held shuffle settled, the fault matrix's event hooks, merging
+on and off, another configuration, and how big the driver's per-shuffle state (Python and JVM) is."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from riffle.driver.config import RiffleConfig
+from riffle.driver.fleet import MergerFleet
+from riffle.driver.merges import ShuffleState
+from riffle.driver.observer import SchedulerObserver
+from riffle.driver.scheduler import MergeScheduler, shim_hold_seconds
+from sparkshim.bridge import shim_class
+
+
+@contextmanager
+def watching(scheduler: MergeScheduler, observer: SchedulerObserver) -> Iterator[None]:
+    """``observer`` is told of the scheduler's events and settled shuffles while in the block."""
+    scheduler.observers.append(observer)
+    try:
+        yield
+    finally:
+        scheduler.observers.remove(observer)
+
+
+class _EventHook(SchedulerObserver):
+    def __init__(self, hook: Callable[[Any], None]):
+        self.hook = hook
+
+    def on_event(self, event: Any) -> None:
+        self.hook(event)
+
+
+def on_events(scheduler: MergeScheduler, hook: Callable[[Any], None]) -> AbstractContextManager[None]:
+    """While in the block, ``hook(event)`` runs in the scheduler thread just before the scheduler handles each event."""
+    return watching(scheduler, _EventHook(hook))
+
+
+class _Settled(SchedulerObserver):
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+
+    def on_settled(self, shuffle: ShuffleState) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
+
+def idle(scheduler: MergeScheduler) -> bool:
+    """Every held shuffle the scheduler tracks has settled."""
+    return all(s.settled or not s.held for s in list(scheduler.shuffles.values()))
+
+
+def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
+    """True once every held shuffle settled (woken by each settling), False if ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    settled = _Settled()
+    with watching(scheduler, settled):
+        with settled.changed:
+            while not idle(scheduler):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                settled.changed.wait(left)
+    return True
+
+
+def set_merging(scheduler: MergeScheduler, on: bool) -> None:
+    """Merge new shuffles or leave them to plain Spark (benchmarks compare both in one session), as the
+    scheduler's start tells the driver JVM."""
+    scheduler.tracker.configure(bool(on), shim_hold_seconds(scheduler.config))
+
+
+def use_config(scheduler: MergeScheduler, config: RiffleConfig) -> None:
+    """Switch the running scheduler to ``config`` (other mergers, policy or timeouts). Mergers refusing the
+    old token or CA are asked again, and warned about again should they still refuse."""
+    fleet = scheduler.fleet
+    if (config.token, config.tls_ca) != (fleet.config.token, fleet.config.tls_ca):
+        forget_refusals(fleet)
+    fleet.config = config
+
+
+def mark_all_up(fleet: MergerFleet) -> None:
+    """Ask every merger again, down or not (the mergers were just switched or restarted)."""
+    fleet.down_until.clear()
+
+
+def forget_refusals(fleet: MergerFleet) -> None:
+    """Ask refusing mergers again (their token or TLS was fixed), and warn again if they still refuse."""
+    fleet.refused.clear()
+    for key in [k for k in fleet.warn_once.keys if k.startswith("refused-")]:
+        fleet.warn_once.forget(key)
+
+
+def state_sizes(scheduler: MergeScheduler) -> dict[str, int]:
+    """Entries in each per-shuffle or per-executor map of the scheduler and its fleet."""
+    return {"shuffles": len(scheduler.shuffles), "stats": len(scheduler.stats), "unsafe": len(scheduler.unsafe),
+            "merged_where": len(scheduler.fleet.merged_where), "local_dirs": len(scheduler.executor_dirs),
+            "warned": len(scheduler.warn_once.keys) + len(scheduler.fleet.warn_once.keys)}
+
+
+# ---------------------------------------------------------------- the driver JVM, by reflection
+def _field(obj: Any, name: str) -> Any:
+    """The private field ``name`` of the JVM object ``obj`` (the tracker's own state, read by reflection)."""
+    handle = obj.getClass().getDeclaredField(name)
+    handle.setAccessible(True)
+    return handle.get(obj)
+
+
+def _sizes(obj: Any, *fields: str) -> int:
+    """The summed sizes of ``obj``'s collections ``fields``."""
+    return sum(int(_field(obj, name).size()) for name in fields)
+
+
+def jvm_state_sizes(scheduler: MergeScheduler) -> dict[str, int]:
+    """Entries in each driver-side map the JVM's ``RiffleTracker`` keeps (its stage graph, held shuffles and
+    partitions, events not yet drained)."""
+    tracker = scheduler.tracker
+    return {"stage_graph": _sizes(_field(tracker, "graph"), "writes", "reads", "jobStages", "users"),
+            "held_shuffles": _sizes(_field(tracker, "gate"), "held"),
+            "held_partitions": _sizes(_field(tracker, "listener"), "partitions"),
+            "pending_events": int(_field(_field(tracker, "events"), "pending"))}  # py4j hands an AtomicInteger over as its value
+
+
+def _internals(gateway: Any, method: str, *args: Any) -> Any:
+    """``seam.SparkMapOutput.<method>(args)``, the shim's public static accessor of Spark's map statuses."""
+    for m in shim_class(gateway, "seam.SparkMapOutput").getMethods():
+        if m.getName() == method and len(m.getParameterTypes()) == len(args):
+            jargs = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
+            for i, a in enumerate(args):
+                jargs[i] = a
+            return m.invoke(None, jargs)
+    raise LookupError(f"SparkMapOutput.{method} with {len(args)} arguments")
+
+
+def _checksum_mismatches(status: Any) -> int:
+    """``ShuffleStatus.checksumMismatchIndices().size()``, or -1 on a Spark that keeps no such record (before 4.1)."""
+    try:
+        return int(status.checksumMismatchIndices().size())
+    except Exception:  # py4j: no such method on this Spark
+        return -1
+
+
+def checksum_report(scheduler: MergeScheduler, shuffle: int) -> dict[str, int]:
+    """The shuffle's map statuses' order-independent row checksums: ``statuses`` registered,
+    ``nonzero_checksums`` among them (zero: the checksum is off) and ``mismatched_indexes`` (Spark's record of
+    re-registered outputs whose checksum changed; -1 when this Spark keeps none). Empty when Spark has no such
+    shuffle or the tracker found Spark's internals changed."""
+    gw = scheduler.sc._gateway
+    status = _internals(gw, "shuffleStatus", shuffle) if scheduler.tracker.unavailableReason() is None else None
+    if status is None:
+        return {}
+    statuses = [s for s in _internals(gw, "mapStatuses", status) if s is not None]
+    return {"mismatched_indexes": _checksum_mismatches(status),
+            "nonzero_checksums": sum(1 for s in statuses if int(_internals(gw, "checksum", s)) != 0), "statuses": len(statuses)}
