@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from srsupport.slaq_watch import FirstLossCores
 
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
@@ -25,7 +26,6 @@ from slaq.predict.prior import (
     uses_prior,
 )
 from slaq.stats.history import JobHistory
-from srsupport.slaq_watch import FirstLossCores
 from tests.fixtures import FakePools
 
 LR = fit_key("LogisticRegression", {"regParam": 0.01, "maxIter": 40})

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from srsupport.slaq_watch import Statuses
 
 from slaq.live.config import SlaqConfig
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.status import ENDED, PRUNED, Tuning
 from slaq.prune import SIGMA_FLOOR, Z, hopeless, worst
-from srsupport.slaq_watch import Statuses
 from tests.fixtures import FakePools
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 
+from srsupport.slaq_watch import Statuses
+
 from slaq.live.admission import MB, CachedRdd, Demand, StorageAdmission, StorageReading, Tracked, admit, attribute
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.status import STORAGE
-from srsupport.slaq_watch import Statuses
 from tests.fixtures import FakePools
 
 

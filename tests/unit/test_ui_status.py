@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from srsupport.slaq_watch import Statuses
 
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
@@ -13,7 +14,6 @@ from slaq.live.observer import LoopObserver
 from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, seconds_to_reduction, share_reason, used_cores
 from slaq.progress import ConsoleProgress, console, format_table
 from sparkshim import messages
-from srsupport.slaq_watch import Statuses
 from tests.fixtures import FakePools
 
 
