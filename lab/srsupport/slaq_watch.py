@@ -50,3 +50,9 @@ class Statuses(LoopObserver):
 
     def on_status(self, status: Any) -> None:
         self.published.append(status)
+
+
+def loop_history(loop: Any, name: str) -> Any:
+    """The loss history the epoch loop schedules job ``name`` on, or None while it does not schedule it."""
+    job = loop.jobs.get(name)
+    return None if job is None else job.history
