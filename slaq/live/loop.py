@@ -46,11 +46,11 @@ class EpochLoop:
         its estimator's other fits until its own losses carry a curve (slaq.predict.prior).
         ``waiting``: the fits waiting for storage memory (slaq.live.admission), given no cores."""
         self.pools = pools
-        self.allocator = Allocator(policy, epoch, reserve, prior)
-        self.epoch = self.allocator.epoch
-        self.prior_book = self.allocator.prior_book
-        self.registry = JobRegistry(clock, clock_offset)
-        self.ended = EndedJobs(self.epoch)
+        self._allocator = Allocator(policy, epoch, reserve, prior)
+        self.epoch = self._allocator.epoch
+        self.prior_book = self._allocator.prior_book
+        self._registry = JobRegistry(clock, clock_offset)
+        self._ended = EndedJobs(self.epoch)
         self.observers: tuple[LoopObserver, ...] = tuple(observers)
         self.epochs = 0
         self.failures = 0
@@ -64,13 +64,13 @@ class EpochLoop:
         self._waiting = waiting
         self._clock = clock
         self._started = clock()
-        self._published_sample = self.registry.sample  # every pool's core-seconds at the drain the previous status measured up to
+        self._published_sample = self._registry.sample  # every pool's core-seconds at the drain the previous status measured up to
         self._decided: Decision = NOTHING
 
     @property
     def jobs(self) -> dict[str, LiveJob]:
         """The jobs it schedules, by name."""
-        return self.registry.jobs
+        return self._registry.jobs
 
     def watch(self, observer: LoopObserver) -> None:
         """``observer`` sees every epoch and job end from now on."""
@@ -82,14 +82,14 @@ class EpochLoop:
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, job: LiveJob) -> LiveJob:
         """Schedule ``job`` on its own history from now on; it gets tokens now, not at the next epoch boundary."""
-        self.registry.add(job)
+        self._registry.add(job)
         self._wake.set()
         return job
 
     def remove(self, name: str) -> LiveJob | None:
-        job = self.registry.remove(name)
+        job = self._registry.remove(name)
         if job is not None:
-            self.ended.add(job, self._clock())
+            self._ended.add(job, self._clock())
         self._wake.set()
         if job is not None:
             if job.fit is not None:
@@ -100,7 +100,7 @@ class EpochLoop:
 
     def mark_pruned(self, group: str, candidates: Iterable[int]) -> None:
         """Candidates of tuner ``group`` whose remaining fits will not run: the UI tab says so."""
-        self.ended.mark_pruned(group, candidates)
+        self._ended.mark_pruned(group, candidates)
 
     def wake(self) -> None:
         """Run the next epoch now rather than at the epoch boundary."""
@@ -108,7 +108,7 @@ class EpochLoop:
 
     def record(self, job: LiveJob, loss: float) -> None:
         """A loss of ``job`` that did not pass through the JVM: into its history, checked against its target."""
-        with self.registry.lock:
+        with self._registry.lock:
             job.history.report(loss, at=time.monotonic())
         if reached_targets([job], self._clock()):
             self._wake.set()
@@ -116,9 +116,9 @@ class EpochLoop:
     # -- one epoch -------------------------------------------------------------------------------
     def allocate(self, capacity: float, closed: Iterable[str] = ()) -> dict[str, float]:
         """Cores per active job (and per closed pool in ``closed``) for ``capacity`` cores (slaq.live.allocation)."""
-        jobs = self.registry.running()
+        jobs = self._registry.running()
         held = self._waiting() if self._waiting is not None else set()
-        self._decided = self.allocator.decide(jobs, capacity, closed, held, self._clock())
+        self._decided = self._allocator.decide(jobs, capacity, closed, held, self._clock())
         self._notify("on_allocated", jobs, self._decided)
         return dict(self._decided.alloc)
 
@@ -129,7 +129,7 @@ class EpochLoop:
         with self._ingest_lock:
             after = self._admit() if self._admit is not None else None
             iterations, pools = self.pools.drain()
-            reporting = self.registry.fold(iterations, pools, self._clock())
+            reporting = self._registry.fold(iterations, pools, self._clock())
             if reached_targets(reporting, self._clock()):
                 self._wake.set()  # from the next epoch on it gets the minimum share
             if after is not None:
@@ -137,7 +137,7 @@ class EpochLoop:
 
     def step(self) -> dict[str, float]:
         self.poll()
-        closed = self.registry.count_silent_epoch()
+        closed = self._registry.count_silent_epoch()
         capacity = self.pools.capacity()
         alloc = self.allocate(capacity, closed)
         self.pools.deposit(alloc, self.epoch)
@@ -149,13 +149,13 @@ class EpochLoop:
         """Builds this epoch's ``epoch_status`` and hands it to the observers; a failure here never fails the epoch."""
         self._notify("before_status")
         now = self._clock()
-        with self.registry.lock:
-            sample = self.registry.sample
-        ended = self.ended.take()
+        with self._registry.lock:
+            sample = self._registry.sample
+        ended = self._ended.take()
         before, self._published_sample = self._published_sample, sample
         d = self._decided
         try:
-            self.status = epoch_status(self.epochs, now - self._started, self.allocator.policy_name, capacity, d.table, d.cores,
+            self.status = epoch_status(self.epochs, now - self._started, self._allocator.policy_name, capacity, d.table, d.cores,
                                        d.iterations, used_cores(sample, before, capacity), d.figures, ended)
         except Exception as exc:  # the view of the schedule must never stop the schedule
             log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
@@ -187,12 +187,8 @@ class EpochLoop:
             self._thread.join(timeout)
             self._thread = None
 
-    @property
-    def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def _run(self) -> None:
-        log.debug("SLAQ: epoch loop started (policy %s, epoch %.3g s)", self.allocator.policy_name, self.epoch)  # said at attach
+        log.debug("SLAQ: epoch loop started (policy %s, epoch %.3g s)", self._allocator.policy_name, self.epoch)  # said at attach
         failing = False
         while not self._stop.is_set():
             started = time.monotonic()

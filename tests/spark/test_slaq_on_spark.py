@@ -12,6 +12,7 @@ from srsupport.slaq_watch import loop_history
 
 import slaq
 from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread, restore_thread
+from slaq.live.loop import LOOP_THREAD
 from srlab.slaq_bench.enforce import _burn, measure
 from tests.fixtures import linear_labels
 
@@ -26,7 +27,7 @@ def sc(spark):
 @pytest.fixture(scope="module")
 def scheduler(sc):
     s = slaq.attach(sc)
-    assert s.enabled and s.loop is not None and s.loop.alive
+    assert s.enabled and s.loop is not None and LOOP_THREAD in {t.name for t in threading.enumerate()}
     return s
 
 
