@@ -46,9 +46,9 @@ class EpochLoop:
         its estimator's other fits until its own losses carry a curve (slaq.predict.prior).
         ``waiting``: the fits waiting for storage memory (slaq.live.admission), given no cores."""
         self.pools = pools
-        self._allocator = Allocator(policy, epoch, reserve, prior)
-        self.epoch = self._allocator.epoch
-        self.prior_book = self._allocator.prior_book
+        self.allocator = Allocator(policy, epoch, reserve, prior)
+        self.epoch = self.allocator.epoch
+        self.prior_book = self.allocator.prior_book
         self._registry = JobRegistry(clock, clock_offset)
         self._ended = EndedJobs(self.epoch)
         self.observers: tuple[LoopObserver, ...] = tuple(observers)
@@ -118,7 +118,7 @@ class EpochLoop:
         """Cores per active job (and per closed pool in ``closed``) for ``capacity`` cores (slaq.live.allocation)."""
         jobs = self._registry.running()
         held = self._waiting() if self._waiting is not None else set()
-        self._decided = self._allocator.decide(jobs, capacity, closed, held, self._clock())
+        self._decided = self.allocator.decide(jobs, capacity, closed, held, self._clock())
         self._notify("on_allocated", jobs, self._decided)
         return dict(self._decided.alloc)
 
@@ -155,7 +155,7 @@ class EpochLoop:
         before, self._published_sample = self._published_sample, sample
         d = self._decided
         try:
-            self.status = epoch_status(self.epochs, now - self._started, self._allocator.policy_name, capacity, d.table, d.cores,
+            self.status = epoch_status(self.epochs, now - self._started, self.allocator.policy_name, capacity, d.table, d.cores,
                                        d.iterations, used_cores(sample, before, capacity), d.figures, ended)
         except Exception as exc:  # the view of the schedule must never stop the schedule
             log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
@@ -188,7 +188,7 @@ class EpochLoop:
             self._thread = None
 
     def _run(self) -> None:
-        log.debug("SLAQ: epoch loop started (policy %s, epoch %.3g s)", self._allocator.policy_name, self.epoch)  # said at attach
+        log.debug("SLAQ: epoch loop started (policy %s, epoch %.3g s)", self.allocator.policy_name, self.epoch)  # said at attach
         failing = False
         while not self._stop.is_set():
             started = time.monotonic()

@@ -144,7 +144,7 @@ def test_loop_failure_opens_every_pool_and_recovers(sc, scheduler, strict_pools,
     def broken(table, capacity):
         raise RuntimeError("injected policy failure")
 
-    monkeypatch.setattr(loop.policy, "allocate", broken)
+    monkeypatch.setattr(loop.allocator.policy, "allocate", broken)
     with slaq.job("during-failure"):
         deadline = time.monotonic() + 10
         while not (loop.failures and strict_pools.is_open()) and time.monotonic() < deadline:
