@@ -13,7 +13,7 @@ import itertools
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,16 +40,16 @@ FitAsJob = Callable[["SlaqRuntime", Any, Any, Callable[[], Any]], Any]
 class EpochPublisher(LoopObserver):
     """After every epoch (loop thread): the storage check, then the status for the UI tab and driver log."""
 
-    pools: PoolBridge
-    storage: StorageCheck
-    admission: StorageAdmission | None
-    jobs: Mapping[str, LiveJob]  # the loop's
+    runtime: SlaqRuntime
 
     def on_status(self, status: Any) -> None:
-        self.storage.after_epoch(len(self.jobs))
-        if self.admission is not None:
-            self.admission.refresh()
-        self.pools.publish(status)
+        runtime = self.runtime
+        if runtime.pools is None or runtime.loop is None:
+            return
+        runtime.storage.after_epoch(len(runtime.loop.jobs))
+        if runtime.admission is not None:
+            runtime.admission.refresh()
+        runtime.pools.publish(status)
 
 
 def off_reason(sc: Any, config: SlaqConfig) -> str | None:
@@ -100,7 +100,7 @@ class SlaqRuntime:
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, clock_offset=self.pools.clock_offset(),
                               admit=self._admit_connect_fits, prior=config.prior,
                               waiting=self.admission.waiting if self.admission is not None else None)
-        self.loop.watch(EpochPublisher(self.pools, self.storage, self.admission, self.loop.jobs))
+        self.loop.watch(EpochPublisher(self))
 
     @property
     def enabled(self) -> bool:
