@@ -18,9 +18,10 @@ from slaq import sparkml, tuning
 from slaq.enforce.pools import check_job_name
 from slaq.estimators import reports_loss
 from slaq.live.config import PREFIX, SlaqConfig
+from slaq.live.job import LiveJob
 from slaq.live.target import Target
 from slaq.predict.prior import FitKey, fit_key
-from slaq.runtime import SlaqRuntime, Tracked
+from slaq.runtime import SlaqRuntime
 from slaq.stats.history import InvalidReport, finite_number
 from sparkshim.attach import Attachments
 
@@ -107,7 +108,7 @@ class Job:
             raise ValueError(f"weight must be > 0, got {weight!r}")
         target = Target.checked(target_loss, target_reduction)
         # the job's one history: the runtime's epoch loop schedules on it while SLAQ is enabled
-        self._track = Tracked(name, weight, target, reports, owner=self, fit=fit)
+        self._track = LiveJob(name, weight, target, reports, owner=self, fit=fit)
         self.runtime: SlaqRuntime | None = None
         self.done = False
         self._previous: Any = None  # the thread's JVM local properties before the block

@@ -42,7 +42,7 @@ class ConnectFitJob:
     operation: str
     estimator: str
     params: dict[str, object] = field(default_factory=dict)
-    track: Any = None  # the runtime's Tracked record
+    track: Any = None  # the job's record (slaq.live.job.LiveJob)
 
     @property
     def losses(self) -> list[float]:

@@ -1,10 +1,10 @@
 """SLAQ attached to one SparkContext: the shim's pools, the epoch loop and the spark.ml hook.
 
 The user API (:mod:`slaq.api`) talks to a runtime through a few public calls: it :meth:`~SlaqRuntime.open`\\ s
-and :meth:`~SlaqRuntime.close`\\ s a job's :class:`Tracked` record, :meth:`~SlaqRuntime.report`\\ s losses,
+and :meth:`~SlaqRuntime.close`\\ s a job's :class:`~slaq.live.job.LiveJob` record, :meth:`~SlaqRuntime.report`\\ s losses,
 :meth:`~SlaqRuntime.sync`\\ s the histories and routes its thread with :meth:`~SlaqRuntime.enter_thread`.
 The runtime never calls into the API's objects: what it knows of a job is its record, which holds the
-job's one loss history (the epoch loop schedules on it, the user reads it) and its target.
+job's one loss history (the epoch loop schedules on it and checks its target, the user reads it).
 """
 
 from __future__ import annotations
@@ -12,25 +12,22 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from slaq import connect, sparkml, tuning
-from slaq.enforce.pools import POOL_PREFIX, Iteration, PoolBridge, enter_thread, restore_thread, thread_job
+from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread, restore_thread, thread_job
 from slaq.estimators import cache_factor, training_cache_prefix
 from slaq.live.admission import StorageAdmission
 from slaq.live.config import PREFIX, SlaqConfig
+from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
-from slaq.live.status import NOT_TUNING, Tuning
+from slaq.live.observer import LoopObserver
 from slaq.live.storage import StorageCheck, input_bytes, memory_blocks_on_disk, read_storage
-from slaq.live.target import Target
-from slaq.predict.forecast import CurveCache
-from slaq.predict.prior import FitKey, fit_key
+from slaq.predict.prior import fit_key
 from slaq.prune import Pruned
-from slaq.stats.history import JobHistory
 
 log = logging.getLogger("slaq")
 FINISHED_KEPT = 256  # closed jobs a runtime remembers (with their histories) for inspection
@@ -39,34 +36,20 @@ FINISHED_KEPT = 256  # closed jobs a runtime remembers (with their histories) fo
 FitAsJob = Callable[["SlaqRuntime", Any, Any, Callable[[], Any]], Any]
 
 
-@dataclass(eq=False)
-class Tracked:
-    """One job as SLAQ tracks it: its one loss history, the curve fits cached for it (shared by the
-    epoch loop's forecasts and the target check), its target and whether it reached it."""
+@dataclass
+class EpochPublisher(LoopObserver):
+    """After every epoch (loop thread): the storage check, then the status for the UI tab and driver log."""
 
-    name: str
-    weight: float = 1.0
-    target: Target = field(default_factory=Target)
-    reports: bool | None = None  # whether it will report losses, when known in advance (spark.ml fits)
-    owner: Any = None  # the user's object for this job (a ``slaq.api.Job``), handed back by ``job_named``
-    history: JobHistory = field(default_factory=JobHistory)
-    curves: CurveCache = field(default_factory=CurveCache)
-    satisfied: bool = False  # reached its target: minimum share from then on
-    tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit (spark.ml fits)
-    fit: FitKey | None = None  # a spark.ml fit's estimator and params (its prior's key), when it is one
+    runtime: SlaqRuntime
 
-    def record(self, loss: float) -> bool:
-        """A loss that does not pass through the JVM (SLAQ disabled) joins the history here; True
-        when it made the job reach its target."""
-        self.history.report(loss, at=time.monotonic())
-        return self.check_target()
-
-    def check_target(self) -> bool:
-        """Marks the job satisfied once its history reached its target; True only that first time."""
-        if self.satisfied or not self.target.reached(self.history, self.curves):
-            return False
-        self.satisfied = True
-        return True
+    def on_status(self, status: Any) -> None:
+        runtime = self.runtime
+        if runtime.pools is None or runtime.loop is None:
+            return
+        runtime.storage.after_epoch(len(runtime.loop.jobs))
+        if runtime.admission is not None:
+            runtime.admission.refresh()
+        runtime.pools.publish(status)
 
 
 def off_reason(sc: Any, config: SlaqConfig) -> str | None:
@@ -102,7 +85,7 @@ class SlaqRuntime:
         self.loop: EpochLoop | None = None
         self._fit_as_job = fit_as_job
         self._connect = False  # whether the shim turns Spark Connect clients' fits into jobs (while started)
-        self._open: dict[str, Tracked] = {}
+        self._open: dict[str, LiveJob] = {}
         self._lock = threading.Lock()
         self._fit_seq = itertools.count(1)
         self.attached = False  # between start() and stop()
@@ -114,9 +97,10 @@ class SlaqRuntime:
         self.pools = PoolBridge(sc)
         self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
         self.admission = StorageAdmission(lambda: read_storage(sc), self._wake_loop) if config.storage_admission else None
-        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, on_epoch=self._on_epoch,
-                              on_loss=self._on_loss, clock_offset=self.pools.clock_offset(), admit=self._admit_connect_fits,
-                              prior=config.prior, waiting=self.admission.waiting if self.admission is not None else None)
+        self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, clock_offset=self.pools.clock_offset(),
+                              admit=self._admit_connect_fits, prior=config.prior,
+                              waiting=self.admission.waiting if self.admission is not None else None)
+        self.loop.watch(EpochPublisher(self))
 
     @property
     def enabled(self) -> bool:
@@ -162,7 +146,7 @@ class SlaqRuntime:
         return self.sc is not None and getattr(self.sc, "_jsc", None) is not None
 
     # -- jobs ------------------------------------------------------------------------------------
-    def open(self, job: Tracked) -> None:
+    def open(self, job: LiveJob) -> None:
         """Start tracking ``job``: its pool and, when enabled, the epoch loop on its history.
         Raises ``ValueError`` if a running job has the same name."""
         with self._lock:
@@ -171,9 +155,9 @@ class SlaqRuntime:
             self._open[job.name] = job
         if self.pools is not None and self.loop is not None:
             self.pools.register(job.name, job.weight)
-            self.loop.add(job.name, job.weight, job.reports, history=job.history, curves=job.curves, tuning=job.tuning, fit=job.fit)
+            self.loop.add(job)
 
-    def close(self, job: Tracked) -> None:
+    def close(self, job: LiveJob) -> None:
         """Stop tracking ``job`` (its history stays with it); its pool is throttled until idle."""
         if self.loop is not None:
             self.sync()  # losses the JVM captured up to now still belong to this job
@@ -188,13 +172,15 @@ class SlaqRuntime:
             self.loop.remove(job.name)
             self.pools.close(job.name)
 
-    def report(self, job: Tracked, loss: float) -> None:
+    def report(self, job: LiveJob, loss: float) -> None:
         """One validated loss of ``job``. While enabled it goes through the JVM, so it joins the
         history in order with the losses captured there (:meth:`sync` brings it in)."""
         if self.pools is not None and self.pools.report(job.name, loss):
             return
-        if job.record(loss):
-            self._satisfied(job)
+        if self.loop is not None:
+            self.loop.record(job, loss)
+        else:
+            job.record(loss)
 
     def sync(self) -> None:
         """Bring every open job's history up to date with the losses the JVM captured so far."""
@@ -244,29 +230,6 @@ class SlaqRuntime:
         return thread_job(self.sc) if self.spark_alive() else None
 
     # -- callbacks -------------------------------------------------------------------------------
-    def _on_epoch(self, status: Any) -> None:
-        """After every epoch (loop thread): the storage check, then the status for the UI tab and driver log."""
-        if self.pools is None or self.loop is None:
-            return
-        self.storage.after_epoch(len(self.loop.jobs))
-        if self.admission is not None:
-            self.admission.refresh()
-        self.pools.publish(status)
-
-    def _on_loss(self, it: Iteration) -> None:
-        """The epoch loop took a loss into a history (reported from Python or captured from spark.ml
-        in the JVM); a job that reached its target gets the minimum share."""
-        with self._lock:
-            job = self._open.get(it.job)
-        if job is not None and job.check_target():
-            self._satisfied(job)
-
-    def _satisfied(self, job: Tracked) -> None:
-        if self.loop is not None:
-            self.loop.satisfy(job.name)
-            log.info("SLAQ: job %s reached its target after %d losses; it keeps running on the minimum share",
-                     job.name, job.history.iterations)
-
     def _on_prune(self, tuner: str, stopped: list[Pruned]) -> None:
         """CrossValidator ``tuner`` stopped these candidates (spark.slaq.prune): the UI tab says so."""
         if self.loop is not None:
@@ -283,11 +246,11 @@ class SlaqRuntime:
                 ended.append(m.job)
                 continue
             owner = connect.fit_job(m.job, m.operation, m.estimator, m.params)
-            track = owner.track = Tracked(m.job, reports=owner.reports, owner=owner,
+            track = owner.track = LiveJob(m.job, reports=owner.reports, owner=owner,
                                           fit=fit_key(connect.estimator_kind(m.estimator), owner.params))
             with self._lock:
                 self._open[m.job] = track
-            self.loop.add(m.job, track.weight, track.reports, history=track.history, curves=track.curves, fit=track.fit)
+            self.loop.add(track)
             log.info("SLAQ: Spark Connect operation %s fits %s: job %s", m.operation, m.estimator, m.job)
         return (lambda: self._end_connect_fits(ended)) if ended else None
 

@@ -1,4 +1,4 @@
-"""What the merge scheduler did, as the ``riffle_status`` message (sparkshim/messages.json) the
+"""What the merge scheduler did, as the ``riffle_status`` message (riffle/messages.json) the
 driver JVM shows: the Riffle tab of the Spark UI and its JSON, Riffle's metric source, and the
 summary logged at application end (``sparkshim/java/io/slaqriffle/riffle/RiffleStatus.java``).
 

@@ -1,4 +1,4 @@
-"""One epoch of the live loop as an ``epoch_status`` message (sparkshim/messages.json).
+"""One epoch of the live loop as an ``epoch_status`` message (slaq/messages.json).
 
 The loop builds one per epoch from what it just decided and pushes it to the driver JVM, where the
 SLAQ tab of the Spark UI, its REST JSON and the per-epoch driver log line show it

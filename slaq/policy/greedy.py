@@ -10,11 +10,12 @@ at the end so no core idles while a job has work.
 from __future__ import annotations
 
 import heapq
+from abc import abstractmethod
 from collections.abc import Callable
 
 import numpy as np
 
-from slaq.policy.base import spread_leftover, unit
+from slaq.policy.base import Policy, spread_leftover, unit
 from slaq.predict.forecast import ForecastTable
 
 # score(table, rows, allocations[rows, width], quantum) -> (priority[rows, width], useful[rows, width]);
@@ -59,3 +60,24 @@ def greedy_allocate(table: ForecastTable, capacity: float, score: Score, block: 
         if usable[j][u]:
             heapq.heappush(heap, (-blocks[j][u], j))
     return spread_leftover(np.asarray(alloc_l), table, capacity)
+
+
+def one_more(alloc: np.ndarray, quantum: float) -> np.ndarray:
+    """Each row's allocations with one more quantum after its last: a score compares neighbours."""
+    return np.concatenate([alloc, alloc[:, -1:] + quantum], axis=1)
+
+
+class GreedyPolicy(Policy):
+    """A policy that hands out quanta greedily by its :meth:`score` over fitted curves, every job
+    promised the minimum share (SLAQ's Algorithm 1 and max-min differ only in the score)."""
+
+    fitted_curves = True
+    minimum_share = True
+
+    @staticmethod
+    @abstractmethod
+    def score(table: ForecastTable, rows: np.ndarray, alloc: np.ndarray, quantum: float) -> tuple[np.ndarray, np.ndarray]:
+        """A :data:`Score`."""
+
+    def allocate(self, table: ForecastTable, capacity: float) -> np.ndarray:
+        return greedy_allocate(table, capacity, self.score)

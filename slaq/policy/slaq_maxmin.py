@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from slaq.policy.base import Policy
-from slaq.policy.greedy import greedy_allocate
+from slaq.policy.greedy import GreedyPolicy, one_more
 from slaq.predict.forecast import ForecastTable
 
 
-def worst_first(table: ForecastTable, rows: np.ndarray, alloc: np.ndarray, quantum: float) -> tuple[np.ndarray, np.ndarray]:
-    loss = table.normalized_loss_at(np.concatenate([alloc, alloc[:, -1:] + quantum], axis=1), rows)
-    helps = loss[:, :-1] - loss[:, 1:] > 1e-12
-    return loss[:, :-1] * table.weight[rows][:, None], helps
-
-
-class SlaqMaxMin(Policy):
+class SlaqMaxMin(GreedyPolicy):
     name = "slaq-maxmin"
-    fitted_curves = True
-    minimum_share = True
 
-    def allocate(self, table: ForecastTable, capacity: float) -> np.ndarray:
-        return greedy_allocate(table, capacity, worst_first)
+    @staticmethod
+    def score(table: ForecastTable, rows: np.ndarray, alloc: np.ndarray, quantum: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each job's weighted normalized loss, worst first; useful where one more quantum lowers it."""
+        loss = table.normalized_loss_at(one_more(alloc, quantum), rows)
+        helps = loss[:, :-1] - loss[:, 1:] > 1e-12
+        return loss[:, :-1] * table.weight[rows][:, None], helps

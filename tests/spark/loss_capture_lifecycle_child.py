@@ -98,7 +98,8 @@ def fit_and_capture(spark: Any, name: str, **params: Any) -> dict[str, Any]:
         deadline = time.monotonic() + 20
         history = None
         while time.monotonic() < deadline:
-            history = runtime.loop.history(name) if runtime.loop is not None else None
+            live = runtime.loop.jobs.get(name) if runtime.loop is not None else None
+            history = None if live is None else live.history
             if history is not None and history.iterations >= len(expected) - 1:
                 break
             time.sleep(0.2)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import slaq
+from srsupport.slaq_watch import loop_history
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def _captured(scheduler, name: str, at_least: int, timeout: float = 15.0) -> lis
     """The job's history in the epoch loop (the drained JVM reports), once it holds ``at_least`` losses."""
     deadline = time.monotonic() + timeout
     while True:
-        history = scheduler.loop.history(name)
+        history = loop_history(scheduler.loop, name)
         if (history is not None and history.iterations >= at_least) or time.monotonic() > deadline:
             return [] if history is None else list(history.losses)
         time.sleep(0.1)

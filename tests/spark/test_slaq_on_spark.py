@@ -11,7 +11,9 @@ from pyspark import InheritableThread
 
 import slaq
 from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread, restore_thread
+from slaq.live.loop import LOOP_THREAD
 from srlab.slaq_bench.enforce import _burn, measure
+from srsupport.slaq_watch import loop_history
 from tests.fixtures import linear_labels
 
 
@@ -25,7 +27,7 @@ def sc(spark):
 @pytest.fixture(scope="module")
 def scheduler(sc):
     s = slaq.attach(sc)
-    assert s.enabled and s.loop is not None and s.loop.alive
+    assert s.enabled and s.loop is not None and LOOP_THREAD in {t.name for t in threading.enumerate()}
     return s
 
 
@@ -142,7 +144,7 @@ def test_loop_failure_opens_every_pool_and_recovers(sc, scheduler, strict_pools,
     def broken(table, capacity):
         raise RuntimeError("injected policy failure")
 
-    monkeypatch.setattr(loop.policy, "allocate", broken)
+    monkeypatch.setattr(loop.allocator.policy, "allocate", broken)
     with slaq.job("during-failure"):
         deadline = time.monotonic() + 10
         while not (loop.failures and strict_pools.is_open()) and time.monotonic() < deadline:
@@ -167,7 +169,7 @@ def test_logistic_regression_fit_reports_every_iteration(spark, scheduler):
         deadline = time.monotonic() + 10
         expected = model.summary.objectiveHistory
         while time.monotonic() < deadline:
-            history = scheduler.loop.history(job.name)
+            history = loop_history(scheduler.loop, job.name)
             if history is not None and history.iterations >= len(expected) - 1:
                 break
             time.sleep(0.2)
@@ -185,7 +187,7 @@ def test_fit_outside_any_job_is_not_attributed(spark, scheduler):
     with slaq.job("bystander"):
         pass
     LinearRegression(solver="l-bfgs", maxIter=5).fit(df)
-    assert scheduler.loop.history("bystander") is None
+    assert loop_history(scheduler.loop, "bystander") is None
 
 
 def test_inheritable_threads_are_in_the_job_plain_threads_are_not(sc, scheduler):
@@ -207,9 +209,9 @@ def test_inheritable_threads_are_in_the_job_plain_threads_are_not(sc, scheduler)
             t.start()
             t.join(60)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and (scheduler.loop.history("threads") is None or scheduler.loop.history("threads").iterations < 1):
+        while time.monotonic() < deadline and (loop_history(scheduler.loop, "threads") is None or loop_history(scheduler.loop, "threads").iterations < 1):
             time.sleep(0.1)
-        assert scheduler.loop.history("threads").losses == [0.5]
+        assert loop_history(scheduler.loop, "threads").losses == [0.5]
     assert seen["plain"] == (None, None) and "InheritableThread" in seen["plain-error"]
     assert seen["inheritable"] == ("slaq.threads", "threads") and "inheritable-error" not in seen
     assert job.losses == [0.5]
@@ -242,10 +244,10 @@ def test_bad_reports_are_rejected_without_disturbing_other_jobs(scheduler):
         victim.report(1.0)
         good.report(1.5)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and (scheduler.loop.history("good") is None or scheduler.loop.history("good").iterations < 2):
+        while time.monotonic() < deadline and (loop_history(scheduler.loop, "good") is None or loop_history(scheduler.loop, "good").iterations < 2):
             time.sleep(0.1)
-        assert scheduler.loop.history("good").losses == [2.0, 1.5]
-        assert scheduler.loop.history("victim").losses == [1.0]
+        assert loop_history(scheduler.loop, "good").losses == [2.0, 1.5]
+        assert loop_history(scheduler.loop, "victim").losses == [1.0]
     with pytest.raises(slaq.NoActiveJob, match="outside any"):
         slaq.report_loss(0.5)
     with pytest.raises(ValueError, match="already running"):

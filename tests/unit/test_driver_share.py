@@ -74,6 +74,7 @@ def test_driver_caps_name_only_driver_bound_jobs_and_respect_the_minimum():
 def _loop(policy: str):
     """An epoch loop (4 cores) that drained two jobs with the same losses: ``cv`` 2 s per iteration with a
     stage in the scheduler for 0.44 s of it (4 cores busy meanwhile), ``lr`` with a stage all the time."""
+    from slaq.live.job import LiveJob
     from slaq.live.loop import EpochLoop
     from slaq.messages import Iteration
     from tests.fixtures import FakePools
@@ -86,8 +87,8 @@ def _loop(policy: str):
 
     pools = ScriptedPools()
     loop = EpochLoop(pools, policy=policy, epoch=1.0)
-    loop.add("cv", 1.0)
-    loop.add("lr", 1.0)
+    loop.add(LiveJob("cv", 1.0))
+    loop.add(LiveJob("lr", 1.0))
     script = []
     for k in range(MIN_ITERATIONS + 1):
         script += [Iteration("cv", 1.0 / (k + 1), 2.0 * k, 1.76 * k, 0.44 * k, "mllib"),
@@ -110,11 +111,12 @@ def test_the_slaq_policy_caps_a_driver_bound_job_and_warns_once(caplog):
 
 
 def test_a_job_not_measured_yet_shows_no_driver_fraction():
+    from slaq.live.job import LiveJob
     from slaq.live.loop import EpochLoop
     from tests.fixtures import FakePools
 
     loop = EpochLoop(FakePools(), policy="fair", epoch=1.0)
-    loop.add("new", 1.0)
+    loop.add(LiveJob("new", 1.0))
     loop.step()
     assert [j.driver_fraction for j in loop.status.jobs] == [-1.0]
 

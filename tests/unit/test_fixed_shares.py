@@ -7,7 +7,11 @@ from __future__ import annotations
 import pytest
 
 from slaq.enforce.pools import Iteration, PoolState, check_job_name
-from slaq.live.loop import NO_LOSS_EPOCHS, EpochLoop, LiveJob, fixed_shares
+from slaq.live.allocation import fixed_shares
+from slaq.live.job import LiveJob
+from slaq.live.loop import EpochLoop
+from slaq.live.registry import NO_LOSS_EPOCHS
+from slaq.live.target import Target
 from slaq.sparkml import MAX_NAME, fit_job_name
 from tests.fixtures import FakePools
 
@@ -24,7 +28,7 @@ class ScriptedPools(FakePools):
 
 
 def _job(name, losses=(), weight=1.0, **kw):
-    j = LiveJob(name, weight, 0.0, **kw)
+    j = LiveJob(name, weight, **kw)
     for v in losses:
         j.history.report(v)
     return j
@@ -44,14 +48,14 @@ def test_target_reached_and_closed_pools_get_the_minimum_share_silent_jobs_an_ev
 def test_the_loop_steers_the_rest_and_keeps_a_closed_pool_throttled_until_it_is_gone():
     pools = ScriptedPools()
     loop = EpochLoop(pools, "fair", 1.0)
-    loop.add("a", 1.0)
-    loop.add("b", 1.0)
+    loop.add(LiveJob("a", 1.0))
+    loop.add(LiveJob("b", 1.0, Target(loss=0.5)))
     pools.script = [([Iteration("a", 1.0, 1.0, 1.0, 0.0, "python"), Iteration("b", 2.0, 1.0, 1.0, 0.0, "mllib")],
-                     {"a": PoolState("a", 1.0, 0.0, 1, False), "gone": PoolState("gone", 3.0, 0.0, 2, True)})]
+                     {"a": PoolState("a", 1.0, 0.0, 1, False), "gone": PoolState("gone", 3.0, 0.0, 2, True)}),
+                    ([], {}), ([Iteration("b", 0.3, 2.0, 2.0, 0.0, "mllib")], {})]
     first = loop.step()
     assert first == pytest.approx({"gone": 1.0, "a": 1.5, "b": 1.5})  # a closed pool with work: the minimum share
     assert loop.step() == pytest.approx({"a": 2.0, "b": 2.0})  # its pool was removed (no longer reported): nothing
-    loop.satisfy("b")
     assert loop.step() == pytest.approx({"a": 3.0, "b": 1.0})
     assert pools.deposits[-1] == pytest.approx({"a": 3.0, "b": 1.0})
 
@@ -59,8 +63,8 @@ def test_the_loop_steers_the_rest_and_keeps_a_closed_pool_throttled_until_it_is_
 def test_a_job_without_losses_is_explored_then_gets_an_even_share_then_is_steered_once_it_reports():
     pools = ScriptedPools()
     loop = EpochLoop(pools, "slaq", 1.0)
-    loop.add("kmeans", 1.0)
-    loop.add("lr", 1.0)
+    loop.add(LiveJob("kmeans", 1.0))
+    loop.add(LiveJob("lr", 1.0))
     lr = [Iteration("lr", v, float(k), float(k), 0.0, "mllib") for k, v in enumerate([1.0, 0.6, 0.4, 0.3, 0.25])]
     pools.script = [(lr[:2], {}), (lr[2:3], {}), (lr[3:4], {})]
     for _ in range(NO_LOSS_EPOCHS - 1):
@@ -73,15 +77,19 @@ def test_a_job_without_losses_is_explored_then_gets_an_even_share_then_is_steere
     assert loop.jobs["kmeans"].silent_epochs == 0  # it reported: steered by the policy again
 
 
-def test_on_loss_sees_every_accepted_loss_in_order_with_its_source():
+def test_the_target_is_checked_where_the_losses_are_ingested_and_said_once(caplog):
     pools = ScriptedPools()
-    seen = []
-    loop = EpochLoop(pools, "fair", 1.0, on_loss=lambda it: seen.append((it.job, it.loss, it.source)))
-    loop.add("a", 1.0)
+    loop = EpochLoop(pools, "fair", 1.0)
+    job = loop.add(LiveJob("a", 1.0, Target(loss=0.6)))
     pools.script = [([Iteration("a", 1.0, 1.0, 1.0, 0.0, "mllib"), Iteration("ghost", 1.0, 1.0, 1.0, 0.0, "mllib"),
-                      Iteration("a", 0.5, 2.0, 2.0, 0.0, "python")], {})]
-    loop.poll()
-    assert seen == [("a", 1.0, "mllib"), ("a", 0.5, "python")]
+                      Iteration("a", 0.5, 2.0, 2.0, 0.0, "python")], {}),
+                    ([Iteration("a", 0.4, 3.0, 3.0, 0.0, "python")], {})]
+    with caplog.at_level("INFO", logger="slaq"):
+        loop.poll()
+        assert job.history.losses == [1.0, 0.5] and job.satisfied  # in order; a job it does not know is dropped
+        loop.poll()
+    said = [r.getMessage() for r in caplog.records if "target" in r.getMessage()]
+    assert said == ["SLAQ: job a reached its target after 2 losses; it keeps running on the minimum share"]
 
 
 def test_fit_job_names_are_readable_unique_and_valid():
@@ -98,9 +106,9 @@ def test_a_fit_known_to_report_stays_with_the_policy_until_its_first_loss_one_kn
     data): an iterative fit must not be put on the even share meanwhile, and a KMeans need not wait."""
     pools = ScriptedPools()
     loop = EpochLoop(pools, "slaq", 1.0)
-    loop.add("lr", 1.0, reports=True)
-    loop.add("kmeans", 1.0, reports=False)
-    loop.add("explicit", 1.0)
+    loop.add(LiveJob("lr", 1.0, reports=True))
+    loop.add(LiveJob("kmeans", 1.0, reports=False))
+    loop.add(LiveJob("explicit", 1.0))
     for _ in range(NO_LOSS_EPOCHS + 2):
         loop.step()
     shares = fixed_shares(list(loop.jobs.values()), [], 3.0)
@@ -129,7 +137,7 @@ def test_a_silent_job_is_logged_once_whether_it_ends_early_or_late(caplog):
     pools = ScriptedPools()
     loop = EpochLoop(pools, "fair", 1.0)
     for name, reports in (("short", None), ("long", None), ("lr", None), ("kmeans", False)):
-        loop.add(name, 1.0, reports)
+        loop.add(LiveJob(name, 1.0, reports=reports))
     pools.script = [([Iteration("lr", 1.0, 0.0, 0.0, 0.0, "python")], {})]
     with caplog.at_level("INFO", logger="slaq"):
         loop.step()

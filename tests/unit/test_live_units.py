@@ -11,7 +11,9 @@ import slaq
 from slaq import messages
 from slaq.enforce.pools import Iteration, allocation_message, check_job_name, split_drain
 from slaq.live.config import ConfigError, SlaqConfig
-from slaq.live.loop import EpochLoop, LiveJob, ingest
+from slaq.live.job import LiveJob
+from slaq.live.loop import EpochLoop
+from slaq.live.registry import ingest
 from tests.fixtures import FakePools
 
 
@@ -61,8 +63,8 @@ def test_ingest_costs_come_from_pool_consumption_between_reports():
 
 def test_allocation_uses_the_simulators_policies_and_respects_reserve():
     loop = EpochLoop(FakePools(), "fair", 1.0, reserve=2.0)
-    loop.add("a", 1.0)
-    loop.add("b", 3.0)
+    loop.add(LiveJob("a", 1.0))
+    loop.add(LiveJob("b", 3.0))
     alloc = loop.step()
     assert alloc == pytest.approx({"a": 0.5, "b": 1.5})
 
@@ -272,16 +274,14 @@ def test_the_loop_schedules_on_the_history_its_owner_keeps():
 
     history = JobHistory()
     loop = EpochLoop(FakePools(), "fair", 1.0)
-    loop.add("mine", 1.0, history=history)
+    loop.add(LiveJob("mine", 1.0, history=history))
     ingest(loop.jobs, [Iteration("mine", 2.0, 1.0, 0.0, 0.0, "mllib"), Iteration("mine", 1.0, 3.0, 2.0, 0.0, "python")], clock_offset=10.0)
-    assert loop.history("mine") is history and history.losses == [2.0, 1.0] and history.times == [11.0, 13.0]
+    assert loop.jobs["mine"].history is history and history.losses == [2.0, 1.0] and history.times == [11.0, 13.0]
 
 
 def test_a_target_check_per_loss_fits_the_curve_once_per_history_length():
     from slaq.live.target import Target
-    from slaq.runtime import Tracked
-
-    job = Tracked("t", target=Target.checked(reduction=0.99))
+    job = LiveJob("t", target=Target.checked(reduction=0.99))
     for k in range(8):
         job.record(1.0 / (1 + k))
     n, curve = job.curves.fitted

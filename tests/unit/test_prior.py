@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.predict.forecast import ForecastTable
 from slaq.predict.prior import (
@@ -24,6 +25,7 @@ from slaq.predict.prior import (
     uses_prior,
 )
 from slaq.stats.history import JobHistory
+from srsupport.slaq_watch import FirstLossCores
 from tests.fixtures import FakePools
 
 LR = fit_key("LogisticRegression", {"regParam": 0.01, "maxIter": 40})
@@ -123,10 +125,10 @@ def test_before_any_loss_a_known_long_fit_gets_the_cores_a_known_short_one_canno
         for policy in ("slaq", "slaq-maxmin"):
             loop = EpochLoop(FakePools(), policy, 2.0, prior=prior)
             for name, key, losses in (("s0", short, curve(2.0, 1.0, 0.2, 5)), ("l0", long_, curve(2.0, 1.0, 0.93, 40))):
-                loop.add(name, 1.0, True, history=history(losses), fit=key)
+                loop.add(LiveJob(name, 1.0, reports=True, history=history(losses), fit=key))
                 loop.remove(name)
-            loop.add("short", 1.0, True, fit=short)
-            loop.add("long", 1.0, True, fit=long_)
+            loop.add(LiveJob("short", 1.0, reports=True, fit=short))
+            loop.add(LiveJob("long", 1.0, reports=True, fit=long_))
             allocations[prior, policy] = loop.allocate(8.0)
     for policy in ("slaq", "slaq-maxmin"):
         assert allocations[True, policy]["long"] > 2 * allocations[True, policy]["short"]
@@ -139,13 +141,14 @@ def test_the_prior_cost_per_iteration_replaces_the_median_of_other_jobs():
     assert table.cost[0] == pytest.approx(7.0)
 
 
-def test_the_loop_remembers_each_jobs_cores_before_its_first_loss():
-    loop = EpochLoop(FakePools(), "fair", 2.0)
-    job = loop.add("a", 1.0, True, fit=LR)
-    loop.add("b", 1.0, True)
+def test_a_watcher_sees_each_jobs_cores_before_its_first_loss():
+    watch = FirstLossCores()
+    loop = EpochLoop(FakePools(), "fair", 2.0, observers=[watch])
+    job = loop.add(LiveJob("a", 1.0, reports=True, fit=LR))
+    loop.add(LiveJob("b", 1.0, reports=True))
     loop.allocate(4.0)
     job.history.report(1.0)
     loop.allocate(4.0)  # after its first loss: not counted
     loop.remove("a")
-    assert loop.before_first_loss == {"a": 2.0}
+    assert watch.ended == {"a": 2.0}
     assert [r.key for r in loop.prior_book.finished()] == []  # one loss teaches no curve

@@ -7,9 +7,11 @@ import math
 import pytest
 
 from slaq.live.config import SlaqConfig
+from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.status import ENDED, PRUNED, Tuning
 from slaq.prune import SIGMA_FLOOR, Z, hopeless, worst
+from srsupport.slaq_watch import Statuses
 from tests.fixtures import FakePools
 
 
@@ -70,17 +72,18 @@ def test_the_conf_is_off_by_default():
 
 
 def test_the_loop_marks_a_pruned_candidates_finished_fits_and_its_later_ones():
-    published = []
-    loop = EpochLoop(FakePools(), "slaq", 0.5, on_epoch=published.append)
-    loop.add("a0", 1.0, tuning=Tuning("cv", 0, 0, False))
-    loop.add("b0", 1.0, tuning=Tuning("cv", 1, 0, False))
-    loop.add("plain", 1.0)
+    statuses = Statuses()
+    published = statuses.published
+    loop = EpochLoop(FakePools(), "slaq", 0.5, observers=[statuses])
+    loop.add(LiveJob("a0", 1.0, tuning=Tuning("cv", 0, 0, False)))
+    loop.add(LiveJob("b0", 1.0, tuning=Tuning("cv", 1, 0, False)))
+    loop.add(LiveJob("plain", 1.0))
     for name in ("a0", "b0", "plain"):
         loop.remove(name)
     loop.step()
     assert {r.job: r.why for r in published[-1].finished} == {"a0": ENDED, "b0": ENDED, "plain": ENDED}
     loop.mark_pruned("cv", [1])
-    loop.add("b1", 1.0, tuning=Tuning("cv", 1, 1, False))  # a fit already running when its candidate was pruned
+    loop.add(LiveJob("b1", 1.0, tuning=Tuning("cv", 1, 1, False)))  # a fit already running when its candidate was pruned
     loop.remove("b1")
     loop.step()
     assert {r.job: r.why for r in published[-1].finished} == {"b0": PRUNED, "b1": PRUNED}

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from slaq.policy import POLICIES, slaq_total
+from slaq.policy import POLICIES, greedy
 from slaq.sim.engine import simulate
 from slaq.sim.workload import make_workload
 from slaq.traces.catalog import load
@@ -39,13 +39,13 @@ def test_core_time_matches_work_done(small):
 
 def test_scheduler_only_sees_reported_history(small, monkeypatch):
     seen = []
-    real = slaq_total.greedy_allocate
+    real = greedy.greedy_allocate
 
     def spy(table, capacity, score):
         seen.append([(j.job_id, j.k_now, j.loss_now) for j in table.jobs])
         return real(table, capacity, score)
 
-    monkeypatch.setattr(slaq_total, "greedy_allocate", spy)
+    monkeypatch.setattr(greedy, "greedy_allocate", spy)
     simulate(small, "slaq", 128)
     by_id = {j.job_id: j for j in small.jobs}
     assert seen

@@ -6,8 +6,10 @@ import logging
 import threading
 
 from slaq.live.admission import MB, CachedRdd, Demand, StorageAdmission, StorageReading, Tracked, admit, attribute
+from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.status import STORAGE
+from srsupport.slaq_watch import Statuses
 from tests.fixtures import FakePools
 
 
@@ -120,12 +122,13 @@ def test_stop_releases_every_waiting_fit_and_a_failed_read_admits_on_what_is_kno
 
 def test_the_loop_gives_a_waiting_fit_no_cores_and_says_why():
     waiting = {"b"}
-    loop = EpochLoop(FakePools(), policy="slaq", waiting=lambda: set(waiting))
-    loop.add("a", 1.0)
-    loop.add("b", 1.0)
+    statuses = Statuses()
+    loop = EpochLoop(FakePools(), policy="slaq", waiting=lambda: set(waiting), observers=[statuses])
+    loop.add(LiveJob("a", 1.0))
+    loop.add(LiveJob("b", 1.0))
     alloc = loop.allocate(2.0)
     assert alloc["b"] == 0.0 and alloc["a"] > 0.0
-    _, _, _, figures = loop._decided
-    assert [f.why for f in figures][1] == STORAGE
+    assert statuses.decided is not None and statuses.decided.held == {"b"}
+    assert [f.why for f in statuses.decided.figures][1] == STORAGE
     waiting.clear()
     assert loop.allocate(2.0)["b"] > 0.0

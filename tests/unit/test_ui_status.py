@@ -8,9 +8,12 @@ import io
 import pytest
 
 from slaq import messages
+from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
+from slaq.live.observer import LoopObserver
 from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, seconds_to_reduction, share_reason, used_cores
 from slaq.progress import ConsoleProgress, console, format_table
+from srsupport.slaq_watch import Statuses
 from tests.fixtures import FakePools
 
 
@@ -48,10 +51,11 @@ def it(job, loss, t, core_seconds):
 
 def run_epochs(batches, step_seconds=0.5):
     clock = FakeClock()
-    published = []
-    loop = EpochLoop(ScriptedPools(batches), "slaq", 0.5, on_epoch=published.append, clock=clock)
-    loop.add("a", 1.0)
-    loop.add("b", 1.0)
+    statuses = Statuses()
+    published = statuses.published
+    loop = EpochLoop(ScriptedPools(batches), "slaq", 0.5, observers=[statuses], clock=clock)
+    loop.add(LiveJob("a", 1.0))
+    loop.add(LiveJob("b", 1.0))
     for _ in batches:
         clock.now += step_seconds
         loop.step()
@@ -81,11 +85,12 @@ def test_each_epoch_publishes_one_status_with_losses_gains_and_cores():
 
 
 def test_a_failing_publisher_never_fails_the_epoch(caplog):
-    def broken(status):
-        raise RuntimeError("JVM gone")
+    class Broken(LoopObserver):
+        def on_status(self, status):
+            raise RuntimeError("JVM gone")
 
-    loop = EpochLoop(ScriptedPools([([], {})]), "fair", 0.5, on_epoch=broken, clock=FakeClock())
-    loop.add("a", 1.0)
+    loop = EpochLoop(ScriptedPools([([], {})]), "fair", 0.5, clock=FakeClock(), observers=[Broken()])
+    loop.add(LiveJob("a", 1.0))
     assert loop.step() == {"a": pytest.approx(2.0)}
     assert "could not publish epoch 1" in caplog.text and loop.status is not None
 
@@ -119,10 +124,11 @@ def test_cores_used_never_exceed_capacity_when_publishing_lags_the_drain():
     """Cores used were once the core-seconds between two drains over the time between two *publishes*:
     an epoch that published late followed by one woken early (a job arrived) read 8.33 of 2 cores."""
     clock = FakeClock()
-    published = []
-    loop = EpochLoop(SlowDepositPools(clock, [1.0, 0.1, 0.1]), "slaq", 0.5, on_epoch=published.append, clock=clock)
-    loop.add("a", 1.0)
-    loop.add("b", 1.0)
+    statuses = Statuses()
+    published = statuses.published
+    loop = EpochLoop(SlowDepositPools(clock, [1.0, 0.1, 0.1]), "slaq", 0.5, observers=[statuses], clock=clock)
+    loop.add(LiveJob("a", 1.0))
+    loop.add(LiveJob("b", 1.0))
     for _ in range(3):
         loop.step()
     for status in published[1:]:
@@ -149,12 +155,13 @@ def test_seconds_to_reduction_is_the_first_time_past_that_share_of_the_whole_dro
 def test_a_finished_job_carries_its_final_figures_from_its_whole_history():
     """The last epoch's row misses losses ingested as the job closed: its final row comes from its history."""
     clock = FakeClock()
-    published = []
+    statuses = Statuses()
+    published = statuses.published
     tuning = Tuning("CrossValidator_1", 1, -1, True)
     loop = EpochLoop(ScriptedPools([([it("a", 1.0, 0.1, 0.0)], {"a": 0.0}),
                                     ([it("a", 0.5, 0.6, 0.5), it("a", 0.2, 1.1, 1.0)], {"a": 1.0})]),
-                     "slaq", 0.5, on_epoch=published.append, clock=clock, clock_offset=100.0)
-    loop.add("a", 1.0, tuning=tuning)
+                     "slaq", 0.5, observers=[statuses], clock=clock, clock_offset=100.0)
+    loop.add(LiveJob("a", 1.0, tuning=tuning))
     clock.now += 0.5
     loop.step()
     clock.now += 0.5

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from slaq.live.observer import LoopObserver
+
 _PROC = Path("/proc")
 
 
@@ -64,3 +66,21 @@ def cpu_delta(before: dict[str, float] | None, after: dict[str, float] | None) -
     if before is None or after is None:
         return None
     return {k: round(after[k] - before[k], 2) for k in after}
+
+
+class StatusCpu(LoopObserver):
+    """CPU seconds the loop thread spent building and publishing its statuses (UI tab, driver log):
+    from before each status is built to this observer's turn, so watch the loop after the runtime's
+    own publisher (``EpochLoop.watch`` appends)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started: float | None = None
+
+    def before_status(self) -> None:
+        self._started = time.thread_time()
+
+    def on_status(self, status: Any) -> None:
+        if self._started is not None:
+            self.seconds += time.thread_time() - self._started
+            self._started = None

@@ -50,6 +50,7 @@ from srlab.slaq_bench.mllib_workload import (
 from srlab.slaq_bench.storage_watch import StorageWatch
 from srlab.slaq_bench.sweep import job_metrics
 from srsupport.session import executor_memory, spark_session
+from srsupport.slaq_watch import FirstLossCores
 
 log = logging.getLogger("srlab.slaq_bench.mllib")
 VARIANTS = ("fits", "cv")
@@ -298,15 +299,19 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     recorder = FitRecorder(sc, config, attribution)
                     log.info("%s: running the %s variant", config, variant)
                     loop_cpu = thread_cpu_s(LOOP_THREAD)
-                    ended_before = set(scheduler.loop.before_first_loss) if scheduler.loop is not None else set()
+                    first_loss = FirstLossCores()
+                    if scheduler.loop is not None:
+                        scheduler.loop.watch(first_loss)
                     cpu = session_cpu(sc)
                     earlier = list(scheduler.finished)  # held, so no new job can reuse an earlier one's id
                     seen = {id(job) for job in earlier}
                     with StorageWatch(sc) as storage:
                         start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
                     cpu = cpu_delta(cpu, session_cpu(sc))
-                    before = None if scheduler.loop is None else {
-                        job: cores for job, cores in scheduler.loop.before_first_loss.items() if job not in ended_before}
+                    before = None
+                    if scheduler.loop is not None:
+                        scheduler.loop.unwatch(first_loss)
+                        before = dict(first_loss.ended)
                     out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)), before)
                     out[variant]["cpu_s"] = cpu
                     out[variant]["storage"] = storage.summary

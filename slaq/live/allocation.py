@@ -1,0 +1,137 @@
+"""One epoch's allocation: the shares by rule, the policy's choice for the rest (pure given the histories).
+
+This is the simulator's code path: the same ``forecast``/``ForecastTable``/``Policy`` objects over
+plain data.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
+from slaq.live.job import LiveJob
+from slaq.live.registry import NO_LOSS_EPOCHS
+from slaq.live.status import STORAGE, JobFigures, share_reason
+from slaq.policy import make_policy
+from slaq.policy.base import unit
+from slaq.predict.forecast import ForecastTable, JobForecast, job_forecast
+from slaq.predict.prior import PriorBook, build_prior, prior_forecast, reference, uses_prior
+
+log = logging.getLogger("slaq.loop")
+
+
+def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) -> dict[str, float]:
+    """The cores of jobs the policy does not steer, by rule (pure):
+
+    * a job that reached its target, and a closed job's pool that still has work, get the minimum
+      share (:func:`~slaq.policy.base.unit`), so work a finished block keeps submitting runs throttled;
+    * a job known to report no loss (spark.ml KMeans, trees, ALS, ...), and one not known either way
+      that reported none for :data:`NO_LOSS_EPOCHS` epochs, gets its even, weighted share: with no
+      curve to predict from, it is treated as fair sharing would. A job known to report (an iterative
+      spark.ml fit) stays with the policy, as a new job, until its first loss.
+    """
+    closed = list(closed)
+    n = len(jobs) + len(closed)
+    if n == 0 or capacity <= 0:
+        return {}
+    minimum = unit(capacity, n)
+    total_weight = sum(j.weight for j in jobs) + len(closed)
+    out = {name: minimum for name in closed}
+    for j in jobs:
+        if j.satisfied:
+            out[j.name] = minimum
+        elif not j.history.losses and (j.reports is False or (j.reports is None and j.silent_epochs >= NO_LOSS_EPOCHS)):
+            out[j.name] = capacity * j.weight / total_weight
+    used = sum(out.values())
+    if used > capacity:
+        out = {k: v * capacity / used for k, v in out.items()}
+    return out
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One allocation: ``alloc`` (cores per job and closed pool, what is deposited) and, per job in
+    ``jobs`` order, its forecast row, cores, losses so far and figures (what the status shows)."""
+
+    alloc: dict[str, float]
+    jobs: tuple[str, ...] = ()
+    table: ForecastTable | None = None
+    cores: tuple[float, ...] = ()
+    iterations: tuple[int, ...] = ()
+    figures: tuple[JobFigures, ...] = ()
+    held: frozenset[str] = frozenset()  # fits waiting for storage memory: no cores, not started
+
+
+NOTHING = Decision({})
+
+
+class Allocator:
+    """The policy and what it decides with: the reserve, the epoch length and the application's
+    finished fits (the priors of the next ones, when ``prior`` is on)."""
+
+    def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, prior: bool = False):
+        self.policy_name = policy
+        self.policy = make_policy(policy)
+        self.epoch = float(epoch)
+        self.reserve = float(reserve)
+        self.prior = prior
+        self.prior_book = PriorBook()  # the application's finished fits, for the next fits' priors
+        self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
+
+    def decide(self, jobs: Sequence[LiveJob], capacity: float, closed: Iterable[str], held: set[str], now: float) -> Decision:
+        """Cores per job in ``jobs`` (and per closed pool in ``closed``) for ``capacity`` cores: the
+        :func:`fixed_shares` first, none for the ``held`` ones, the policy's choice for the rest."""
+        names = {j.name for j in jobs}
+        closed = [c for c in closed if c not in names]
+        if not jobs and not closed:
+            return NOTHING
+        capacity = max(capacity - self.reserve, 0.0)
+        held = held & names
+        alloc = fixed_shares([j for j in jobs if j.name not in held], closed, capacity)
+        fixed = set(alloc)
+        alloc.update(dict.fromkeys(held, 0.0))  # a fit waiting for storage memory has not started: no tasks to run
+        forecasts = [self._forecast(j, jobs) for j in jobs]  # all: the status shows them
+        steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
+        minimum = 0.0
+        if steered:
+            table = ForecastTable([f for _, f in steered], self.epoch)
+            left = max(capacity - sum(alloc.values()), 0.0)
+            minimum = unit(left, len(steered)) if self.policy.minimum_share else 0.0
+            cores = self.policy.allocate(table, left)
+            chosen = {j.name: float(c) for (j, _), c in zip(steered, cores)}
+            if self.policy.fitted_curves:  # a policy that steers by predicted gain; fair, fifo, ... keep their own shares
+                chosen = self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered)))
+            alloc.update(chosen)
+        figures = []
+        for j in jobs:
+            j.cores = alloc[j.name]
+            why = STORAGE if j.name in held else share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
+                                                              self.policy.fitted_curves and self.policy.minimum_share)
+            to_target = j.satisfied_at - j.added_at if j.satisfied_at is not None else -1.0
+            figures.append(JobFigures(why, now - j.added_at, j.consumed, to_target, j.tuning, j.driver.fraction()))
+        return Decision(alloc, tuple(j.name for j in jobs), ForecastTable(forecasts, self.epoch) if jobs else None,
+                        tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures),
+                        frozenset(held))
+
+    def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:
+        """The policy's choice with driver-bound jobs held to what their executors use (said once per application)."""
+        found = driver_caps(shares, minimum)
+        if not found:
+            return chosen
+        if not self.driver_warned:
+            self.driver_warned = True
+            log.warning(driver_bound_warning(found))
+        return cap_driver_bound(chosen, {job: cap for job, (_, cap) in found.items()})
+
+    def _forecast(self, job: LiveJob, jobs: Sequence[LiveJob]) -> JobForecast:
+        """The job's own forecast, or for a spark.ml fit without enough losses yet its prior from the
+        application's finished fits and the other running ones."""
+        if self.prior and job.fit is not None and uses_prior(job.fit, job.history):
+            running = [reference(j.fit, j.history, finished=False) for j in jobs if j is not job and j.fit is not None
+                       and j.fit.estimator == job.fit.estimator]
+            prior = build_prior(job.fit, self.prior_book.finished() + running)
+            return prior_forecast(job.name, job.history, prior, job.weight, math.inf, job.order)
+        return job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)

@@ -1,0 +1,87 @@
+"""The UI tab's view of ended jobs: each one's final row, handed to the next status once, and the
+tuning fits' rows marked pruned when their candidate is (slaq.prune)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from slaq.live.job import LiveJob
+from slaq.live.status import ENDED, FINISHED, PRUNED, TARGET, JobFigures, job_status, seconds_to_reduction
+from slaq.predict.forecast import ForecastTable, job_forecast
+
+log = logging.getLogger("slaq.loop")
+MAX_ENDED = 500  # final rows kept for the next status (the UI keeps as many finished jobs)
+PRUNED_KEPT = 1024  # (tuner, candidate) pairs remembered as pruned
+
+
+def final_row(job: LiveJob, now: float, epoch: float, pruned: bool) -> Any:
+    """A finished job's row from its whole history (the last epoch's row misses the losses ingested
+    after it): final loss and iterations, wall time, core-seconds, and time to its target (when it
+    reached one) or else to :data:`~slaq.live.status.REDUCTION` of its loss reduction."""
+    losses = list(job.history.losses)
+    times = list(job.history.times)
+    normalized = 1.0
+    if losses:
+        table = ForecastTable([job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)], epoch)
+        normalized = float(table.normalized_now()[0])
+    if job.satisfied_at is not None:
+        to_target = job.satisfied_at - job.added_at
+    else:
+        to_target = seconds_to_reduction(losses, times, job.added_at)
+    why = TARGET if job.satisfied else PRUNED if pruned else ENDED
+    figures = JobFigures(why, now - job.added_at, job.consumed, to_target, job.tuning, job.driver.fraction())
+    return job_status(job.name, FINISHED, len(losses), losses[-1] if losses else 0.0, normalized, 0.0, 0.0, 0.0, figures)
+
+
+class EndedJobs:
+    """Final rows of the jobs ended since the last status, and the latest tuning fits' rows with the
+    candidates pruned so far (any thread: jobs end on user threads, statuses are built on the loop's)."""
+
+    def __init__(self, epoch: float):
+        self._epoch = epoch
+        self._lock = threading.Lock()
+        self._ended: list[Any] = []  # final rows of the jobs removed since the last published status
+        self._tuned_rows: OrderedDict[str, Any] = OrderedDict()  # the latest tuning fits' final rows, to mark them pruned
+        self._pruned: OrderedDict[tuple[str, int], None] = OrderedDict()  # (tuner, candidate) pairs pruned
+
+    def add(self, job: LiveJob, now: float) -> None:
+        """``job`` ended: its final row goes to the next status."""
+        try:
+            with self._lock:
+                pruned = (job.tuning.group, job.tuning.candidate) in self._pruned
+            row = final_row(job, now, self._epoch, pruned)
+            with self._lock:
+                self._ended = [*self._ended[-(MAX_ENDED - 1):], row]  # bounded while no epoch publishes them
+                if job.tuning.group:
+                    self._tuned_rows[job.name] = row
+                    while len(self._tuned_rows) > MAX_ENDED:
+                        self._tuned_rows.popitem(last=False)
+        except Exception as exc:  # the view of the schedule must never fail the job
+            log.warning("SLAQ: could not summarize finished job %s for the UI tab: %s", job.name, exc)
+
+    def mark_pruned(self, group: str, candidates: Iterable[int]) -> None:
+        """Candidates of tuner ``group`` whose remaining fits will not run: their finished fits' rows say
+        so from the next status on (the UI tab replaces a finished row by its name), and so does every
+        later one of theirs."""
+        with self._lock:
+            for c in candidates:
+                self._pruned[(group, c)] = None
+            while len(self._pruned) > PRUNED_KEPT:
+                self._pruned.popitem(last=False)
+            marked = [replace(row, why=PRUNED) for row in self._tuned_rows.values()
+                      if (row.group, row.candidate) in self._pruned and row.why != PRUNED]
+            for row in marked:
+                self._tuned_rows[row.job] = row
+            self._ended = [*self._ended, *marked][-MAX_ENDED:]
+
+    def take(self) -> list[Any]:
+        """The rows for the status being built (each row is handed on once)."""
+        with self._lock:
+            ended, self._ended = self._ended, []
+            return ended

@@ -1,0 +1,57 @@
+"""One SLAQ job, the one record of it: what its owner declared and what the epoch loop learns.
+
+The user API creates it (:class:`slaq.api.Job`, a Spark Connect fit), the runtime opens and closes
+it, the epoch loop schedules on it: one loss history (the loop folds losses into it, the user reads
+it), the curve fits cached for it (shared by the forecasts and the target check) and whether it
+reached its target.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from slaq.live.driver_share import DriverShare
+from slaq.live.status import NOT_TUNING, Tuning
+from slaq.live.target import Target
+from slaq.predict.forecast import CurveCache
+from slaq.predict.prior import FitKey
+from slaq.stats.history import JobHistory
+
+
+@dataclass(eq=False)
+class LiveJob:
+    name: str
+    weight: float = 1.0
+    target: Target = field(default_factory=Target)
+    reports: bool | None = None  # whether it will report losses, when known in advance (slaq.estimators.reports_loss)
+    owner: Any = None  # the user's object for this job (a ``slaq.api.Job``), handed back by ``SlaqRuntime.job_named``
+    history: JobHistory = field(default_factory=JobHistory)
+    curves: CurveCache = field(default_factory=CurveCache)
+    tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit, if any
+    fit: FitKey | None = None  # a spark.ml fit's estimator and params: what its prior learns from (slaq.predict.prior)
+    satisfied: bool = False  # reached its target: the minimum share from then on
+    satisfied_at: float | None = None  # when it reached its target (the loop's clock)
+    # what the epoch loop keeps while it schedules the job
+    order: float = 0.0  # arrival order
+    added_at: float = 0.0  # when the loop took it on (the loop's clock)
+    last: tuple[float, float] | None = None  # (time, cumulative core-seconds) of the latest report
+    last_stage: float = 0.0  # the pool's stage seconds at the latest report
+    cores: float = 0.0  # latest allocation
+    consumed: float = 0.0  # core-seconds used so far (from the pool)
+    silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
+    driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
+
+    def record(self, loss: float) -> bool:
+        """A loss that does not pass through the JVM joins the history here; True when it made the
+        job reach its target."""
+        self.history.report(loss, at=time.monotonic())
+        return self.check_target()
+
+    def check_target(self, now: float | None = None) -> bool:
+        """Marks the job satisfied (at ``now``) once its history reached its target; True only that first time."""
+        if self.satisfied or not self.target.reached(self.history, self.curves):
+            return False
+        self.satisfied, self.satisfied_at = True, now
+        return True
