@@ -1,6 +1,7 @@
 """Build hook: what a wheel ships that is generated, not committed.
 
 - the riffle.v1 gRPC stubs, generated from proto/;
+- each product's typed message module (``slaq/messages.py``, ``riffle/messages.py``), generated from its schema;
 - the shim jar, compiled from sparkshim/java against the build environment's pyspark jars (so drivers
   never compile; the build needs a JDK 17 and pyspark, e.g. ``pip wheel --no-build-isolation .``);
 - the start-up hook, a ``.pth`` file at the top of site-packages, so ``pip install`` alone makes
@@ -39,9 +40,11 @@ class BuildGenerated(build_py):
             return
         from riffle import proto_build
         build, starthook = source_module("sparkshim/build.py"), source_module("sparkshim/starthook.py")
+        messages_build = source_module("sparkshim/messages_build.py")
 
         lib = Path(self.build_lib)
         proto_build.build(lib, force=True)
+        messages_build.build(lib, HERE)
         try:
             jar = build.compile_jar(lib / build.PACKAGED_JAR.relative_to(HERE))
         except build.BuildError as exc:

@@ -49,6 +49,7 @@ fi
 if [ -d proto ] && ls proto/*/*/*.proto >/dev/null 2>&1; then
   .venv/bin/python -m riffle.proto_build
 fi
+.venv/bin/python -m sparkshim.messages_build  # each product's typed messages from its schema (git ignores the output)
 if [ "$MERGER_ONLY" = 1 ]; then
   echo "setup: ready for a merger-only node (.venv/bin/riffle-merger, .venv/bin/riffle); Java shim skipped"
   exit 0

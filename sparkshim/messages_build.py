@@ -2,9 +2,9 @@
 
 A product's ``<product>/messages.json`` becomes ``<product>/messages.py``: one frozen dataclass per
 message type (fields typed, so mypy checks every use; :class:`sparkshim.messages.Message` checks the
-values at run time), the schema's ``names`` as constants, and the codec re-exported. The output is
-committed, not built: every checkout, editable install and merger-only node imports it with no build
-step, and ``tests/unit/test_messages_build.py`` fails when it is not what this generator writes.
+values at run time), the schema's ``names`` as constants, and the codec re-exported. Like the gRPC
+stubs, the output is generated, not committed: ``scripts/setup.sh`` generates it in a checkout and the wheel
+build (``setup.py``) into the wheel; git ignores it.
 """
 
 from __future__ import annotations
@@ -108,9 +108,19 @@ def main(argv: list[str] | None = None) -> int:
         for path in stale():
             print(f"{path.relative_to(ROOT)} is not current: run python -m sparkshim.messages_build", file=sys.stderr)
         return 1 if stale() else 0
-    for schema in schemas():
-        schema.with_name(MODULE_NAME).write_text(module_text(schema))
+    build()
     return 0
+
+
+def build(out: Path = ROOT, root: Path = ROOT) -> list[Path]:
+    """Writes each product's module under ``out`` (the source tree, or a wheel's build directory); returns them."""
+    written = []
+    for schema in schemas(root):
+        target = out / schema.parent.name / MODULE_NAME
+        if not target.exists() or target.read_text() != module_text(schema):
+            target.write_text(module_text(schema))
+        written.append(target)
+    return written
 
 
 if __name__ == "__main__":
