@@ -100,7 +100,7 @@ class SlaqRuntime:
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, clock_offset=self.pools.clock_offset(),
                               admit=self._admit_connect_fits, prior=config.prior,
                               waiting=self.admission.waiting if self.admission is not None else None)
-        self.loop.watch(EpochPublisher(self))
+        self.loop.observers.append(EpochPublisher(self))
 
     @property
     def enabled(self) -> bool:

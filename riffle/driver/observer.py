@@ -13,7 +13,7 @@ class SchedulerObserver(Protocol):
     raises fails that step (held shuffles are then released unmerged), so observers do little and return."""
 
     def on_event(self, event: Any) -> None:
-        """A shim event (``sparkshim.messages``), just before the scheduler handles it."""
+        """A shim event (``riffle.messages``), just before the scheduler handles it."""
         return None
 
     def on_settled(self, shuffle: ShuffleState) -> None:

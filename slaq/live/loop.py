@@ -27,7 +27,7 @@ LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
 
 
 class Pools(Protocol):
-    def drain(self) -> tuple[list[Any], dict[str, Any]]: ...  # iteration and pool_state messages (sparkshim.messages)
+    def drain(self) -> tuple[list[Any], dict[str, Any]]: ...  # iteration and pool_state messages (slaq.messages)
     def deposit(self, alloc: dict[str, float], epoch: float) -> None: ...
     def open_all(self, reason: str) -> None: ...
     def resume(self) -> None: ...
@@ -51,7 +51,7 @@ class EpochLoop:
         self.prior_book = self.allocator.prior_book
         self._registry = JobRegistry(clock, clock_offset)
         self._ended = EndedJobs(self.epoch)
-        self.observers: tuple[LoopObserver, ...] = tuple(observers)
+        self.observers: list[LoopObserver] = list(observers)  # told of each epoch and job end, in this order
         self.epochs = 0
         self.failures = 0
         self.last_error: str | None = None
@@ -71,13 +71,6 @@ class EpochLoop:
     def jobs(self) -> dict[str, LiveJob]:
         """The jobs it schedules, by name."""
         return self._registry.jobs
-
-    def watch(self, observer: LoopObserver) -> None:
-        """``observer`` sees every epoch and job end from now on."""
-        self.observers = (*self.observers, observer)
-
-    def unwatch(self, observer: LoopObserver) -> None:
-        self.observers = tuple(o for o in self.observers if o is not observer)
 
     # -- job registry (called from user threads) -------------------------------------------------
     def add(self, job: LiveJob) -> LiveJob:
@@ -160,14 +153,14 @@ class EpochLoop:
         except Exception as exc:  # the view of the schedule must never stop the schedule
             log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
             return
-        for observer in self.observers:
+        for observer in tuple(self.observers):
             try:
                 observer.on_status(self.status)
             except Exception as exc:
                 log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
 
     def _notify(self, hook: str, *args: Any) -> None:
-        for observer in self.observers:
+        for observer in tuple(self.observers):
             try:
                 getattr(observer, hook)(*args)
             except Exception as exc:  # a watcher must never stop the schedule

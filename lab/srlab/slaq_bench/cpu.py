@@ -71,7 +71,7 @@ def cpu_delta(before: dict[str, float] | None, after: dict[str, float] | None) -
 class StatusCpu(LoopObserver):
     """CPU seconds the loop thread spent building and publishing its statuses (UI tab, driver log):
     from before each status is built to this observer's turn, so watch the loop after the runtime's
-    own publisher (``EpochLoop.watch`` appends)."""
+    own publisher (observers are told in the order they were appended)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0

@@ -301,7 +301,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     loop_cpu = thread_cpu_s(LOOP_THREAD)
                     first_loss = FirstLossCores()
                     if scheduler.loop is not None:
-                        scheduler.loop.watch(first_loss)
+                        scheduler.loop.observers.append(first_loss)
                     cpu = session_cpu(sc)
                     earlier = list(scheduler.finished)  # held, so no new job can reuse an earlier one's id
                     seen = {id(job) for job in earlier}
@@ -310,7 +310,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     cpu = cpu_delta(cpu, session_cpu(sc))
                     before = None
                     if scheduler.loop is not None:
-                        scheduler.loop.unwatch(first_loss)
+                        scheduler.loop.observers.remove(first_loss)
                         before = dict(first_loss.ended)
                     out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)), before)
                     out[variant]["cpu_s"] = cpu

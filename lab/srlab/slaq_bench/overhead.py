@@ -53,7 +53,7 @@ def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: 
         loop = scheduler.loop
         assert loop is not None
         status_cpu_s = StatusCpu()
-        loop.watch(status_cpu_s)  # after the runtime's publisher: its time is counted
+        loop.observers.append(status_cpu_s)  # after the runtime's publisher: its time is counted
         stop = threading.Event()
         rng = np.random.default_rng(0)
 
