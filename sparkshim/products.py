@@ -26,10 +26,6 @@ class Product:
     without: str
     shim_component: str
 
-    @property
-    def prefix(self) -> str:
-        return conf_prefix(self.name)
-
 
 def conf_prefix(name: str) -> str:
     """The prefix of product ``name``'s confs (``spark.<name>.``)."""

@@ -50,13 +50,16 @@ class _Settled(SchedulerObserver):
             self.changed.notify_all()
 
 
+RECHECK_SECONDS = 0.02  # how often wait_idle looks again without a settle event (the old poll's period)
+
 def idle(scheduler: MergeScheduler) -> bool:
     """Every held shuffle the scheduler tracks has settled."""
     return all(s.settled or not s.held for s in list(scheduler.shuffles.values()))
 
 
 def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
-    """True once every held shuffle settled (woken by each settling), False if ``timeout`` seconds pass first."""
+    """True once every held shuffle settled (woken by each settling, and looked at every RECHECK_SECONDS: a held
+    shuffle Spark cleans before it settles is forgotten with no settle event), False if ``timeout`` seconds pass first."""
     deadline = time.monotonic() + timeout
     settled = _Settled()
     with watching(scheduler, settled):
@@ -65,7 +68,7 @@ def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                settled.changed.wait(left)
+                settled.changed.wait(min(left, RECHECK_SECONDS))
     return True
 
 

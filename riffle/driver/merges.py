@@ -47,8 +47,8 @@ class Merge:
     cause: str = field(default="", init=False)  # why it did not merge, once failed or cancelled (riffle.driver.status causes)
 
     def succeed(self, lengths: Sequence[int]) -> None:
-        self.lengths = list(lengths)
         self._leave_running(MergeState.DONE)
+        self.lengths = list(lengths)
 
     def fail(self, error: str, cause: str) -> None:
         self._leave_running(MergeState.FAILED)

@@ -3,12 +3,12 @@ own thread and in its own order; an observer overrides only what it watches."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from riffle.driver.merges import ShuffleState
 
 
-class SchedulerObserver(Protocol):
+class SchedulerObserver:
     """Each method does nothing unless overridden. Called in the scheduler's thread; an observer that
     raises fails that step (held shuffles are then released unmerged), so observers do little and return."""
 

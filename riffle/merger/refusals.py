@@ -29,14 +29,14 @@ class Refused(Exception):
 
 
 @contextmanager
-def invalid_as(code: grpc.StatusCode = Code.INVALID_ARGUMENT, prefix: str = "") -> Iterator[None]:
-    """A request the daemon will not act on: a path outside its roots is PERMISSION_DENIED, any other bad value ``code``."""
+def invalid_as(prefix: str = "") -> Iterator[None]:
+    """A request the daemon will not act on: a path outside its roots is PERMISSION_DENIED, any other bad value INVALID_ARGUMENT."""
     try:
         yield
     except PathRefused as exc:
         raise Refused(Code.PERMISSION_DENIED, str(exc)) from exc
     except ValueError as exc:
-        raise Refused(code, prefix + str(exc)) from exc
+        raise Refused(Code.INVALID_ARGUMENT, prefix + str(exc)) from exc
 
 
 def merge_failure(exc: BaseException) -> Refused | None:

@@ -11,9 +11,4 @@ public final class RiffleNames {
   public static final List<String> FALLBACK_CAUSES = NAMES.list("fallback_causes");
 
   private RiffleNames() {}
-
-  /** {@link #FALLBACK_CAUSES}. */
-  public static List<String> fallbackCauses() {
-    return FALLBACK_CAUSES;
-  }
 }

@@ -30,7 +30,7 @@ final class RifflePage {
         t.shuffles(), t.groupsMerged(), sum(t.groupsFellBack()), Html.escape(RiffleStatus.causes(t.groupsFellBack())), t.blocksUnmerged(),
         t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), bytes(t.bytesMerged()), t.gateWaitSeconds(), TabPage.summaryLinks(jsonUrl)));
     b.append(TabPage.reloadScript(refreshSeconds));
-    List<String> causes = RiffleNames.fallbackCauses();
+    List<String> causes = RiffleNames.FALLBACK_CAUSES;
     b.append(Html.tableStart("Shuffles", "riffle-shuffles"))
         .append("<th>Shuffle</th><th>Stage</th><th>Maps</th><th>Reducers</th><th>Merge policy</th><th>State</th><th>Groups merged</th>");
     for (String cause : causes) {

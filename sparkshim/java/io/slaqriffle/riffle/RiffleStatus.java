@@ -79,7 +79,7 @@ public final class RiffleStatus {
   /** {@code cause n, ...} in the schema's order, causes with no group left out ("none" when all are). */
   static String causes(Map<String, Integer> byCause) {
     StringBuilder b = new StringBuilder();
-    for (String cause : RiffleNames.fallbackCauses()) {
+    for (String cause : RiffleNames.FALLBACK_CAUSES) {
       int n = byCause.getOrDefault(cause, 0);
       if (n > 0) {
         b.append(b.length() == 0 ? "" : ", ").append(cause.replace('_', ' ')).append(' ').append(n);
@@ -98,7 +98,7 @@ public final class RiffleStatus {
     MetricRegistry r = new MetricRegistry();
     gauge(r, "shuffles", t -> t.shuffles());
     gauge(r, "merges.merged", t -> t.groupsMerged());
-    for (String cause : RiffleNames.fallbackCauses()) {
+    for (String cause : RiffleNames.FALLBACK_CAUSES) {
       gauge(r, "merges.fellBack." + cause, t -> t.groupsFellBack().getOrDefault(cause, 0));
     }
     gauge(r, "bytes.merged", t -> t.bytesMerged());

@@ -8,7 +8,6 @@ import io.slaqriffle.seam.Shim;
 import io.slaqriffle.seam.ShimClock;
 import io.slaqriffle.seam.SparkHooks;
 import io.slaqriffle.seam.SparkLocalDirs;
-import io.slaqriffle.seam.SparkMapOutput;
 import io.slaqriffle.seam.SparkScheduler;
 import io.slaqriffle.seam.StatusTab;
 import io.slaqriffle.seam.TabEvent;

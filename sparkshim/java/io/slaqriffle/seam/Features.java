@@ -10,8 +10,6 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,30 +43,11 @@ public final class Features {
 
   private Features() {}
 
-  /** The state of {@code sc}, created on first use and dropped when the context stops. */
+  /** The state of {@code sc}, created on first use (a weak key: it goes with the context). */
   private static Features of(SparkContext sc) {
-    Features state;
     synchronized (BY_CONTEXT) {
-      state = BY_CONTEXT.get(sc);
-      if (state != null || sc.isStopped()) {
-        return state != null ? state : new Features();
-      }
-      state = new Features();
-      BY_CONTEXT.put(sc, state);
+      return BY_CONTEXT.computeIfAbsent(sc, k -> new Features());
     }
-    try {
-      sc.addSparkListener(new SparkListener() {
-        @Override
-        public void onApplicationEnd(SparkListenerApplicationEnd event) {
-          synchronized (BY_CONTEXT) {
-            BY_CONTEXT.remove(sc);
-          }
-        }
-      });
-    } catch (RuntimeException e) {
-      // the context is stopping: its state goes with it (a weak key)
-    }
-    return state;
   }
 
   /** Every feature, checked against the running Spark (the contract the tests hold this project's Spark to). */

@@ -8,7 +8,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The codec of the typed messages that cross py4j: each product declares its records (one per message

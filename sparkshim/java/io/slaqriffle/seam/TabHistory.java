@@ -28,7 +28,6 @@ import org.slf4j.LoggerFactory;
 public abstract class TabHistory<S, M> implements AppHistoryServerPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(TabHistory.class);
   private final TabView<S> view;
-  private final String tab;
   private final Class<M> type;
   private final Supplier<S> model;
   private final BiConsumer<S, M> record;
@@ -36,7 +35,6 @@ public abstract class TabHistory<S, M> implements AppHistoryServerPlugin {
   /** {@code view}'s tab, its model made by {@code model} and fed each logged {@code type} message by {@code record}. */
   protected TabHistory(TabView<S> view, Class<M> type, Supplier<S> model, BiConsumer<S, M> record) {
     this.view = view;
-    this.tab = view.prefix();
     this.type = type;
     this.model = model;
     this.record = record;
@@ -49,8 +47,8 @@ public abstract class TabHistory<S, M> implements AppHistoryServerPlugin {
 
       @Override
       public void onOtherEvent(SparkListenerEvent event) {
-        if (event instanceof TabEvent e && tab.equals(e.tab())) {
-          store.write(TabEventEntry.of(tab, sequence++, e.message().toString()));
+        if (event instanceof TabEvent e && view.prefix().equals(e.tab())) {
+          store.write(TabEventEntry.of(view.prefix(), sequence++, e.message().toString()));
         }
       }
     };
@@ -60,12 +58,12 @@ public abstract class TabHistory<S, M> implements AppHistoryServerPlugin {
   @Override
   public void setupUI(SparkUI ui) {
     try {
-      List<JsonNode> messages = stored(SparkHooks.uiStore(ui), tab);
+      List<JsonNode> messages = stored(SparkHooks.uiStore(ui), view.prefix());
       if (!messages.isEmpty()) {
         ui.attachTab(new StatusTab<>(ui, view, replay(messages)));
       }
     } catch (RuntimeException | LinkageError e) {  // the application's other tabs must still show
-      LOG.warn("SLAQ/Riffle: the {} tab of {} cannot be shown: {}", tab, ui.appId(), e.toString());
+      LOG.warn("SLAQ/Riffle: the {} tab of {} cannot be shown: {}", view.prefix(), ui.appId(), e.toString());
     }
   }
 
