@@ -12,6 +12,7 @@ from typing import Any
 from riffle.driver.config import PREFIX, RiffleConfig
 from riffle.driver.scheduler import MergeScheduler
 from riffle.product import PRODUCT
+from sparkshim.announce import announce, tab_location
 from sparkshim.attach import Attachments
 from sparkshim.bridge import shim_for
 
@@ -37,7 +38,8 @@ class RiffleRuntime:
             scheduler = MergeScheduler(self.sc, shim_for(self.sc).component(PRODUCT.shim_component), self.config)
             scheduler.start()
             self.scheduler = scheduler
-            log.info("Riffle: on for %s (%s)", self.sc.applicationId, describe(self.config))
+            announce(self.sc, log, f"Riffle: on for {self.sc.applicationId} ({describe(self.config)}); "
+                                   f"{tab_location(self.sc, '/riffle/', 'Riffle')}")
         return self
 
     def stop(self, cleanup: bool = True) -> None:

@@ -28,6 +28,7 @@ from slaq.live.observer import LoopObserver
 from slaq.live.storage import StorageCheck, input_bytes, memory_blocks_on_disk, read_storage
 from slaq.predict.prior import fit_key
 from slaq.prune import Pruned
+from sparkshim.announce import announce, tab_location
 
 log = logging.getLogger("slaq")
 FINISHED_KEPT = 256  # closed jobs a runtime remembers (with their histories) for inspection
@@ -62,15 +63,6 @@ def off_reason(sc: Any, config: SlaqConfig) -> str | None:
     if mode != "FAIR":
         return f"SLAQ needs --conf spark.scheduler.mode=FAIR (task pools only apply in FAIR mode; it is {mode})"
     return None
-
-
-def tab_location(sc: Any) -> str:
-    """Where the SLAQ tab of ``sc``'s Spark UI is, for the attach line."""
-    try:
-        url = sc.uiWebUrl
-    except Exception:  # a context going away
-        url = None
-    return f"SLAQ tab at {url.rstrip('/')}/slaq/" if url else "no SLAQ tab (spark.ui.enabled=false)"
 
 
 class SlaqRuntime:
@@ -123,8 +115,8 @@ class SlaqRuntime:
                 sparkml.install(self._run_fit)
                 tuning.install(self._on_prune if c.prune else None)
             self._connect = self.pools.connect_fits(True)
-            log.info("SLAQ: on (policy %s, epoch %.3g s, work-conserving %s); %s", c.policy, c.epoch,
-                     str(c.work_conserving).lower(), tab_location(self.sc))
+            announce(self.sc, log, f"SLAQ: on (policy {c.policy}, epoch {c.epoch:.3g} s, work-conserving "
+                                   f"{str(c.work_conserving).lower()}); {tab_location(self.sc, '/slaq/', 'SLAQ')}")
         self.attached = True
         return self
 
@@ -140,7 +132,7 @@ class SlaqRuntime:
         if self.loop is not None:
             self.loop.stop()
         if self.pools is not None:
-            self.pools.open_all("SLAQ detached")
+            self.pools.detach()
 
     def spark_alive(self) -> bool:
         return self.sc is not None and getattr(self.sc, "_jsc", None) is not None

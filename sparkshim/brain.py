@@ -23,6 +23,8 @@ import signal
 import sys
 from typing import Any
 
+from sparkshim.announce import NotInDriverLog
+
 log = logging.getLogger("sparkshim.brain")
 CONTEXT_WAIT_SECONDS = 120.0  # the plugin starts the brain early in the SparkContext constructor
 EXIT_CONFIG, EXIT_NOT_ATTACHED = 2, 3
@@ -112,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
               "io.slaqriffle.SlaqRifflePlugin starts this in a driver JVM", file=sys.stderr)
         return EXIT_NOT_ATTACHED
     logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # the plugin copies these lines into the driver log
+        handler.addFilter(NotInDriverLog())
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
         code = run(args.context_wait)

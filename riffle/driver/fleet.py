@@ -19,6 +19,7 @@ from riffle.driver.merges import Merge, MergeState
 from riffle.driver.placement import candidates, two_choices
 from riffle.driver.status import DOWN, OTHER, REFUSED, UP, cause_of_code, merger_row
 from riffle.merger.client import MergerClient
+from riffle.merger.paths import OUTSIDE_ROOTS
 
 log = logging.getLogger("riffle.driver")
 # merge errors that will repeat for every merge on that merger (wrong token, TLS, version or roots)
@@ -98,11 +99,20 @@ class MergerFleet:
         self.warn_once(f"refused-{why}", "Riffle: merger %s refuses this driver (%s); outputs sent to it, or to any other merger "
                        "refusing for this reason, stay unmerged until this is fixed", address, why)
 
-    def _failed(self, address: str, exc: grpc.RpcError) -> str:
-        """Records what a failed RPC to ``address`` says about it; returns the failure as text."""
+    def _failed(self, address: str, exc: grpc.RpcError, local_dirs: list[str] | None = None) -> str:
+        """Records what a failed RPC to ``address`` (about files under ``local_dirs``) says about it; returns
+        the failure as text."""
         error = f"{exc.code().name}: {exc.details()}"
         if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             self.mark_down(address, error)
+        elif exc.code() == grpc.StatusCode.PERMISSION_DENIED and OUTSIDE_ROOTS in (exc.details() or "") and local_dirs:
+            self.refused[address] = error
+            roots = (exc.details() or "").split(OUTSIDE_ROOTS, 1)[1].strip()
+            self.warn_once("refused-outside-roots", "Riffle: merger %s cannot merge this application's shuffle files: the "
+                           "executors write them under %s, outside the merger's local dirs %s. Set spark.local.dir "
+                           "(SPARK_LOCAL_DIRS on a standalone worker) to a directory under one of the merger's --local-dir, "
+                           "or start the merger with a --local-dir that holds the executors' dirs; until then their "
+                           "outputs stay unmerged", address, ", ".join(local_dirs), roots)
         elif exc.code() in SYSTEMIC:  # every request to that merger will fail the same way: say so once, loudly
             self.refuse(address, error)
         return error
@@ -162,7 +172,7 @@ class MergerFleet:
             resp = m.future.result()
             m.succeed(resp.partition_lengths)
         except grpc.RpcError as exc:
-            m.fail(self._failed(m.merger, exc), cause_of_code(exc.code()))
+            m.fail(self._failed(m.merger, exc, m.local_dirs), cause_of_code(exc.code()))
             log.info("Riffle: merge %s of shuffle %d failed (%s); its %d outputs stay unmerged", m.request_id, m.shuffle_id, m.error, len(m.members))
         except Exception as exc:  # a cancelled future, or the client refusing to send (e.g. a token without TLS)
             m.fail(repr(exc), OTHER)

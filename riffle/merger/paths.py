@@ -29,6 +29,9 @@ def is_plain_name(name: str) -> bool:
     return bool(name) and "/" not in name and "\x00" not in name and name not in (".", "..")
 
 
+OUTSIDE_ROOTS = "is outside the merger's local dirs"  # the refusal a driver turns into advice (riffle.driver.fleet)
+
+
 class PathRefused(PermissionError):
     """A path outside the daemon's local-dir roots, through a symlink, or not of the expected kind."""
 
@@ -158,7 +161,7 @@ class Roots:
                     if part in (".", "..") or part.startswith(PRIVATE_PREFIX):
                         raise PathRefused(f"path {shown(path)} has a '{shown(part)}' component; name the directory plainly")
                 return Location(index, parts)
-        raise PathRefused(f"path {shown(path)} is outside the merger's local dirs {self.paths}")
+        raise PathRefused(f"path {shown(path)} {OUTSIDE_ROOTS} {self.paths}")
 
     def display(self, loc: Location, *more: str) -> str:
         return "/".join((self.paths[loc.root].rstrip("/"), *loc.parts, *more))

@@ -89,7 +89,12 @@ class PoolBridge:
         return messages.decode(self._j.statusReport())
 
     def open_all(self, reason: str) -> None:
+        """Every pool opens because something failed (a WARN in the driver log says ``reason``)."""
         self._j.openAll(reason)
+
+    def detach(self) -> None:
+        """Every pool opens because SLAQ is switched off (an INFO line: nothing failed)."""
+        self._j.detach()
 
     def resume(self) -> None:
         self._j.resume()

@@ -19,6 +19,7 @@ from riffle.merger.node_status import probe
 from sparkshim.build import PACKAGED_JAR, pyspark_jars
 from sparkshim.starthook import PTH_NAME
 from srsupport.daemons import DaemonProcess
+from srsupport.driver_log import on_lines, our_warnings
 
 PLUGIN = "io.slaqriffle.SlaqRifflePlugin"
 QUERY = "SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY id % 53"
@@ -233,6 +234,10 @@ def test_spark_sql_cli_merges_with_only_jars_and_confs(local, merger, work):
     rows = sorted(tuple(int(x) for x in line.split("\t")) for line in proc.stdout.splitlines() if re.fullmatch(r"\d+\t\d+", line))
     assert rows == EXPECTED
     assert completed(merger) > before, proc.stderr[-4000:]
+    # at spark-sql's console (WARN and coarser), Riffle says it is on, once, and a normal stop warns of nothing
+    said = on_lines(proc.stderr)
+    assert len(said) == 1 and "Riffle: on for app-" in said[0] and "no Riffle tab" in said[0], proc.stderr[-4000:]
+    assert our_warnings(proc.stderr) == [], proc.stderr[-4000:]
 
 
 def test_pyspark_app_with_the_plugin_keeps_one_in_process_brain(local, merger, work):
@@ -251,6 +256,8 @@ def test_pyspark_app_with_the_plugin_keeps_one_in_process_brain(local, merger, w
     assert out["committed"] > 0
     assert "this is a pyspark driver" in proc.stderr
     assert "started the brain" not in proc.stderr
+    said = on_lines(proc.stderr)  # the Python side's "on" line reaches the driver log, once
+    assert len(said) == 1 and "Riffle: on for app-" in said[0], proc.stderr[-4000:]
 
 
 def test_a_brain_that_cannot_start_is_one_warning_and_plain_spark(app_jar, local, merger, work):

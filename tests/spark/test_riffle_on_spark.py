@@ -292,3 +292,25 @@ def test_merger_refusing_the_driver_is_a_warning_with_its_cause(sc_rdd_data, sch
         assert len(warnings) == 1 and "UNAUTHENTICATED" in warnings[0], warnings
     finally:
         guarded.stop()
+
+
+def test_executor_dirs_outside_the_mergers_roots_are_one_warning_naming_both_and_the_conf(sc_rdd_data, scheduler, base_config,
+                                                                                          caplog, tmp_path):
+    """A merger started with a --local-dir that does not hold the executors' spark.local.dir refuses every merge:
+    one WARN names the executors' dirs, the merger's dirs and the conf that fixes it."""
+    elsewhere = tmp_path / "merger-root"
+    elsewhere.mkdir()
+    merger = DaemonProcess([elsewhere], "--state-dir", str(tmp_path / "elsewhere-state"))
+    try:
+        use_config(scheduler, dataclasses.replace(base_config, mergers=(merger.address,)))
+        with caplog.at_level("WARNING", logger="riffle.driver"):
+            _, stats = compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 5, x)).reduceByKey(add, 3).collect()),
+                               expect_merge=False)
+        assert all(s["merges_committed"] == 0 for s in stats)
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and merger.address in r.getMessage()]
+        assert len(warnings) == 1, warnings
+        executor_dirs = {d for s in scheduler.fleet.merged_where.values() for address, dirs in s if address == merger.address for d in dirs}
+        assert any(d in warnings[0] for d in executor_dirs) and str(elsewhere) in warnings[0], warnings
+        assert "spark.local.dir" in warnings[0] and "--local-dir" in warnings[0], warnings
+    finally:
+        merger.stop()

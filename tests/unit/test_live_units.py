@@ -292,10 +292,10 @@ def test_a_target_check_per_loss_fits_the_curve_once_per_history_length():
 def test_the_attach_line_says_where_the_slaq_tab_is():
     from types import SimpleNamespace
 
-    from slaq.runtime import tab_location
+    from sparkshim.announce import tab_location
 
-    assert tab_location(SimpleNamespace(uiWebUrl="http://10.0.0.1:4040")) == "SLAQ tab at http://10.0.0.1:4040/slaq/"
-    assert tab_location(SimpleNamespace(uiWebUrl=None)) == "no SLAQ tab (spark.ui.enabled=false)"
+    assert tab_location(SimpleNamespace(uiWebUrl="http://10.0.0.1:4040"), "/slaq/", "SLAQ") == "SLAQ tab at http://10.0.0.1:4040/slaq/"
+    assert tab_location(SimpleNamespace(uiWebUrl=None), "/slaq/", "SLAQ") == "no SLAQ tab (spark.ui.enabled=false)"
 
 
 @pytest.mark.parametrize(("plugins", "wraps", "attached"), [

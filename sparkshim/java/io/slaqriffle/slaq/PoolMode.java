@@ -48,9 +48,16 @@ public final class PoolMode {
     }
   }
 
+  /** Every pool opens because something failed: a WARN says what. */
   public void openAll(String reason) {
     openReason = reason;
     LOG.warn("SLAQ: all job pools opened (fair sharing): {}", reason);
+  }
+
+  /** Every pool opens because SLAQ was switched off (detached, or the application ends): nothing failed. */
+  public void detach() {
+    openReason = "SLAQ detached";
+    LOG.info("SLAQ: detached; all job pools open (fair sharing)");
   }
 
   public void resume() {

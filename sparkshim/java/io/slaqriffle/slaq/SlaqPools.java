@@ -215,6 +215,12 @@ public final class SlaqPools implements Shim.FailOpen {
     SparkScheduler.reviveOffers(ts);
   }
 
+  /** SLAQ is off by choice (detach, application end): every pool opens, logged at INFO. */
+  public void detach() {
+    mode.detach();
+    SparkScheduler.reviveOffers(ts);
+  }
+
   /** The epoch loop's process is gone: every pool opens (fair sharing) for the rest of the application. */
   @Override
   public void failOpen(String reason) {
