@@ -1,6 +1,8 @@
 """A shuffle-heavy SQL job (an aggregation over a join) whose reducers read Riffle's merged files.
 
+    mkdir -p /tmp/spark-local
     riffle-merger serve --listen 127.0.0.1:7338 --local-dir /tmp/spark-local --no-fsync &
+    riffle status 127.0.0.1:7338 --wait 30
     spark-submit --master "local-cluster[2,1,1024]" --conf spark.local.dir=/tmp/spark-local \
         --conf spark.riffle.enabled=true --conf spark.riffle.mergers=127.0.0.1:7338 \
         examples/sql_shuffle_with_riffle.py

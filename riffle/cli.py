@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--token-file", help="file holding the mergers' shared token (or set RIFFLE_MERGER_TOKEN)")
     status.add_argument("--tls-ca", help="PEM CA certificate to verify TLS mergers")
     status.add_argument("--timeout", type=float, default=2.0, help="seconds per merger (default 2)")
+    status.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="ask again until every merger serves, for up to SECONDS (a script that has just started one)")
     status.set_defaults(func=_status)
     storage = verbs.add_parser("storage", help="measure a node's storage for the merge cost model (spark.riffle.cost.*)",
                                description="Writes, reads and re-reads a small file in DIR (a node's shuffle dir) once; prints the "
@@ -54,9 +57,15 @@ def _status(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"riffle: error: cannot read token file {args.token_file}: {exc.strerror}", file=sys.stderr)
             return 2
-    rows = [probe(a, token, args.tls_ca, args.timeout) for a in args.addresses]
+    deadline = time.monotonic() + args.wait
+    while True:
+        rows = [probe(a, token, args.tls_ca, args.timeout) for a in args.addresses]
+        serving = all(r.get("health") == "SERVING" and "error" not in r for r in rows)
+        if serving or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
     print(json.dumps(rows, indent=2) if args.json else table(rows))
-    return 0 if all(r.get("health") == "SERVING" and "error" not in r for r in rows) else 1
+    return 0 if serving else 1
 
 
 def _storage(args: argparse.Namespace) -> int:

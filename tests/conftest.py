@@ -45,6 +45,16 @@ def spark(spark_local_root):
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory):
+    """The wheel built from this checkout's sources, installed alone into a fresh venv (built once per run)."""
+    from srsupport.wheel import REPO, install
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout to copy the sources from")
+    return install(tmp_path_factory.mktemp("wheel"))
+
+
 SLOW_FOLDERS = ("spark", "cluster")
 
 

@@ -10,11 +10,7 @@ the wheel (asserted).
 """
 
 import json
-import os
-import shutil
 import subprocess
-import sys
-import sysconfig
 import time
 import zipfile
 from pathlib import Path
@@ -24,56 +20,14 @@ import pytest
 from riffle.merger.client import MergerClient
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, read_partition
 from srsupport.daemons import free_port
+from srsupport.wheel import CLEAN_ENV, run
 from tests.fixtures import make_outputs
 
 pytestmark = pytest.mark.slow  # builds a wheel and a virtual environment
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-# what the installed commands run with: a PYTHONPATH (a checkout run from its tree) would shadow the wheel
-CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-
-
-def run(*args, **kw):
-    kw.setdefault("env", CLEAN_ENV)
-    out = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300, **kw)
-    assert out.returncode == 0, f"{args}: {out.stdout}\n{out.stderr}"
-    return out.stdout
-
-
-def build_wheel(tmp: Path) -> Path:
-    """The wheel built from a clean copy of the checkout's sources (what git tracks or would track) into ``tmp/dist``."""
-    src = tmp / "src"
-    files = run("git", "-C", REPO, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split("\0")
-    for name in filter(None, files):
-        if (REPO / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, src / name)
-    assert not (src / "riffle" / "v1" / "merger_pb2.py").exists()  # the stubs must come from the build step
-    assert not list(src.rglob("*.jar")), "a jar in the sources: it must come from the build step"
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", tmp / "dist", src)
-    return next((tmp / "dist").glob("slaq_riffle-*.whl"))
-
-
-def fresh_venv(tmp: Path, wheel: Path) -> Path:
-    """A new virtual environment with ``wheel`` installed alone (``--no-deps``); its third-party
-    dependencies are borrowed from this environment's site-packages through a ``.pth`` line."""
-    venv = tmp / "venv"
-    run(sys.executable, "-m", "venv", "--without-pip", venv)
-    site = Path(run(venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
-    (site / "borrowed_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "--no-deps", "--no-index", "--quiet", wheel)
-    return venv
-
-
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    if shutil.which("git") is None or not (REPO / ".git").exists():
-        pytest.skip("needs a git checkout to copy the sources from")
-    tmp = tmp_path_factory.mktemp("wheel")
-    wheel = build_wheel(tmp)
-    archive = zipfile.ZipFile(wheel)
+def installed(installed_wheel):
+    archive = zipfile.ZipFile(installed_wheel.wheel)
     names = archive.namelist()
     for shipped in ("riffle/v1/merger_pb2.py", "riffle/v1/merger_pb2_grpc.py", "riffle/v1/merger.proto", "riffle/protocol.py",
                     "sparkshim/jars/slaq-riffle-shim.jar", "slaq_riffle_autoload.pth"):
@@ -85,7 +39,7 @@ def installed(tmp_path_factory):
         imports = [line for line in archive.read(name).decode().splitlines()
                    if line.lstrip().startswith(("import ", "from ")) and any(w in line for w in ("matplotlib", "srlab", "bench", "reproduce"))]
         assert not imports, (name, imports)
-    return fresh_venv(tmp, wheel), tmp
+    return installed_wheel.venv, installed_wheel.tmp
 
 
 def test_installed_wheel_serves_a_real_merge(installed, root, dirs):

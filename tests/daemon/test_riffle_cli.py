@@ -55,3 +55,22 @@ def test_bench_load_bounded_queue_refuses_excess_and_status_answers(tmp_path):
     report = json.loads(out.stdout)
     assert report["failed"] == 0 and report["refused"] > 0 and report["completed"] + report["refused"] == 16
     assert report["max_queue"] == 2 and report["status_ms_max"] < 1000
+
+
+def test_status_wait_answers_once_a_merger_just_started_serves(tmp_path):
+    """What a script that starts a merger in the background runs before using it (docs/install.md)."""
+    from srsupport.daemons import DaemonProcess, free_port
+
+    port = free_port()
+    waiting = subprocess.Popen([sys.executable, "-m", "riffle.cli", "status", f"127.0.0.1:{port}", "--wait", "60", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    merger = DaemonProcess([tmp_path], port=port)
+    try:
+        out, err = waiting.communicate(timeout=90)
+        assert waiting.returncode == 0, err
+        assert json.loads(out)[0]["health"] == "SERVING"
+    finally:
+        merger.stop()
+    gone = subprocess.run([sys.executable, "-m", "riffle.cli", "status", f"127.0.0.1:{port}", "--wait", "0.5"],
+                          capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 1 and "DOWN" in gone.stdout

@@ -9,17 +9,16 @@ and Spark runs with a PATH whose only JDK tool is ``java``.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from srsupport.daemons import DaemonProcess
-from tests.daemon.test_merger_wheel import REPO, build_wheel, fresh_venv, run
+from srsupport.driver_log import on_lines, our_warnings
+from srsupport.wheel import REPO, run
 
 APP = """
 import json, time, urllib.request
@@ -44,39 +43,18 @@ print("RESULT " + json.dumps({
 spark.stop()
 """
 
-JDK_TOOLS_KEPT = {"java"}
-
-
-def path_without_javac(bin_dir: Path) -> str:
-    """A PATH of one directory with every command of this host's PATH except the JDK's, other than ``java``."""
-    bin_dir.mkdir()
-    for directory in os.environ.get("PATH", "").split(os.pathsep):
-        if not os.path.isdir(directory):
-            continue
-        for entry in os.scandir(directory):
-            target = Path(entry.path).resolve()
-            jdk_tool = target.parent.name == "bin" and (target.parents[1] / "release").exists()  # <java home>/bin/<tool>
-            if (jdk_tool and entry.name not in JDK_TOOLS_KEPT) or (bin_dir / entry.name).exists() or not os.access(entry.path, os.X_OK):
-                continue
-            (bin_dir / entry.name).symlink_to(target)
-    return str(bin_dir)
-
-
 @pytest.mark.slow
-def test_installed_wheel_attaches_without_javac(tmp_path):
-    if shutil.which("git") is None or not (REPO / ".git").exists():
-        pytest.skip("needs a git checkout to copy the sources from")
-    venv = fresh_venv(tmp_path, build_wheel(tmp_path))
+def test_installed_wheel_attaches_without_javac(installed_wheel, tmp_path):
+    venv = installed_wheel.venv
     site = Path(run(venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
     assert (site / "slaq_riffle_autoload.pth").exists()  # installed by pip from the wheel, not by a script
     jar = run(venv / "bin" / "slaq-riffle", "jar").strip()
     assert jar == str(site / "sparkshim" / "jars" / "slaq-riffle-shim.jar") and zipfile.ZipFile(jar).testzip() is None
 
-    path = path_without_javac(tmp_path / "bin")
-    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PYTHONPATH", "SPARK_HOME", "VIRTUAL_ENV")}
-    pyspark_home = Path(sysconfig.get_paths()["purelib"]) / "pyspark"
-    env.update(PATH=path, SPARK_HOME=str(pyspark_home), SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "lab"),  # srsupport only
-               PYSPARK_PYTHON=str(venv / "bin" / "python"), PYSPARK_DRIVER_PYTHON=str(venv / "bin" / "python"))
+    env = installed_wheel.user_env(javac=False)
+    path = env["PATH"]
+    env["PYTHONPATH"] = str(REPO / "lab")  # srsupport only
+    pyspark_home = Path(env["SPARK_HOME"])
     which = subprocess.run(["bash", "-c", "command -v javac"], env=env, capture_output=True, text=True)
     assert which.returncode != 0 and shutil.which("javac", path=path) is None, which.stdout
     assert shutil.which("java", path=path)
@@ -103,3 +81,7 @@ def test_installed_wheel_attaches_without_javac(tmp_path):
     assert dict(out["rdd"]) == {k: sum(x for x in range(4000) if x % 41 == k) for k in range(41)}
     assert out["committed"] > 0, proc.stderr[-4000:]
     assert "built against Spark" not in proc.stderr  # same Spark line: no mismatch warning
+    said = on_lines(proc.stderr)  # each system says once, in the driver log, that it is on and where its tab is
+    assert sorted(line.split(": on")[0].split()[-1] for line in said) == ["Riffle", "SLAQ"], proc.stderr[-4000:]
+    assert all("tab at http://" in line for line in said), said
+    assert our_warnings(proc.stderr) == [], proc.stderr[-4000:]  # a normal run and stop: no WARN of ours
