@@ -9,6 +9,7 @@ The scheduling itself is the :class:`~slaq.runtime.SlaqRuntime` of the job's Spa
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -22,7 +23,7 @@ from slaq.live.job import LiveJob
 from slaq.live.target import Target
 from slaq.predict.prior import FitKey, fit_key
 from slaq.runtime import SlaqRuntime
-from slaq.stats.history import InvalidReport, finite_number
+from slaq.stats.history import InvalidReport, finite_number, real_number
 from sparkshim.attach import Attachments
 
 log = logging.getLogger("slaq")
@@ -177,12 +178,22 @@ class Job:
         return list(self._track.history.times)
 
     # -- reporting -------------------------------------------------------------------------------
+    @property
+    def skipped_losses(self) -> int:
+        """NaN or infinite losses reported so far, skipped (see :meth:`report`)."""
+        return self._track.skipped
+
     def report(self, loss: float) -> None:
-        """Report the loss after one iteration. Raises ``InvalidReport`` (NaN, inf, non-numbers) or
-        ``JobClosed``; a rejected report changes nothing, for this job or any other."""
-        value = finite_number(loss, "loss")
+        """Report the loss after one iteration. A NaN or infinite loss (a diverging model) is skipped, so
+        the training loop goes on: the job's first one logs a WARN, later ones are only counted
+        (:attr:`skipped_losses`). Raises ``InvalidReport`` for anything but a real number and ``JobClosed``
+        after the job's block; a rejected report changes nothing, for this job or any other."""
+        value = real_number(loss, "loss")
         if self.done:
             raise JobClosed(f"SLAQ job {self.name!r} is closed; report inside its `with slaq.job(...)` block")
+        if not math.isfinite(value):
+            self._track.skip(value)
+            return
         if self.runtime is not None:
             self.runtime.report(self._track, value)
         else:
@@ -210,7 +221,7 @@ def report_loss(loss: float) -> None:
     """Report one iteration's loss for the current thread's job (the one-line integration)."""
     active = current_job()
     if active is None:
-        finite_number(loss, "loss")
+        real_number(loss, "loss")
         raise NoActiveJob(f"slaq.report_loss() called outside any `with slaq.job(...)` block (thread {threading.current_thread().name}; "
                           "threads started inside a job belong to it when they are pyspark.InheritableThread)")
     active.report(loss)

@@ -22,7 +22,8 @@ ROWS = 12  # jobs listed per table; the rest are summed up in one line
 
 
 def format_table(status: Any, rows: int = ROWS) -> str:
-    """One epoch as a fixed-width table: a header line, then one line per job (most cores first)."""
+    """One epoch as a fixed-width table: a header line, then one line per job (most cores first), each
+    figure as the status has it (``-``: none)."""
     jobs = sorted(status.jobs, key=lambda j: (-j.cores, j.job))
     allocated = sum(j.cores for j in status.jobs)
     used = sum(j.used_cores for j in status.jobs)
@@ -30,12 +31,13 @@ def format_table(status: Any, rows: int = ROWS) -> str:
     width = min(width, 32)
     lines = [f"SLAQ epoch {status.epoch} t={status.t:.0f}s policy={status.policy}: {len(jobs)} jobs, "
              f"cores allocated {allocated:.1f} / used {used:.1f} of {status.capacity:.0f}",
-             f"  {'job':<{width}} {'state':<8} {'iter':>5} {'loss':>10} {'norm':>6} {'gain':>6} {'cores':>11}"]
+             f"  {'job':<{width}} {'state':<8} {'iter':>5} {'loss':>10} {'norm':>6} {'gain':>6} {'cores':>11} {'to target':>9}"]
     for j in jobs[:rows]:
         loss = f"{j.loss:10.4g}" if j.iterations else f"{'-':>10}"
         norm = f"{j.normalized_loss:6.3f}" if j.iterations else f"{'-':>6}"
         name = j.job if len(j.job) <= width else j.job[: width - 1] + "~"
-        lines.append(f"  {name:<{width}} {j.state:<8} {j.iterations:>5} {loss} {norm} {j.predicted_gain:6.3f} {j.cores:5.2f}/{j.used_cores:.2f}")
+        target = f"{j.seconds_to_target:8.1f}s" if j.seconds_to_target >= 0 else f"{'-':>9}"
+        lines.append(f"  {name:<{width}} {j.state:<8} {j.iterations:>5} {loss} {norm} {j.predicted_gain:6.3f} {j.cores:5.2f}/{j.used_cores:.2f} {target}")
     if len(jobs) > rows:
         rest = jobs[rows:]
         lines.append(f"  ... {len(rest)} more jobs with {sum(j.cores for j in rest):.2f} cores")

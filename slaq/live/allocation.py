@@ -106,12 +106,11 @@ class Allocator:
                 chosen = self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered)))
             alloc.update(chosen)
         figures = []
-        for j in jobs:
+        for j, f in zip(jobs, forecasts):
             j.cores = alloc[j.name]
             why = STORAGE if j.name in held else share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
                                                               self.policy.fitted_curves and self.policy.minimum_share)
-            to_target = j.satisfied_at - j.added_at if j.satisfied_at is not None else -1.0
-            figures.append(JobFigures(why, now - j.added_at, j.consumed, to_target, j.tuning, j.driver.fraction()))
+            figures.append(j.figures(f, why, now))
         return Decision(alloc, tuple(j.name for j in jobs), ForecastTable(forecasts, self.epoch) if jobs else None,
                         tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures),
                         frozenset(held))

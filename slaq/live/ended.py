@@ -12,39 +12,29 @@ from dataclasses import replace
 from typing import Any
 
 from slaq.live.job import LiveJob
-from slaq.live.status import ENDED, FINISHED, PRUNED, TARGET, JobFigures, job_status, seconds_to_reduction
-from slaq.predict.forecast import ForecastTable, job_forecast
+from slaq.live.status import ENDED, FINISHED, PRUNED, TARGET, job_status
+from slaq.predict.forecast import job_forecast
 
 log = logging.getLogger("slaq.loop")
 MAX_ENDED = 500  # final rows kept for the next status (the UI keeps as many finished jobs)
 PRUNED_KEPT = 1024  # (tuner, candidate) pairs remembered as pruned
 
 
-def final_row(job: LiveJob, now: float, epoch: float, pruned: bool) -> Any:
+def final_row(job: LiveJob, now: float, pruned: bool) -> Any:
     """A finished job's row from its whole history (the last epoch's row misses the losses ingested
-    after it): final loss and iterations, wall time, core-seconds, and time to its target (when it
-    reached one) or else to :data:`~slaq.live.status.REDUCTION` of its loss reduction."""
+    after it): final loss and iterations, wall time, core-seconds, and its figures (:meth:`LiveJob.figures`)."""
     losses = list(job.history.losses)
-    times = list(job.history.times)
-    normalized = 1.0
-    if losses:
-        table = ForecastTable([job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)], epoch)
-        normalized = float(table.normalized_now()[0])
-    if job.satisfied_at is not None:
-        to_target = job.satisfied_at - job.added_at
-    else:
-        to_target = seconds_to_reduction(losses, times, job.added_at)
+    forecast = job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)
     why = TARGET if job.satisfied else PRUNED if pruned else ENDED
-    figures = JobFigures(why, now - job.added_at, job.consumed, to_target, job.tuning, job.driver.fraction())
-    return job_status(job.name, FINISHED, len(losses), losses[-1] if losses else 0.0, normalized, 0.0, 0.0, 0.0, figures)
+    figures = job.figures(forecast, why, now, finished=True)
+    return job_status(job.name, FINISHED, len(losses), losses[-1] if losses else 0.0, 0.0, 0.0, 0.0, figures)
 
 
 class EndedJobs:
     """Final rows of the jobs ended since the last status, and the latest tuning fits' rows with the
     candidates pruned so far (any thread: jobs end on user threads, statuses are built on the loop's)."""
 
-    def __init__(self, epoch: float):
-        self._epoch = epoch
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ended: list[Any] = []  # final rows of the jobs removed since the last published status
         self._tuned_rows: OrderedDict[str, Any] = OrderedDict()  # the latest tuning fits' final rows, to mark them pruned
@@ -55,7 +45,7 @@ class EndedJobs:
         try:
             with self._lock:
                 pruned = (job.tuning.group, job.tuning.candidate) in self._pruned
-            row = final_row(job, now, self._epoch, pruned)
+            row = final_row(job, now, pruned)
             with self._lock:
                 self._ended = [*self._ended[-(MAX_ENDED - 1):], row]  # bounded while no epoch publishes them
                 if job.tuning.group:

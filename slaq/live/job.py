@@ -8,16 +8,20 @@ reached its target.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.live.driver_share import DriverShare
-from slaq.live.status import NOT_TUNING, Tuning
+from slaq.live.status import NOT_TUNING, JobFigures, Tuning
 from slaq.live.target import Target
-from slaq.predict.forecast import CurveCache
+from slaq.metrics import NINETY, loss_reference, seconds_to_target, time_to_reduction
+from slaq.predict.forecast import CurveCache, JobForecast
 from slaq.predict.prior import FitKey
 from slaq.stats.history import JobHistory
+
+log = logging.getLogger("slaq")  # the lines a user reads about their own jobs
 
 
 @dataclass(eq=False)
@@ -42,12 +46,32 @@ class LiveJob:
     consumed: float = 0.0  # core-seconds used so far (from the pool)
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
     driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
+    skipped: int = 0  # NaN or infinite losses its owner reported: skipped, not in the history
 
     def record(self, loss: float) -> bool:
         """A loss that does not pass through the JVM joins the history here; True when it made the
         job reach its target."""
         self.history.report(loss, at=time.monotonic())
         return self.check_target()
+
+    def skip(self, loss: float) -> None:
+        """A NaN or infinite loss its owner reported: left out of the history; the first one is logged."""
+        self.skipped += 1
+        if self.skipped == 1:
+            log.warning("SLAQ: job %s reported a loss of %s; skipped, as will be any later NaN or infinite loss of this job "
+                        "(counted in job.skipped_losses); SLAQ schedules it on its finite losses", self.name, loss)
+
+    def figures(self, forecast: JobForecast, why: str, now: float, finished: bool = False) -> JobFigures:
+        """Its row's figures at ``now``, each as :mod:`slaq.metrics` defines it: time to its target, time to
+        90% of its loss reduction (known once it ``finished``), and what its normalized loss is measured
+        against (``forecast``: the one its row shows)."""
+        losses = list(self.history.losses)[: int(forecast.k_now) + 1]  # the losses the forecast saw
+        times = list(self.history.times)[: len(losses)]
+        ninety = time_to_reduction(times, losses, NINETY) if finished else None
+        first, floor = loss_reference(losses, forecast.floor)
+        return JobFigures(why, now - self.added_at, self.consumed, seconds_to_target(self.added_at, self.satisfied_at), self.tuning,
+                          self.driver.fraction(), None if ninety is None else max(ninety - self.added_at, 0.0),
+                          self.target.describe(), first, floor)
 
     def check_target(self, now: float | None = None) -> bool:
         """Marks the job satisfied (at ``now``) once its history reached its target; True only that first time."""

@@ -50,7 +50,7 @@ class EpochLoop:
         self.epoch = self.allocator.epoch
         self.prior_book = self.allocator.prior_book
         self._registry = JobRegistry(clock, clock_offset)
-        self._ended = EndedJobs(self.epoch)
+        self._ended = EndedJobs()
         self.observers: list[LoopObserver] = list(observers)  # told of each epoch and job end, in this order
         self.epochs = 0
         self.failures = 0

@@ -16,6 +16,7 @@ import numpy as np
 
 from slaq.messages import EpochStatus, JobStatus
 from slaq.predict.forecast import ForecastTable
+from slaq.stats.history import loss_span, normalized_loss
 
 WAITING = "waiting"  # registered, no loss reported yet
 RUNNING = "running"
@@ -32,9 +33,6 @@ ENDED = "ended"  # a finished job that did not reach a target
 PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.prune)
 STORAGE = "waiting for storage memory"  # a caching spark.ml fit not started yet: storage memory is full of running fits' caches
 WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED, STORAGE)
-
-REDUCTION = 0.9  # a finished job's time to target, without a target of its own: time to this fraction of its loss reduction
-
 
 @dataclass(frozen=True)
 class Tuning:
@@ -88,50 +86,42 @@ def share_reason(losses: int, satisfied: bool, fixed: bool, cores: float, minimu
     return GAIN if cores > minimum * (1 + 1e-6) else MINIMUM
 
 
-def seconds_to_reduction(losses: Sequence[float], times: Sequence[float], start: float, fraction: float = REDUCTION) -> float:
-    """Seconds from ``start`` until the loss first removed ``fraction`` of the job's whole loss
-    reduction (first loss to lowest); -1 without a reduction or without a time per loss."""
-    if len(losses) < 2 or len(times) != len(losses):
-        return -1.0
-    first, best = losses[0], min(losses)
-    if best >= first:
-        return -1.0
-    goal = first - fraction * (first - best)
-    at = next(t for loss, t in zip(losses, times) if loss <= goal)
-    return max(at - start, 0.0)
-
-
 @dataclass(frozen=True)
 class JobFigures:
-    """What a job's row shows besides the forecast: its share's reason, times and cost."""
+    """What a job's row shows besides the forecast: its share's reason, times and cost, and what its
+    normalized loss is measured against (:func:`slaq.metrics.loss_reference`)."""
 
     why: str
     wall_seconds: float
     core_seconds: float
-    seconds_to_target: float = -1.0
+    seconds_to_target: float | None = None  # slaq.metrics.seconds_to_target
     tuning: Tuning = NOT_TUNING
     driver_fraction: float | None = None  # share of its latest iterations' time the driver alone worked (driver_share)
+    seconds_to_ninety: float | None = None  # slaq.metrics.time_to_reduction from its start, once it finished
+    target: str = ""  # the target it declared, as the user reads it ("" without one)
+    first_loss: float = 1.0
+    floor: float = 0.0
 
 
-def forecast_view(table: ForecastTable, cores: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """Each job's current normalized loss (§4.1: 1 at its first loss, 0 at its predicted floor) and
-    the drop of normalized loss the forecast predicts over the next epoch with ``cores``."""
-    now = table.normalized_now()
+def predicted_gain(table: ForecastTable, cores: Sequence[float], figures: Sequence[JobFigures]) -> np.ndarray:
+    """The drop of each job's shown normalized loss its forecast predicts over the next epoch with ``cores``."""
     alloc = np.asarray(cores, dtype=float)
-    gain = table.normalized_loss_at(np.zeros_like(alloc)) - table.normalized_loss_at(alloc)
-    return now, np.maximum(gain, 0.0)
+    drop = table.loss_at(np.zeros_like(alloc)) - table.loss_at(alloc)
+    span = loss_span(np.array([f.first_loss for f in figures]), np.array([f.floor for f in figures]))
+    return np.maximum(drop / span, 0.0)
 
 
-def job_status(job: str, state: str, iterations: int, loss: float, normalized: float, gain: float, cores: float, used: float,
-               figures: JobFigures) -> Any:
-    """One row (a ``job_status`` message), every number finite."""
+def job_status(job: str, state: str, iterations: int, loss: float, gain: float, cores: float, used: float, figures: JobFigures) -> Any:
+    """One row (a ``job_status`` message), every number finite; a figure it has none of is -1."""
     t = figures.tuning
+    normalized = float(normalized_loss(loss, figures.first_loss, figures.floor)) if iterations > 0 else 1.0
     return JobStatus(job=job, state=state, iterations=int(iterations), loss=_finite(loss), normalized_loss=_finite(normalized),
                      predicted_gain=_finite(gain), cores=_finite(cores), used_cores=_finite(used), why=figures.why,
                      wall_seconds=_finite(figures.wall_seconds), core_seconds=_finite(figures.core_seconds),
-                     seconds_to_target=_finite(figures.seconds_to_target, -1.0), group=t.group, candidate=int(t.candidate),
-                     fold=int(t.fold), refit=bool(t.refit),
-                     driver_fraction=-1.0 if figures.driver_fraction is None else _finite(figures.driver_fraction))
+                     seconds_to_target=_or_none(figures.seconds_to_target), group=t.group, candidate=int(t.candidate),
+                     fold=int(t.fold), refit=bool(t.refit), driver_fraction=_or_none(figures.driver_fraction),
+                     seconds_to_ninety=_or_none(figures.seconds_to_ninety), target=figures.target,
+                     first_loss=_finite(figures.first_loss), loss_floor=_finite(figures.floor))
 
 
 def epoch_status(epoch: int, t: float, policy: str, capacity: float, table: ForecastTable | None, cores: Sequence[float],
@@ -141,15 +131,20 @@ def epoch_status(epoch: int, t: float, policy: str, capacity: float, table: Fore
     job, in order; ``finished``: the final rows of the jobs that ended since the previous epoch."""
     jobs = []
     if table is not None and len(table):
-        normalized, gain = forecast_view(table, cores)
+        rows = [figures[i] if i < len(figures) else JobFigures(POLICY, 0.0, 0.0) for i in range(len(table))]
+        gain = predicted_gain(table, cores, rows)
         for i, forecast in enumerate(table.jobs):
             reported = iterations[i] > 0
             jobs.append(job_status(
                 forecast.job_id, RUNNING if reported else WAITING, iterations[i], forecast.loss_now if reported else 0.0,
-                normalized[i] if reported else 1.0,
                 gain[i] if iterations[i] >= 2 else 0.0,  # before two losses there is no curve to predict from
-                cores[i], used.get(forecast.job_id, 0.0), figures[i] if i < len(figures) else JobFigures(POLICY, 0.0, 0.0)))
+                cores[i], used.get(forecast.job_id, 0.0), rows[i]))
     return EpochStatus(epoch=int(epoch), t=float(t), policy=policy, capacity=_finite(capacity), jobs=jobs, finished=list(finished))
+
+
+def _or_none(x: float | None) -> float:
+    """A figure a job has none of (yet) is -1 in the message."""
+    return -1.0 if x is None else _finite(x, -1.0)
 
 
 def _finite(x: float, default: float = 0.0) -> float:

@@ -32,6 +32,13 @@ class Target:
             raise ValueError(f"target_reduction must be in (0, 1], e.g. 0.95; got {reduction!r}")
         return cls(target_loss, target_reduction)
 
+    def describe(self) -> str:
+        """The target as a user reads it ("" without one), e.g. ``loss <= 0.45``."""
+        parts = [] if self.loss is None else [f"loss <= {self.loss:g}"]
+        if self.reduction is not None:
+            parts.append(f"{self.reduction:.0%} of its predicted loss reduction")
+        return " or ".join(parts)
+
     def reached(self, history: JobHistory, curves: CurveCache) -> bool:
         """Whether ``history`` reached this target. The reduction needs :data:`MIN_FIT_POINTS` losses
         (a curve through fewer says little about the floor) and a first loss above the floor."""

@@ -17,10 +17,15 @@ class InvalidReport(ValueError):
     """A loss or cost report that would corrupt a job's history; the history is left unchanged."""
 
 
-def finite_number(value: object, what: str) -> float:
+def real_number(value: object, what: str) -> float:
+    """``value`` as a float (NaN and infinities included); raises :class:`InvalidReport` for anything but a real number."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidReport(f"{what} must be a real number, got {type(value).__name__}: {value!r}")
-    number = float(value)
+    return float(value)
+
+
+def finite_number(value: object, what: str) -> float:
+    number = real_number(value, what)
     if not math.isfinite(number):
         raise InvalidReport(f"{what} must be finite, got {number}")
     return number

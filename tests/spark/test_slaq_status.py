@@ -1,16 +1,22 @@
 """The JVM's store behind the SLAQ UI tab (SlaqStatus), driven through py4j with real messages: finished
-jobs, a bounded window, idle epochs, and strict decoding. Runs in the shared session's driver JVM."""
+jobs, a bounded window, idle epochs, strict decoding, the summary's figures and the loss chart. Runs in the
+shared session's driver JVM."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from slaq import messages
 from sparkshim.bridge import new_instance
+from srsupport.slaq_watch import slaq_page_html
 
 
-def job(name, iterations=3, cores=1.0, state="running", why="predicted gain per core"):
-    return messages.JobStatus(name, state, iterations, 0.5, 0.4, 0.05, cores, cores * 0.9, why, 2.0, 3.0, -1.0, "", -1, -1, False, 0.25)
+def job(name, iterations=3, cores=1.0, state="running", why="predicted gain per core", loss=0.5, first=1.0, floor=0.0, to_target=-1.0,
+        to_ninety=-1.0, target=""):
+    return messages.JobStatus(name, state, iterations, loss, (loss - floor) / (first - floor), 0.05, cores, cores * 0.9, why, 2.0, 3.0,
+                              to_target, "", -1, -1, False, 0.25, to_ninety, target, first, floor)
 
 
 def epoch(n, *jobs, finished=()):
@@ -45,7 +51,8 @@ def test_jobs_that_leave_are_listed_as_finished_until_their_name_runs_again(stor
 def test_the_loops_final_figures_replace_the_last_epochs_row(store):
     publish, report = store
     publish(epoch(1, job("a"), job("b", 5)))
-    final = messages.JobStatus("b", "finished", 9, 0.1, 0.0, 0.0, 0.0, 0.0, "target reached", 4.0, 6.5, 3.5, "CrossValidator_x", 1, -1, True, -1.0)
+    final = messages.JobStatus("b", "finished", 9, 0.1, 0.0, 0.0, 0.0, 0.0, "target reached", 4.0, 6.5, 3.5, "CrossValidator_x", 1, -1, True, -1.0,
+                               3.9, "loss <= 0.1", 1.0, 0.1)
     publish(epoch(2, job("a"), finished=[final]))
     assert report().finished == (final,)
     publish(epoch(3, finished=[job("c", 2, 0.0, "finished", "ended")]))  # a job that came and went between two epochs
@@ -70,3 +77,43 @@ def test_a_message_that_drifts_from_the_schema_is_refused(gateway):
     with pytest.raises(Exception, match="bad EpochStatus message: Missing creator property 'jobs'"):  # pyspark re-raises it as its own
         status.publish('{"type": "epoch_status", "epoch": 1, "t": 0.5, "policy": "slaq", "capacity": 2.0}')
     assert messages.decode(status.reportJson()).history == ()
+
+
+def test_the_summary_reports_each_jobs_figures_as_its_latest_row_has_them(store):
+    """The application-end summary once computed its own time to 90% from the epochs' normalized losses and
+    disagreed with the tab; now it carries the rows' figures, never its own."""
+    publish, report = store
+    publish(epoch(1, job("met", target="loss <= 0.3"), job("missed", target="loss <= 0.01"), job("plain")))
+    publish(epoch(2, job("met", to_target=1.5, target="loss <= 0.3"), job("missed", target="loss <= 0.01"), job("plain", loss=0.01)))
+    publish(epoch(3, finished=[job("met", state="finished", to_target=1.5, to_ninety=2.5, target="loss <= 0.3"),
+                               job("missed", state="finished", to_ninety=3.0, target="loss <= 0.01"),
+                               job("plain", state="finished", to_ninety=0.5)]))
+    r = report()
+    rows = {j.job: j for j in r.finished}
+    summary = {j.job: j for j in r.summary.jobs}
+    assert set(summary) == set(rows) == {"met", "missed", "plain"}
+    for name, j in summary.items():
+        assert (j.target, j.seconds_to_target, j.seconds_to_ninety) == (rows[name].target, rows[name].seconds_to_target, rows[name].seconds_to_ninety)
+    assert summary["missed"].seconds_to_target == -1.0 and summary["met"].seconds_to_target == 1.5
+    assert (r.summary.reached_ninety, r.summary.mean_seconds_to_ninety) == (3, pytest.approx(2.0))
+
+
+def chart_values(html: str, job_name: str) -> list[float]:
+    """The normalized losses job ``job_name``'s line in the loss chart is drawn at (the chart's frame: 10 px top,
+    220 px plot height, 0 to 1.1)."""
+    chart = html[html.index('id="slaq-loss-chart"'):]
+    points = re.search(rf'class="slaq-series" data-job="{re.escape(job_name)}"[^>]* points="([^"]+)"', chart).group(1)
+    return [1.1 * (1 - (float(p.split(",")[1]) - 10) / 220) for p in points.split()]
+
+
+def test_the_loss_chart_draws_a_jobs_whole_line_against_its_latest_floor(gateway):
+    """Each epoch's row has its normalized loss against the floor known then (a floor fitted through two losses
+    put the second at 0.5, the third back at 0.91); drawn as they came the line rose while the loss fell."""
+    status = new_instance(gateway, "slaq.SlaqStatus")
+    floors = [0.0, 0.6627, 0.3780, 0.60]  # the floor each epoch's fit gave
+    losses = [0.6931, 0.6779, 0.6650, 0.6540]
+    for n, (loss, floor) in enumerate(zip(losses, floors), 1):
+        status.publish(messages.encode(epoch(n, job("a", n, loss=loss, first=0.6931, floor=floor))))
+    drawn = chart_values(slaq_page_html(gateway, status), "a")
+    expected = [(v - 0.60) / (0.6931 - 0.60) for v in losses]
+    assert drawn == pytest.approx(expected, abs=1e-3) and drawn == sorted(drawn, reverse=True)

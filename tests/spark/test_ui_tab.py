@@ -112,7 +112,8 @@ def test_rest_json_is_the_schema_status_report(app):
     assert (short.cores, short.used_cores) == (0.0, 0.0)
     for j in report.finished:  # (whether a tuner's fits captured losses is the capture tests' business)
         assert j.wall_seconds > 0 and j.core_seconds > 0 and j.why in ("ended", "target reached"), j
-    assert 0 < short.seconds_to_target <= short.wall_seconds + 0.5  # 90% of its loss reduction (clocks mapped JVM -> Python)
+    assert 0 < short.seconds_to_ninety <= short.wall_seconds + 0.5  # 90% of its loss reduction (clocks mapped JVM -> Python)
+    assert short.seconds_to_target == -1.0 and short.target == ""  # no target: no time to one
     tuned = [j for j in report.finished if j.group]
     assert len({j.group for j in tuned}) == 1 and sum(j.refit for j in tuned) == 1, tuned  # one CrossValidator, one refit
     candidates = sorted((j.candidate, j.fold) for j in tuned if not j.refit)
@@ -188,8 +189,10 @@ def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
     assert set(NAMES) <= set(rows), page.rows  # every job, names escaped and shown as text
     assert rows[SHORT][3] == "finished" and rows[SHORT][4] in WHYS
     assert all(rows[n][3] == "running" and int(rows[n][5]) >= 3 for n in NAMES if n != SHORT)
-    # #, job, tuning, state, why, iterations, loss, normalized loss, predicted gain, cores allocated, used, wall time, time to target, core-seconds
-    assert all(len(r) == 14 and r[4] in WHYS for r in page.rows), page.rows
+    # #, job, tuning, state, why, iterations, loss, normalized loss, predicted gain, cores allocated, used, wall time, time to target,
+    # time to 90%, core-seconds
+    assert all(len(r) == 15 and r[4] in WHYS for r in page.rows), page.rows
+    assert rows[SHORT][12] == "\u2013" and rows[SHORT][13].endswith(" s")  # no target; its time to 90% once it finished
     tuned = [r for r in page.rows if r[2] != "\u2013"]
     assert sum(r[2].startswith("refit") for r in tuned) == 1 and len(tuned) == len(CV_PARAMS) * CV_FOLDS + 1, tuned
     assert len(page.groups) == 1  # the CrossValidator's heading, its fits under it

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 
+import numpy as np
 import pytest
 
 import slaq
@@ -71,8 +72,8 @@ def test_allocation_uses_the_simulators_policies_and_respects_reserve():
 
 def test_job_api_without_spark_validates_and_tracks_targets():
     with slaq.job("offline", target_loss=0.2) as job:
-        for bad in (float("nan"), math.inf, "1.0", None, True):
-            with pytest.raises(slaq.InvalidReport):
+        for bad in ("1.0", None, True, [1.0]):
+            with pytest.raises(slaq.InvalidReport, match="loss must be a real number"):
                 slaq.report_loss(bad)
         for v in (1.0, 0.5, 0.3):
             slaq.report_loss(v)
@@ -84,6 +85,24 @@ def test_job_api_without_spark_validates_and_tracks_targets():
         slaq.report_loss(0.1)
     with pytest.raises(slaq.JobClosed):
         job.report(0.1)
+
+
+def test_a_non_finite_loss_is_skipped_with_one_warning_per_job_and_the_loop_goes_on(caplog):
+    """A diverging model's NaN must not kill the training loop: skipped, one WARN per job naming it and
+    the value, the rest counted; other jobs warn for their own."""
+    with caplog.at_level("WARNING", logger="slaq"), slaq.job("diverging") as job, slaq.job("other") as other:
+        job.report(1.0)
+        for bad in (math.nan, math.inf, -math.inf, np.float64("nan")):
+            slaq.report_loss(bad)  # the thread's job: the innermost block, "other"
+            job.report(bad)
+        job.report(0.5)
+    assert job.losses == [1.0, 0.5] and other.losses == []
+    assert (job.skipped_losses, other.skipped_losses) == (4, 4)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2 and "job other reported a loss of nan; skipped" in warnings[0], warnings
+    assert "job diverging reported a loss of nan; skipped" in warnings[1]
+    with pytest.raises(slaq.NoActiveJob):
+        slaq.report_loss(math.nan)  # outside any job: a misuse, not a skipped loss
 
 
 def test_target_reduction_uses_the_fitted_floor():

@@ -11,7 +11,8 @@ from slaq import messages
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.observer import LoopObserver
-from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, seconds_to_reduction, share_reason, used_cores
+from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, share_reason, used_cores
+from slaq.live.target import Target
 from slaq.progress import ConsoleProgress, console, format_table
 from srsupport.slaq_watch import Statuses
 from tests.fixtures import FakePools
@@ -40,9 +41,10 @@ class FakeClock:
         return self.now
 
 
-def row(job, state, iterations, loss, normalized, gain, cores, used):
+def row(job, state, iterations, loss, normalized, gain, cores, used, to_target=-1.0):
     """A ``job_status`` with the figures these tests do not look at left at their defaults."""
-    return messages.JobStatus(job, state, iterations, loss, normalized, gain, cores, used, POLICY, 0.0, 0.0, -1.0, "", -1, -1, False, -1.0)
+    return messages.JobStatus(job, state, iterations, loss, normalized, gain, cores, used, POLICY, 0.0, 0.0, to_target, "", -1, -1, False, -1.0,
+                              -1.0, "", 1.0, 0.0)
 
 
 def it(job, loss, t, core_seconds):
@@ -145,13 +147,6 @@ def test_share_reason_names_the_rule_or_decision_behind_each_share():
     assert share_reason(5, False, False, 1.0, 0.0, False) == POLICY
 
 
-def test_seconds_to_reduction_is_the_first_time_past_that_share_of_the_whole_drop():
-    losses, times = [1.0, 0.5, 0.2, 0.12, 0.1], [1.0, 2.0, 3.0, 4.0, 5.0]
-    assert seconds_to_reduction(losses, times, 0.5) == pytest.approx(3.5)  # 0.12 <= 1 - 0.9 * 0.9 = 0.19
-    assert seconds_to_reduction([1.0, 1.2], [1.0, 2.0], 0.0) == -1.0  # no reduction
-    assert seconds_to_reduction(losses, [], 0.0) == -1.0  # no times
-
-
 def test_a_finished_job_carries_its_final_figures_from_its_whole_history():
     """The last epoch's row misses losses ingested as the job closed: its final row comes from its history."""
     clock = FakeClock()
@@ -172,9 +167,57 @@ def test_a_finished_job_carries_its_final_figures_from_its_whole_history():
     (row,) = published[-1].finished
     assert (row.state, row.iterations, row.loss, row.why) == ("finished", 3, 0.2, ENDED)
     assert row.wall_seconds == pytest.approx(1.0) and row.core_seconds == pytest.approx(1.0)
-    assert row.seconds_to_target == pytest.approx(1.1)  # 0.2 is the first loss at 90% of the drop, at 1.1 s
+    assert row.seconds_to_ninety == pytest.approx(1.1)  # 0.2 is the first loss at 90% of the drop, at 1.1 s
+    assert (row.seconds_to_target, row.target) == (-1.0, "")  # no target, none reached
     assert (row.group, row.candidate, row.fold, row.refit) == ("CrossValidator_1", 1, -1, True)
     assert published[-1].jobs == () and messages.decode(messages.encode(published[-1])) == published[-1]
+
+
+def test_normalized_loss_falls_with_the_raw_loss_and_is_no_floor_fit_to_two_points():
+    """A job's second loss read exactly 0.500 (a floor fitted through two points), its third 0.902, while the raw
+    loss fell. Each row's normalized loss is the loss against the row's own reference, the loss over the first
+    loss before a floor can be fitted, and the whole series drawn against the latest reference (as the tab's
+    chart draws it) falls wherever the raw loss falls."""
+    losses = [0.6931, 0.6779, 0.6650, 0.6540, 0.6447, 0.6368, 0.6301, 0.6244, 0.6196]
+    batches = [([it("a", v, 0.1 + 0.5 * k, 0.5 * k)], {"a": 0.5 * k}) for k, v in enumerate(losses)]
+    _, published = run_epochs(batches)
+    rows = [next(j for j in s.jobs if j.job == "a") for s in published]
+    assert [r.loss for r in rows] == losses
+    assert rows[1].normalized_loss == pytest.approx(0.6779 / 0.6931)  # not 0.500
+    assert rows[2].normalized_loss == pytest.approx(0.6650 / 0.6931)
+    for r in rows:
+        assert r.normalized_loss == pytest.approx((r.loss - r.loss_floor) / (r.first_loss - r.loss_floor))
+        assert r.first_loss == losses[0]
+    assert rows[-1].loss_floor > 0  # fitted: below the losses, above 0
+    drawn = [(r.loss - rows[-1].loss_floor) / (rows[-1].first_loss - rows[-1].loss_floor) for r in rows]
+    assert drawn == sorted(drawn, reverse=True) and drawn[0] == pytest.approx(1.0)
+
+
+def test_time_to_target_is_only_for_a_target_reached_and_time_to_ninety_for_a_finished_job():
+    """A job that missed its target showed a time to target (90% of its reduction stood in for it)."""
+    clock = FakeClock()
+    statuses = Statuses()
+    losses = [1.0, 0.5, 0.3, 0.2]
+    batches = [([it(j, v, 0.5 * (k + 1), 0.5 * k) for j in ("met", "missed", "none")], {}) for k, v in enumerate(losses)]
+    loop = EpochLoop(ScriptedPools(batches), "slaq", 0.5, observers=[statuses], clock=clock, clock_offset=100.0)
+    loop.add(LiveJob("met", target=Target(loss=0.35)))
+    loop.add(LiveJob("missed", target=Target(loss=0.01)))
+    loop.add(LiveJob("none"))
+    for _ in losses:
+        clock.now += 0.5
+        loop.step()
+    running = {j.job: j for j in statuses.published[-1].jobs}
+    assert running["met"].seconds_to_target == pytest.approx(1.5) and running["met"].target == "loss <= 0.35"
+    assert running["missed"].seconds_to_target == -1.0 and running["missed"].seconds_to_ninety == -1.0  # not known while it runs
+    for name in running:
+        loop.remove(name)
+    clock.now += 0.5
+    loop.step()
+    final = {j.job: j for j in statuses.published[-1].finished}
+    assert (final["met"].seconds_to_target, final["met"].why) == (pytest.approx(1.5), TARGET)
+    assert (final["missed"].seconds_to_target, final["missed"].target, final["missed"].why) == (-1.0, "loss <= 0.01", ENDED)
+    assert (final["none"].seconds_to_target, final["none"].target) == (-1.0, "")
+    assert all(j.seconds_to_ninety == pytest.approx(2.0) for j in final.values())  # 0.2: 90% of the drop 1.0 -> 0.2, at 2.0 s
 
 
 def test_console_table_lists_jobs_by_cores_and_folds_the_rest():
@@ -196,10 +239,11 @@ def test_console_progress_prints_each_new_epoch_once():
     assert progress.tick() and not progress.tick()
     current["status"] = messages.EpochStatus(2, 1.0, "fair", 2.0, [], [])
     assert not progress.tick()  # no job registered: no table
-    current["status"] = messages.EpochStatus(3, 1.5, "fair", 2.0, [row("a", "running", 4, 0.4, 0.3, 0.1, 2.0, 2.0)], [])
+    current["status"] = messages.EpochStatus(3, 1.5, "fair", 2.0, [row("a", "running", 4, 0.4, 0.3, 0.1, 2.0, 2.0, to_target=1.25)], [])
     assert progress.tick()
     assert out.getvalue().count("SLAQ epoch") == 2
-    assert "\n  a   running      3        0.5  0.400  0.100  2.00/1.50\n" in out.getvalue()
+    assert "\n  a   running      3        0.5  0.400  0.100  2.00/1.50         -\n" in out.getvalue()
+    assert "\n  a   running      4        0.4  0.300  0.100  2.00/2.00      1.2s\n" in out.getvalue()  # the status's own time to target
 
 
 def test_console_off_prints_nothing_and_bad_period_is_refused():

@@ -59,7 +59,8 @@ def synthetic(kind: str, **values: Any) -> dict[str, Any]:
 def epoch(e: int, jobs: int) -> str:
     """Epoch ``e`` with ``jobs`` running jobs, each with its own loss curve and cores."""
     rows = [synthetic("job_status", job=f"job-{j:03d}", state="running", iterations=e + 1, loss=1.0 / (e + j + 1),
-                      normalized_loss=1.0 / (e + 1), predicted_gain=0.01 * (j % 7), cores=0.25 + (j % 4) * 0.25, used_cores=0.2 + (j % 4) * 0.2)
+                      normalized_loss=1.0 / (e + j + 1), predicted_gain=0.01 * (j % 7), cores=0.25 + (j % 4) * 0.25, used_cores=0.2 + (j % 4) * 0.2,
+                      first_loss=1.0, loss_floor=0.0)
             for j in range(jobs)]
     return json.dumps(synthetic("epoch_status", epoch=e, t=0.5 * e, policy="slaq", capacity=float(jobs), jobs=rows))
 

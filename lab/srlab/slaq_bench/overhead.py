@@ -37,7 +37,7 @@ def fill_window(publish: Callable[[Any], None], jobs: int, epochs: int) -> None:
     for e in range(epochs):
         publish(EpochStatus(10_000 + e, 10_000.0 + e, "slaq", 2.0, [
             JobStatus(f"overhead-{i:03d}", "running", e + 1, 1.0 / (e + 1), 1.0 / (e + 1), 0.01, 2.0 / jobs, 1.9 / jobs,
-                      "predicted gain per core", float(e), 1.9 * e / jobs, -1.0, "", -1, -1, False, -1.0)
+                      "predicted gain per core", float(e), 1.9 * e / jobs, -1.0, "", -1, -1, False, -1.0, -1.0, "", 1.0, 0.0)
             for i in range(jobs)], []))
 
 

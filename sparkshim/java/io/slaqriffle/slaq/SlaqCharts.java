@@ -20,6 +20,8 @@ final class SlaqCharts {
   private static final int BOTTOM = 30;
   /** Normalized loss is drawn in [0, this]; noisy values beyond are clipped to the frame. */
   private static final double LOSS_MAX = 1.1;
+  /** The least first-loss-to-floor distance, as {@code slaq.stats.history.MIN_SPAN}: a job whose first loss is its floor. */
+  private static final double MIN_SPAN = 1e-300;
   private static final String[] PALETTE = {
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"
   };
@@ -53,8 +55,23 @@ final class SlaqCharts {
         p[0], p[1], color(index), index + 1);
   }
 
-  /** Normalized loss of every job that reported a loss, one line each, and their mean (thick, black). */
-  static String lossChart(List<SlaqMessages.EpochStatus> history, List<String> jobs) {
+  /**
+   * Normalized loss of every job that reported a loss, one line each, and their mean (thick, black). Each job's whole
+   * line is drawn against its latest row's first loss and floor ({@code finished}: the jobs' final rows), so a floor
+   * estimate that moved never makes a falling loss look like a rising one; its last point is its row's normalized loss.
+   */
+  static String lossChart(List<SlaqMessages.EpochStatus> history, List<SlaqMessages.JobStatus> finished, List<String> jobs) {
+    Map<String, SlaqMessages.JobStatus> latest = new HashMap<>();
+    for (SlaqMessages.EpochStatus e : history) {
+      for (SlaqMessages.JobStatus j : e.jobs()) {
+        if (j.iterations() > 0) {
+          latest.put(j.job(), j);
+        }
+      }
+    }
+    for (SlaqMessages.JobStatus j : finished) {
+      latest.put(j.job(), j);
+    }
     Frame f = new Frame(history, LOSS_MAX, 0.25);
     StringBuilder svg = f.open("slaq-loss-chart", "normalized loss over time", "normalized loss");
     Map<String, StringBuilder> lines = new HashMap<>();
@@ -64,8 +81,10 @@ final class SlaqCharts {
       int n = 0;
       for (SlaqMessages.JobStatus j : e.jobs()) {
         if (j.iterations() > 0) {
-          lines.computeIfAbsent(j.job(), k -> new StringBuilder()).append(f.point(e.t(), j.normalizedLoss()));
-          sum += j.normalizedLoss();
+          SlaqMessages.JobStatus ref = latest.get(j.job());
+          double normalized = (j.loss() - ref.lossFloor()) / Math.max(ref.firstLoss() - ref.lossFloor(), MIN_SPAN);
+          lines.computeIfAbsent(j.job(), k -> new StringBuilder()).append(f.point(e.t(), normalized));
+          sum += normalized;
           n++;
         }
       }

@@ -29,21 +29,26 @@ public final class SlaqMessages {
   /**
    * One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these): its
    * figures, why it got its share, and for a tuning candidate its tuner ({@code group}), candidate and fold (-1: none)
-   * and whether it is the tuner's refit on the best params. {@code secondsToTarget} is -1 until known;
-   * {@code driverFraction}: the share of its latest iterations' wall time the driver alone worked (-1: not measured yet).
+   * and whether it is the tuner's refit on the best params. Python computes every figure ({@code slaq.metrics}); a
+   * figure the job has none of is -1: {@code secondsToTarget} (no target, or not reached), {@code secondsToNinety}
+   * (until it finished), {@code driverFraction} (the share of its latest iterations' wall time the driver alone worked;
+   * not measured yet). {@code target}: the target it declared ("" without one). Its normalized loss is
+   * {@code (loss - lossFloor) / (firstLoss - lossFloor)}; the charts draw its earlier losses against its latest pair.
    */
   @JsonTypeName("job_status")
   public record JobStatus(String job, String state, int iterations, double loss, double normalizedLoss, double predictedGain,
       double cores, double usedCores, String why, double wallSeconds, double coreSeconds, double secondsToTarget,
-      String group, int candidate, int fold, boolean refit, double driverFraction) implements Messages.Message {}
+      String group, int candidate, int fold, boolean refit, double driverFraction, double secondsToNinety, String target,
+      double firstLoss, double lossFloor) implements Messages.Message {}
 
   /** One epoch's decisions, pushed once per epoch by the Python loop ({@code SlaqStatus.publish}), with the final figures of the jobs that ended since the previous one. */
   @JsonTypeName("epoch_status")
   public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs, List<JobStatus> finished) implements Messages.Message {}
 
-  /** One job over the whole application: seconds from its first epoch to normalized loss 0.1 (-1: not reached), its core-seconds and their share. */
+  /** One job over the whole application: its target, time to target and to 90% of its loss reduction from its latest row (-1: none), its core-seconds and their share. */
   @JsonTypeName("slaq_job_summary")
-  public record SlaqJobSummary(String job, double secondsToNinety, double coreSeconds, double share) implements Messages.Message {}
+  public record SlaqJobSummary(String job, String target, double secondsToTarget, double secondsToNinety, double coreSeconds, double share)
+      implements Messages.Message {}
 
   /** What SLAQ did over the application (logged once at its end): per job, and the mean time to 90% over the jobs that reached it. */
   @JsonTypeName("slaq_summary")

@@ -48,15 +48,16 @@ final class SlaqPage {
         .append("<th title=\"the job's number and line style in the charts\">#</th><th>Job</th>")
         .append("<th title=\"a tuning candidate's param map and fold, or the tuner's refit on the best param map\">Tuning</th>")
         .append("<th>State</th><th title=\"why the job got its share this epoch (see below)\">Why</th><th>Iterations</th><th>Loss</th>")
-        .append("<th title=\"1 at the job's first loss, 0 at its predicted floor\">Normalized loss</th>")
+        .append("<th title=\"").append(NORMALIZED_DEFINITION).append("\">Normalized loss</th>")
         .append("<th title=\"").append(GAIN_DEFINITION).append("\">Predicted gain</th>")
         .append("<th>Cores allocated</th><th title=\"cores the job's tasks ran on over the last epoch\">Cores used</th>")
         .append("<th>Wall time</th><th title=\"").append(TARGET_DEFINITION).append("\">Time to target</th>")
+        .append("<th title=\"").append(NINETY_DEFINITION).append("\">Time to 90%</th>")
         .append("<th title=\"cores x seconds the job's tasks ran\">Core-seconds</th>").append(Html.HEAD_END);
     for (Group g : groups(rows)) {
       if (!g.name.isEmpty()) {
         b.append(String.format(Locale.ROOT,
-            "<tr class=\"slaq-group\" data-group=\"%s\"><th colspan=\"14\">%s &middot; %d fits</th></tr>",
+            "<tr class=\"slaq-group\" data-group=\"%s\"><th colspan=\"15\">%s &middot; %d fits</th></tr>",
             escape(g.name), escape(g.name), g.rows.size()));
       }
       for (SlaqMessages.JobStatus j : g.rows) {
@@ -64,7 +65,7 @@ final class SlaqPage {
       }
     }
     b.append("</tbody></table>");
-    b.append("<h4>Normalized loss over time</h4>").append(SlaqCharts.lossChart(history, jobs))
+    b.append("<h4>Normalized loss over time</h4>").append(SlaqCharts.lossChart(history, report.finished(), jobs))
         .append("<h4>Cores allocated over time</h4>").append(SlaqCharts.allocationChart(history, jobs))
         .append("<div id=\"slaq-legend\">");
     for (int i = 0; i < jobs.size(); i++) {
@@ -74,8 +75,10 @@ final class SlaqPage {
     b.append("<p>Thick black: mean normalized loss; dashed black: cores used by all jobs. Each job keeps its number, colour and "
         + "line style in both charts (numbers at the lines' ends).</p></div>");
     b.append("<h4>Reading the table</h4><dl id=\"slaq-definitions\">")
+        .append("<dt>Normalized loss</dt><dd>").append(NORMALIZED_DEFINITION).append("</dd>")
         .append("<dt>Predicted gain</dt><dd>").append(GAIN_DEFINITION).append("</dd>")
         .append("<dt>Time to target</dt><dd>").append(TARGET_DEFINITION).append("</dd>")
+        .append("<dt>Time to 90%</dt><dd>").append(NINETY_DEFINITION).append("</dd>")
         .append("<dt>Why</dt><dd><ul>")
         .append("<li><em>exploring a new job</em>: fewer than two losses, so no curve to predict from; new jobs get cores first</li>")
         .append("<li><em>no loss yet</em>: the job reports no loss (or none after 3 epochs); it gets an even share, as fair sharing would</li>")
@@ -91,10 +94,14 @@ final class SlaqPage {
     return b.toString();
   }
 
-  static final String GAIN_DEFINITION = "the drop of normalized loss (1 = the job's first loss, 0 = its predicted floor) that its fitted "
-      + "loss curve predicts over the next epoch with the cores allocated; 0 before the job has two losses";
-  static final String TARGET_DEFINITION = "seconds from the job's start until it reached its target, or, without one, until it "
-      + "achieved 90% of its whole loss reduction (known once it finished)";
+  static final String NORMALIZED_DEFINITION = "1 at the job's first loss, 0 at the floor its fitted loss curve predicts; before it has "
+      + "4 losses (too few to fit a floor), its loss over its first loss. The charts draw each job's whole line against its latest floor";
+  static final String GAIN_DEFINITION = "the drop of normalized loss that the job's fitted loss curve predicts over the next epoch with the "
+      + "cores allocated; 0 before the job has two losses";
+  static final String TARGET_DEFINITION = "seconds from the job's start until it reached the target it declared (target loss or "
+      + "reduction; the cell's tooltip names it); a dash for a job without a target or one that has not reached it";
+  static final String NINETY_DEFINITION = "seconds from the job's start until its loss first made 90% of its whole loss reduction (first "
+      + "loss to lowest), known once it finished; a dash before that or if its loss never fell";
 
   /** One table row: number, job, tuning place, state, why, then its figures (dashes where there are none). */
   private static String row(SlaqMessages.JobStatus j, Integer number) {
@@ -107,7 +114,7 @@ final class SlaqPage {
     }
     return String.format(Locale.ROOT,
         "<tr class=\"slaq-job\" data-job=\"%s\" data-group=\"%s\"%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td>"
-            + "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>",
+            + "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td%s>%s</td><td>%s</td><td>%s</td></tr>",
         escape(j.job()), escape(j.group()), j.refit() ? " data-refit=\"true\"" : "",
         number == null ? "&ndash;" : Integer.toString(number + 1), escape(j.job()), tuning, escape(j.state()), escape(j.why()), j.iterations(),
         reported ? String.format(Locale.ROOT, "%.6g", j.loss()) : "&ndash;",
@@ -116,7 +123,8 @@ final class SlaqPage {
         finished ? "&ndash;" : String.format(Locale.ROOT, "%.2f", j.cores()),
         finished ? "&ndash;" : String.format(Locale.ROOT, "%.2f", j.usedCores()),
         String.format(Locale.ROOT, "%.1f s", j.wallSeconds()),
-        j.secondsToTarget() >= 0 ? String.format(Locale.ROOT, "%.1f s", j.secondsToTarget()) : "&ndash;",
+        j.target().isEmpty() ? "" : " title=\"target: " + escape(j.target()) + "\"", SlaqStatus.seconds(j.secondsToTarget(), "&ndash;"),
+        SlaqStatus.seconds(j.secondsToNinety(), "&ndash;"),
         String.format(Locale.ROOT, "%.1f", j.coreSeconds()));
   }
 

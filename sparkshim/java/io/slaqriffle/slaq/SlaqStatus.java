@@ -22,8 +22,9 @@ import org.slf4j.LoggerFactory;
  * messages, one py4j call per epoch): a bounded window of recent epochs for the UI tab's charts, the
  * last status of every job that left the loop, and one INFO line per epoch in the driver's log4j log
  * (logger {@code io.slaqriffle.slaq.SlaqStatus}). While no job is registered only the first idle epoch is
- * kept and logged. It also keeps, per job, what the application-end summary reports (time to 90%,
- * core-seconds allocated) and the gauges of SLAQ's metric source.
+ * kept and logged. It also keeps, per job, what the application-end summary reports (the latest row's
+ * time to target and to 90% of its loss reduction, as Python computed them; core-seconds allocated) and
+ * the gauges of SLAQ's metric source.
  */
 public final class SlaqStatus {
   private static final Logger LOG = LoggerFactory.getLogger(SlaqStatus.class);
@@ -33,8 +34,6 @@ public final class SlaqStatus {
   static final int MAX_FINISHED = 500;
   /** Jobs named in one log line; the rest are counted. */
   static final int LOG_JOBS = 8;
-  /** Normalized loss at which a job counts as 90% converged (the paper's "time to 90%"). */
-  static final double NINETY = 0.1;
   /** Jobs the summary remembers; the oldest are dropped first. */
   static final int MAX_TALLIES = 2 * MAX_FINISHED;
   /** Jobs named in the summary block; the rest are counted. */
@@ -47,15 +46,10 @@ public final class SlaqStatus {
   private double lastEpochSeconds;
   private volatile Consumer<SlaqMessages.EpochStatus> recorded = e -> {};
 
-  /** One job over the application: when it first appeared, when it reached {@link #NINETY} (-1: not yet), cores x seconds allocated. */
+  /** One job over the application: its latest row (its figures) and the cores x seconds allocated to it. */
   private static final class Tally {
-    final double firstT;
-    double t90 = -1;
+    SlaqMessages.JobStatus last;
     double coreSeconds;
-
-    Tally(double firstT) {
-      this.firstT = firstT;
-    }
   }
 
   /**
@@ -119,31 +113,39 @@ public final class SlaqStatus {
     return true;
   }
 
-  /** Charges each job the cores it held since the previous epoch and notes the first epoch it reached 90%. */
+  /** Charges each job the cores it held since the previous epoch and keeps its latest row. */
   private void tally(SlaqMessages.EpochStatus previous, SlaqMessages.EpochStatus status) {
     if (previous != null) {
       double dt = Math.max(status.t() - previous.t(), 0.0);
       lastEpochSeconds = dt;
       for (SlaqMessages.JobStatus j : previous.jobs()) {
-        tallyOf(j.job(), previous.t()).coreSeconds += j.cores() * dt;
+        tallyOf(j).coreSeconds += j.cores() * dt;
       }
     }
     for (SlaqMessages.JobStatus j : status.jobs()) {
-      Tally t = tallyOf(j.job(), status.t());
-      if (t.t90 < 0 && j.iterations() > 1 && j.normalizedLoss() <= NINETY) {
-        t.t90 = status.t() - t.firstT;
+      tallyOf(j).last = j;
+    }
+  }
+
+  /** The job's tally (a new one starts at {@code row}); the oldest jobs are dropped past {@link #MAX_TALLIES}. */
+  private Tally tallyOf(SlaqMessages.JobStatus row) {
+    Tally t = tallies.get(row.job());
+    if (t == null) {
+      t = new Tally();
+      t.last = row;
+      tallies.put(row.job(), t);
+      while (tallies.size() > MAX_TALLIES) {
+        tallies.remove(tallies.keySet().iterator().next());
       }
     }
-    while (tallies.size() > MAX_TALLIES) {
-      tallies.remove(tallies.keySet().iterator().next());
-    }
+    return t;
   }
 
-  private Tally tallyOf(String job, double t) {
-    return tallies.computeIfAbsent(job, k -> new Tally(t));
-  }
-
-  /** What SLAQ did over the application so far: per job its time to 90% and its share of all allocated core-seconds. */
+  /**
+   * What SLAQ did over the application so far: per job its target, time to target and time to 90% of its loss
+   * reduction as its latest row has them (the tab's figures, never recomputed here) and its share of all allocated
+   * core-seconds; the mean time to 90% over the jobs that have one.
+   */
   public synchronized SlaqMessages.SlaqSummary summary() {
     double total = 0;
     for (Tally t : tallies.values()) {
@@ -154,9 +156,11 @@ public final class SlaqStatus {
     int reached = 0;
     for (Map.Entry<String, Tally> e : tallies.entrySet()) {
       Tally t = e.getValue();
-      jobs.add(new SlaqMessages.SlaqJobSummary(e.getKey(), t.t90, t.coreSeconds, total > 0 ? t.coreSeconds / total : 0.0));
-      if (t.t90 >= 0) {
-        sum90 += t.t90;
+      SlaqMessages.JobStatus j = t.last;
+      jobs.add(new SlaqMessages.SlaqJobSummary(e.getKey(), j.target(), j.secondsToTarget(), j.secondsToNinety(), t.coreSeconds,
+          total > 0 ? t.coreSeconds / total : 0.0));
+      if (j.secondsToNinety() >= 0) {
+        sum90 += j.secondsToNinety();
         reached++;
       }
     }
@@ -170,21 +174,34 @@ public final class SlaqStatus {
     }
   }
 
-  /** The application-end block: the mean time to 90%, then each job's time to 90% and share of the allocations. */
+  /** The application-end block: the mean time to 90%, then each job's time to target, time to 90% and share of the allocations. */
   static String summaryBlock(SlaqMessages.SlaqSummary s) {
+    int targets = 0;
+    int reachedTargets = 0;
+    for (SlaqMessages.SlaqJobSummary j : s.jobs()) {
+      targets += j.target().isEmpty() ? 0 : 1;
+      reachedTargets += j.secondsToTarget() >= 0 ? 1 : 0;
+    }
     StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
-        "SLAQ summary: %d jobs, %d reached normalized loss %.1f; mean time to 90%%: %s",
-        s.jobs().size(), s.reachedNinety(), NINETY, s.reachedNinety() > 0 ? String.format(Locale.ROOT, "%.1f s", s.meanSecondsToNinety()) : "n/a"));
+        "SLAQ summary: %d jobs, %s; mean time to 90%% of the loss reduction: %s (%d jobs)", s.jobs().size(),
+        targets == 0 ? "no targets" : String.format(Locale.ROOT, "%d of %d targets reached", reachedTargets, targets),
+        seconds(s.reachedNinety() > 0 ? s.meanSecondsToNinety() : -1, "n/a"), s.reachedNinety()));
     int shown = 0;
     for (SlaqMessages.SlaqJobSummary j : s.jobs()) {
       if (shown++ == SUMMARY_JOBS) {
         b.append(String.format(Locale.ROOT, "%n  ... %d more jobs", s.jobs().size() - SUMMARY_JOBS));
         break;
       }
-      b.append(String.format(Locale.ROOT, "%n  %s: time to 90%% %s, %.1f core-seconds allocated (%.1f%% of all)", j.job(),
-          j.secondsToNinety() >= 0 ? String.format(Locale.ROOT, "%.1f s", j.secondsToNinety()) : "not reached", j.coreSeconds(), 100 * j.share()));
+      String target = j.target().isEmpty() ? "no target" : "time to target (" + j.target() + ") " + seconds(j.secondsToTarget(), "not reached");
+      b.append(String.format(Locale.ROOT, "%n  %s: %s, time to 90%% %s, %.1f core-seconds allocated (%.1f%% of all)", j.job(),
+          target, seconds(j.secondsToNinety(), "not reached"), j.coreSeconds(), 100 * j.share()));
     }
     return b.toString();
+  }
+
+  /** A figure in seconds, or {@code none} for one a job does not have (-1). */
+  static String seconds(double value, String none) {
+    return value >= 0 ? String.format(Locale.ROOT, "%.1f s", value) : none;
   }
 
   /**
@@ -231,12 +248,14 @@ public final class SlaqStatus {
   private void finish(SlaqMessages.JobStatus j) {
     finished.remove(j.job());
     finished.put(j.job(), j);
+    tallyOf(j).last = j;
   }
 
   /** A job that left without final figures from the loop: its last epoch's, with no cores. */
   private static SlaqMessages.JobStatus asFinished(SlaqMessages.JobStatus j) {
     return new SlaqMessages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0, "ended",
-        j.wallSeconds(), j.coreSeconds(), j.secondsToTarget(), j.group(), j.candidate(), j.fold(), j.refit(), j.driverFraction());
+        j.wallSeconds(), j.coreSeconds(), j.secondsToTarget(), j.group(), j.candidate(), j.fold(), j.refit(), j.driverFraction(),
+        j.secondsToNinety(), j.target(), j.firstLoss(), j.lossFloor());
   }
 
   /** The last {@code epochs} retained epochs (oldest first) and the finished jobs (oldest first), as one snapshot. */
