@@ -4,6 +4,7 @@ on and off, another configuration, and how big the driver's per-shuffle state (P
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -72,6 +73,21 @@ def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
     return True
 
 
+def wait_cleaned(scheduler: MergeScheduler, shuffle: int, timeout: float = 60.0) -> bool:
+    """True once Spark's ContextCleaner cleaned ``shuffle`` up and the scheduler handled it (its state is gone), False if
+    ``timeout`` seconds pass first. Spark cleans a shuffle once its dependency is garbage: Python's RDD proxies are collected
+    first (py4j then drops their JVM references), then the JVM's garbage, again until it happened (one JVM GC alone can run
+    before py4j let go)."""
+    deadline = time.monotonic() + timeout
+    while shuffle in scheduler.shuffles:
+        if time.monotonic() > deadline:
+            return False
+        gc.collect()
+        scheduler.sc._jvm.System.gc()
+        time.sleep(0.2)
+    return True
+
+
 def set_merging(scheduler: MergeScheduler, on: bool) -> None:
     """Merge new shuffles or leave them to plain Spark (benchmarks compare both in one session), as the
     scheduler's start tells the driver JVM."""
@@ -101,7 +117,7 @@ def forget_refusals(fleet: MergerFleet) -> None:
 
 def state_sizes(scheduler: MergeScheduler) -> dict[str, int]:
     """Entries in each per-shuffle or per-executor map of the scheduler and its fleet."""
-    return {"shuffles": len(scheduler.shuffles), "stats": len(scheduler.stats), "unsafe": len(scheduler.unsafe),
+    return {"shuffles": len(scheduler.shuffles), "stats": len(scheduler.stats), "rows": len(scheduler.rows),
             "merged_where": len(scheduler.fleet.merged_where), "local_dirs": len(scheduler.executor_dirs),
             "warned": len(scheduler.warn_once.keys) + len(scheduler.fleet.warn_once.keys)}
 
