@@ -59,8 +59,8 @@ def idle(scheduler: MergeScheduler) -> bool:
 
 
 def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
-    """True once every held shuffle settled (woken by each settling, and looked at every RECHECK_SECONDS: a held
-    shuffle Spark cleans before it settles is forgotten with no settle event), False if ``timeout`` seconds pass first."""
+    """True once every held shuffle settled (woken by each settling, a held shuffle Spark cleans up first included,
+    and looked at every RECHECK_SECONDS as well), False if ``timeout`` seconds pass first."""
     deadline = time.monotonic() + timeout
     settled = _Settled()
     with watching(scheduler, settled):
