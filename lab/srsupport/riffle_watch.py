@@ -4,6 +4,7 @@ on and off, another configuration, and how big the driver's per-shuffle state (P
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -58,8 +59,8 @@ def idle(scheduler: MergeScheduler) -> bool:
 
 
 def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
-    """True once every held shuffle settled (woken by each settling, and looked at every RECHECK_SECONDS: a held
-    shuffle Spark cleans before it settles is forgotten with no settle event), False if ``timeout`` seconds pass first."""
+    """True once every held shuffle settled (woken by each settling, a held shuffle Spark cleans up first included,
+    and looked at every RECHECK_SECONDS as well), False if ``timeout`` seconds pass first."""
     deadline = time.monotonic() + timeout
     settled = _Settled()
     with watching(scheduler, settled):
@@ -69,6 +70,21 @@ def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
                 if left <= 0:
                     return False
                 settled.changed.wait(min(left, RECHECK_SECONDS))
+    return True
+
+
+def wait_cleaned(scheduler: MergeScheduler, shuffle: int, timeout: float = 60.0) -> bool:
+    """True once Spark's ContextCleaner cleaned ``shuffle`` up and the scheduler handled it (its state is gone), False if
+    ``timeout`` seconds pass first. Spark cleans a shuffle once its dependency is garbage: Python's RDD proxies are collected
+    first (py4j then drops their JVM references), then the JVM's garbage, again until it happened (one JVM GC alone can run
+    before py4j let go)."""
+    deadline = time.monotonic() + timeout
+    while shuffle in scheduler.shuffles:
+        if time.monotonic() > deadline:
+            return False
+        gc.collect()
+        scheduler.sc._jvm.System.gc()
+        time.sleep(0.2)
     return True
 
 
@@ -101,7 +117,7 @@ def forget_refusals(fleet: MergerFleet) -> None:
 
 def state_sizes(scheduler: MergeScheduler) -> dict[str, int]:
     """Entries in each per-shuffle or per-executor map of the scheduler and its fleet."""
-    return {"shuffles": len(scheduler.shuffles), "stats": len(scheduler.stats), "unsafe": len(scheduler.unsafe),
+    return {"shuffles": len(scheduler.shuffles), "stats": len(scheduler.stats), "rows": len(scheduler.rows),
             "merged_where": len(scheduler.fleet.merged_where), "local_dirs": len(scheduler.executor_dirs),
             "warned": len(scheduler.warn_once.keys) + len(scheduler.fleet.warn_once.keys)}
 

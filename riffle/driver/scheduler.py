@@ -26,12 +26,12 @@ from riffle.driver.fleet import MergerFleet, WarnOnce
 from riffle.driver.merges import Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.observer import SchedulerObserver
 from riffle.driver.policy import MapOutput, has_data, make_merge_policy
-from riffle.driver.status import MERGER_DOWN, OTHER, add_to_totals, cause_of_release, no_totals, policy_label, riffle_status, shuffle_row
+from riffle.driver.status import MERGER_DOWN, OTHER, add_to_totals, cause_of_release, cleaned, no_totals, policy_label, riffle_status, seen, shuffle_row
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 
 log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01
-MAX_SETTLED_SHUFFLES = 256  # settled shuffles (and their stats) kept when Spark does not clean them up
+MAX_SETTLED_SHUFFLES = 256  # settled shuffles (and their stats) kept when Spark does not clean them up; finished rows the Riffle tab lists
 PUBLISH_SECONDS = 1.0  # the Riffle tab's model is pushed at least this often (merger health), and at once when a shuffle settles
 HOLD_MARGIN_SECONDS = 5.0  # the shim holds reducers this much longer than the scheduler would: the scheduler decides first
 
@@ -47,11 +47,13 @@ class MergeScheduler:
         self.tracker = tracker
         self.app_id = str(tracker.applicationId())
         self.fleet = MergerFleet(config, self.app_id)
-        # Every map is pruned when Spark cleans a shuffle; settled shuffles, their stats and unsafe
-        # reasons are also capped at MAX_SETTLED_SHUFFLES for apps whose shuffles are never cleaned.
+        # Every map is pruned when Spark cleans a shuffle; settled shuffles and their stats are also
+        # capped at MAX_SETTLED_SHUFFLES for apps whose shuffles are never cleaned.
         self.shuffles: dict[int, ShuffleState] = {}
         self.stats: OrderedDict[int, dict] = OrderedDict()
-        self.unsafe: OrderedDict[int, str] = OrderedDict()  # shuffles never merged, and why
+        # The Riffle tab's rows in the order the shuffles were seen: every merging one (None: built from its state when
+        # published) and the latest MAX_SETTLED_SHUFFLES finished ones (settled or unmerged), kept after Spark cleans them.
+        self.rows: OrderedDict[int, Any] = OrderedDict()
         self.executor_dirs: dict[str, list[str]] = {}  # executor -> its blockmgr dirs, as the driver JVM reported them
         self.warn_once = WarnOnce(log)
         self.observers: list[SchedulerObserver] = []  # told of every event and every settled shuffle
@@ -59,7 +61,7 @@ class MergeScheduler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="riffle-merge-scheduler", daemon=True)
         self.errors = 0
-        self.totals = no_totals()  # every settled shuffle summed (the Riffle tab, metrics and summary at application end)
+        self.totals = no_totals()  # every shuffle seen counted, every settled one summed (the Riffle tab, metrics, summary at the end)
         self._published = float("-inf")
         self._changed = False
         self._started = time.monotonic()
@@ -125,10 +127,18 @@ class MergeScheduler:
                 self.warn_once("publish", "Riffle: cannot update the Riffle tab and metrics: %s", exc)
 
     def status(self) -> Any:
-        """The ``riffle_status`` message of now: shuffles by id, mergers, totals."""
-        label = policy_label(self.config.policy, self.config.nway, self.config.target_block_bytes)
-        rows = [shuffle_row(s, self.stats.get(sid), label) for sid, s in sorted(list(self.shuffles.items()))]  # any thread may ask
+        """The ``riffle_status`` message of now: the listed shuffles in the order seen, mergers, totals."""
+        rows = []
+        for sid, row in list(self.rows.items()):  # any thread may ask
+            s = self.shuffles.get(sid)
+            if row is None and s is not None:
+                row = shuffle_row(s, None, self._policy_label())
+            if row is not None:
+                rows.append(row)
         return riffle_status(time.monotonic() - self._started, rows, self.fleet.merger_rows(), self.totals)
+
+    def _policy_label(self) -> str:
+        return policy_label(self.config.policy, self.config.nway, self.config.target_block_bytes)
 
     def publish(self) -> None:
         """Pushes :meth:`status` to the driver JVM (the Riffle tab, its JSON, metrics, summary at application end)."""
@@ -164,22 +174,22 @@ class MergeScheduler:
             self.fleet.cleanup_all()
 
     def _map_stage_submitted(self, e: Any) -> None:
-        if e.unsafe and e.shuffle not in self.unsafe:
-            self.unsafe[e.shuffle] = e.unsafe
-            _cap(self.unsafe)
-            log.info("Riffle: shuffle %d is left unmerged: %s", e.shuffle, e.unsafe)
-        if e.attempt > 0 or e.shuffle in self.shuffles:
+        if e.shuffle in self.shuffles or e.shuffle in self.rows:
             old = self.shuffles.get(e.shuffle)
             if old is not None and not old.finalized:
                 self._abandon(old, "map stage retried")
             return
         policy = make_merge_policy(self.config.policy, self.config.nway, self.config.target_block_bytes, e.partitions) if e.held else None
-        self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, e.held, policy, name=e.name)
+        s = self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, e.held, policy, name=e.name)
+        self.totals = seen(self.totals, "" if e.held else e.not_held)
         self._changed = True
-        if not e.held:
-            s = self.shuffles[e.shuffle]
-            s.finalized = s.settled = True  # nothing to merge or release: it only counts its outputs
-            self._prune_settled()
+        if e.held:
+            self.rows[e.shuffle] = None  # merging: its row is built from its state until it settles
+            return
+        log.info("Riffle: shuffle %d is left unmerged: %s", e.shuffle, e.why)
+        s.finalized = s.settled = True  # nothing to merge or release: it only counts its outputs
+        self._list(shuffle_row(s, None, "", e.why))
+        self._prune_settled()
 
     def _map_output(self, e: Any) -> None:
         s = self.shuffles.get(e.shuffle)
@@ -197,11 +207,25 @@ class MergeScheduler:
                 self._submit(s, group)
 
     def _forget(self, sid: int) -> None:
-        """Spark cleaned the shuffle up: delete its merged files and everything kept about it."""
-        self.shuffles.pop(sid, None)
+        """Spark cleaned the shuffle up: settle it if it had not, mark its row cleaned (what happened to it stays listed),
+        delete its merged files and everything else kept about it (its state last: whoever sees it gone sees the row marked)."""
+        s = self.shuffles.get(sid)
+        if s is not None and not s.finalized:
+            self._abandon(s, "Spark cleaned the shuffle up before it settled")
+        row = self.rows.get(sid)
+        if row is not None:
+            self.rows[sid] = cleaned(row)
+            self._changed = True
         self.stats.pop(sid, None)
-        self.unsafe.pop(sid, None)
         self.fleet.cleanup(sid)
+        self.shuffles.pop(sid, None)
+
+    def _list(self, row: Any) -> None:
+        """The finished shuffle's row replaces its merging one (or comes last); only the latest MAX_SETTLED_SHUFFLES stay."""
+        self.rows[row.shuffle] = row
+        finished = [sid for sid, r in self.rows.items() if r is not None]
+        for sid in finished[:max(len(finished) - MAX_SETTLED_SHUFFLES, 0)]:
+            del self.rows[sid]
 
     def _prune_settled(self) -> None:
         settled = [sid for sid, s in self.shuffles.items() if s.settled]
@@ -319,7 +343,9 @@ class MergeScheduler:
         stats = self.stats[s.shuffle_id] = shuffle_stats(s, reason, time.monotonic())
         _cap(self.stats)
         if s.held:
-            self.totals = add_to_totals(self.totals, shuffle_row(s, stats, ""))
+            row = shuffle_row(s, stats, self._policy_label())
+            self.totals = add_to_totals(self.totals, row)
+            self._list(row)
         self._changed = True
         if s.held:
             log.info("Riffle: shuffle %d: %d merges requested, %d committed, %d cancelled, %d failed; map files %d -> %d "

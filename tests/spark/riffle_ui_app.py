@@ -2,10 +2,12 @@
 Spark's PrometheusServlet on, bound to 127.0.0.1).
 
 argv: local dir, an up merger's address, a down merger's address. Runs one SLAQ job to its end, then
-shuffle A with both mergers listed (the up one merges every group) and shuffle B with only the down one
-listed (every group falls back: merger down). The test runs a copy of this file from a directory whose
+shuffle A with both mergers listed (the up one merges every group), shuffle B with only the down one
+listed (every group falls back: merger down) and shuffle C of JVM objects (Java serialization: unsafe to
+merge, never held). A's RDD is then dropped, and Spark's ContextCleaner cleans A up, as it does in any
+application that runs on after a shuffle; B's RDD is kept. The test runs a copy of this file from a directory whose
 name needs HTML escaping: PySpark names each stage after its call site (this file's path), so the
-stage names the Riffle tab shows are user input. Prints {"ui": <url>, "shuffles": {"A": id, "B": id}}
+stage names the Riffle tab shows are user input. Prints {"ui": <url>, "shuffles": {"A": id, "B": id, "C": id}}
 once everything settled, and stops the app when its stdin closes.
 """
 
@@ -14,15 +16,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import time
 from operator import add
 
 from pyspark.sql import SparkSession
 
 import riffle
 import slaq
+from riffle import messages
 from riffle.driver.config import RiffleConfig
 from slaq.ml import logistic_regression, synthetic_blocks
-from srsupport.riffle_watch import use_config, wait_idle
+from srsupport.riffle_watch import on_events, use_config, wait_cleaned, wait_idle
 
 SLAQ_JOB = "short <j>"
 NAMESPACE = "srtest"  # spark.metrics.namespace: the scrape's series are metrics_srtest_driver_<source>_<name>_Value
@@ -50,12 +54,27 @@ def main() -> int:
     assert scheduler is not None
     data = sc.parallelize(range(6000), 6)
     shuffles = {}
+    kept = []
     for key, mergers in (("A", (up, down)), ("B", (down,))):
         use_config(scheduler, dataclasses.replace(config, mergers=mergers))
         before = set(scheduler.stats)
-        assert sorted(data.map(lambda x: (x % 7, 1)).reduceByKey(add, 4).collect()) == [(k, len(range(k, 6000, 7))) for k in range(7)]
+        counts = data.map(lambda x: (x % 7, 1)).reduceByKey(add, 4)
+        assert sorted(counts.collect()) == [(k, len(range(k, 6000, 7))) for k in range(7)]
         assert wait_idle(scheduler, 60)
         (shuffles[key],) = set(scheduler.stats) - before
+        kept += [counts] if key == "B" else []  # A's RDD is garbage once `counts` is B's: Spark cleans shuffle A up
+    unheld: list[int] = []
+    with on_events(scheduler, lambda e: unheld.append(e.shuffle) if isinstance(e, messages.MapStageSubmitted) and not e.held else None):
+        items = sc._jvm.java.util.ArrayList()
+        for i in range(40):
+            items.add(f"c{i}")
+        kept.append(sc._jsc.parallelize(items, 2).repartition(1))  # kept: Spark cleans only A up
+        assert kept[-1].count() == 40
+        deadline = time.monotonic() + 30
+        while not (unheld and unheld[0] in scheduler.shuffles) and time.monotonic() < deadline:
+            time.sleep(0.02)  # the scheduler registers C when the listener's event reaches it
+    (shuffles["C"],) = unheld
+    assert wait_cleaned(scheduler, shuffles["A"], 60), "Spark did not clean shuffle A up"
     scheduler.publish()
     print(json.dumps({"ui": sc.uiWebUrl, "shuffles": shuffles}), flush=True)
     sys.stdin.read()  # the test closes stdin when it is done

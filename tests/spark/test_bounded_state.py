@@ -48,12 +48,12 @@ def test_thousands_of_shuffles_leave_bounded_driver_state(spark, scheduler):
         assert wait_idle(scheduler, 60)
         time.sleep(0.5)  # the last events reach the scheduler
         sizes.append((jvm_state_sizes(scheduler), state_sizes(scheduler)))
-    assert len(scheduler.unsafe) > 0 and any(s["merges_committed"] > 0 for s in scheduler.stats.values())
+    assert any(r.state == "unmerged" for r in scheduler.status().shuffles) and any(s["merges_committed"] > 0 for s in scheduler.stats.values())
     for java, python in sizes:
         # nothing held or mid-job survives a finished job; per-shuffle history is capped
         assert java["stage_graph"] == 0 and java["held_shuffles"] == 0 and java["held_partitions"] == 0, sizes
         assert java["pending_events"] < 100, sizes
-        assert max(python["shuffles"], python["stats"], python["unsafe"]) <= MAX_SETTLED_SHUFFLES, sizes
+        assert max(python["shuffles"], python["stats"], python["rows"]) <= MAX_SETTLED_SHUFFLES, sizes
         assert python["local_dirs"] <= 3, sizes
     # merged files stay tracked (for deletion) only for shuffles Spark still has
     assert sizes[-1][1]["merged_where"] <= ROUNDS * PYTHON_SHUFFLES

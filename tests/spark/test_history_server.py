@@ -1,7 +1,8 @@
 """Both tabs in Spark's History Server: the Riffle tab's app (tests/spark/riffle_ui_app.py: a SLAQ job run
-to its end, a merged shuffle and a fallen-back one) with the event log on, then a real History Server
-process set up as docs/ui.md says (the shim jar in SPARK_DAEMON_CLASSPATH) replaying that log. Its
-/history/<app>/slaq/json/ and /riffle/json/ show the jobs and shuffles the live tabs showed."""
+to its end, a merged shuffle Spark then cleaned up, a fallen-back one and an unsafe one) with the event log
+on, then a real History Server process set up as docs/ui.md says (the shim jar in SPARK_DAEMON_CLASSPATH)
+replaying that log. Its /history/<app>/slaq/json/ and /riffle/json/ show the jobs and shuffles the live tabs
+showed, and both pages read in headless Chromium."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from slaq import messages as slaq_messages
 from srlab.shim_bench.history_server import event_log_files, history_server
 from srsupport.daemons import DaemonProcess
 from tests.spark.riffle_ui_app import SLAQ_JOB
-from tests.spark.ui_support import get, get_json, log4j2
+from tests.spark.ui_support import assert_riffle_page_reads, dom, get, get_json, illegible_labels, log4j2, riffle_summary, screenshot
 
 APP = Path(__file__).with_name("riffle_ui_app.py")
 TAB_EVENT = '"Event":"io.slaqriffle.seam.TabEvent"'
@@ -50,11 +51,11 @@ def replayed(tmp_path_factory):
             started = json.loads(line)
             ui = started["ui"]
             live = {"slaq": slaq_messages.decode(get(ui + "/slaq/json/")), "riffle": riffle_messages.decode(get(ui + "/riffle/json/")),
-                    "app": get_json(ui + "/api/v1/applications")[0]["id"]}
+                    "riffle_page": get(ui + "/riffle/"), "app": get_json(ui + "/api/v1/applications")[0]["id"], "shuffles": started["shuffles"]}
             proc.stdin.close()
             assert proc.wait(120) == 0, (tmp / "driver.log").read_text()[-4000:]
         with history_server(events, live["app"], tmp / "history.log", env) as url:
-            yield {**live, "url": url, "events": events}
+            yield {**live, "url": url, "events": events, "tmp": tmp}
     finally:
         up.stop()
 
@@ -74,9 +75,12 @@ def test_history_slaq_json_equals_the_live_one(replayed):
 def test_history_riffle_json_equals_the_live_one(replayed):
     history = riffle_messages.decode(get(replayed["url"] + "/riffle/json/"))
     live = replayed["riffle"]
-    assert len(live.shuffles) == 2 and live.totals.groups_merged > 0
+    assert [r.shuffle for r in history.shuffles] == [r.shuffle for r in live.shuffles]
+    assert {r.shuffle for r in live.shuffles} == set(replayed["shuffles"].values()) and live.totals.groups_merged > 0
     assert history.shuffles == live.shuffles and history.totals == live.totals
     assert {m.address for m in history.mergers} == {m.address for m in live.mergers}
+    cleaned = next(r for r in history.shuffles if r.shuffle == replayed["shuffles"]["A"])  # Spark cleaned it up: its row stays
+    assert cleaned.cleaned and cleaned.state == "settled" and cleaned.groups_merged > 0
 
 
 def test_history_pages_render_in_sparks_frame(replayed):
@@ -84,3 +88,14 @@ def test_history_pages_render_in_sparks_frame(replayed):
     assert 'id="slaq-jobs"' in slaq and "/static/bootstrap.min.css" in slaq and 'data-job="short &lt;j&gt;"' in slaq
     riffle = get(replayed["url"] + "/riffle/")
     assert riffle.count('class="riffle-shuffle"') == len(replayed["riffle"].shuffles) and 'id="riffle-mergers"' in riffle
+    assert riffle_summary(riffle) == riffle_summary(replayed["riffle_page"])  # the same counts, live and replayed
+
+
+def test_history_tabs_read_in_headless_chromium(replayed):
+    tmp = replayed["tmp"]
+    slaq = dom(replayed["url"] + "/slaq/", tmp / "profile")
+    assert "short &lt;j&gt;" in slaq and illegible_labels(slaq) == []
+    riffle = dom(replayed["url"] + "/riffle/", tmp / "profile")
+    assert_riffle_page_reads(riffle, riffle_messages.decode(get(replayed["url"] + "/riffle/json/")))
+    screenshot(replayed["url"] + "/slaq/", tmp / "slaq-tab-history.png", tmp / "profile")
+    screenshot(replayed["url"] + "/riffle/", tmp / "riffle-tab-history.png", tmp / "profile", height=1400)

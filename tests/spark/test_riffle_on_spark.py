@@ -168,15 +168,15 @@ def sc_rdd_data(spark):
 def test_unsafe_shuffle_is_left_unmerged(spark, scheduler):
     """A shuffle of JVM objects under Spark's default JavaSerializer cannot be concatenated safely."""
     sc = spark.sparkContext
-    before = set(scheduler.unsafe)
+    before = {r.shuffle for r in scheduler.status().shuffles}
     items = sc._jvm.java.util.ArrayList()
     for i in range(300):
         items.add(f"s{i}")
     assert sc._jsc.parallelize(items, 12).repartition(4).count() == 300
     assert wait_idle(scheduler, 30)
     time.sleep(0.5)  # the listener's events reach the scheduler asynchronously
-    new = {k: v for k, v in scheduler.unsafe.items() if k not in before}
-    assert new and all("serializer" in why for why in new.values()), scheduler.unsafe
+    new = {r.shuffle: r.reason for r in scheduler.status().shuffles if r.shuffle not in before and r.state == "unmerged"}
+    assert new and all("serializer" in why for why in new.values()), scheduler.status()
     assert all(merged_files_for(spark, scheduler, sid) == [] for sid in new)
 
 

@@ -1,6 +1,7 @@
 """The Riffle tab of a real running app (tests/spark/riffle_ui_app.py: local-cluster Spark, one real
-merger daemon up and one merger address down), Spark's PrometheusServlet scrape of the SLAQ and Riffle
-metric sources, and the one summary block per system in the driver log at application end."""
+merger daemon up and one merger address down; a merged shuffle Spark then cleaned up, a fallen-back one,
+an unsafe one never held), Spark's PrometheusServlet scrape of the SLAQ and Riffle metric sources, and the
+one summary block per system in the driver log at application end."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from riffle import messages as riffle_messages
 from slaq import messages as slaq_messages
 from srsupport.daemons import DaemonProcess
 from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
-from tests.spark.ui_support import CHROMIUM, CHROMIUM_FLAGS, get, log4j2
+from tests.spark.ui_support import assert_riffle_page_reads, dom, get, log4j2, riffle_summary, screenshot
 
 APP = Path(__file__).with_name("riffle_ui_app.py")
 LOG4J2 = log4j2("io.slaqriffle.slaq.SlaqStatus", "io.slaqriffle.riffle.RiffleStatus")
@@ -35,7 +37,7 @@ def closed_port_address() -> str:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """The running app once both shuffles settled: its UI URL, its Riffle and SLAQ JSON, its driver log."""
+    """The running app once its shuffles settled and A was cleaned: its UI URL, its Riffle and SLAQ JSON, its driver log."""
     tmp = tmp_path_factory.mktemp("riffle-ui-app")
     (tmp / "conf").mkdir()
     (tmp / "conf" / "log4j2.properties").write_text(LOG4J2)
@@ -72,7 +74,8 @@ def app(tmp_path_factory):
 
 
 def rows(app) -> dict[str, object]:
-    """The app's shuffle A (both mergers listed) and B (only the down one) as the tab's JSON shows them."""
+    """The app's shuffle A (both mergers listed; cleaned by Spark since), B (only the down one) and C (unsafe, never
+    held) as the tab's JSON shows them."""
     return {key: next(r for r in app["riffle"].shuffles if r.shuffle == sid) for key, sid in app["shuffles"].items()}
 
 
@@ -89,8 +92,36 @@ def test_json_shows_merged_and_fallen_back_groups_with_their_cause(app):
     assert mergers[app["up"]].health == "up" and mergers[app["up"]].merges_done >= a.groups_merged
     assert mergers[app["down"]].health == "down" and mergers[app["down"]].merges_done == 0
     t = status.totals
-    assert (t.shuffles, t.groups_merged, t.groups_fell_back) == (2, a.groups_merged, b.groups_fell_back)
+    assert (t.shuffles, t.settled, t.merged, t.groups_merged, t.groups_fell_back) == (3, 2, 1, a.groups_merged, b.groups_fell_back)
     assert (t.bytes_merged, t.blocks_unmerged - t.blocks_merged) == (a.bytes_merged, a.blocks_unmerged - a.blocks_merged)
+
+
+def test_a_shuffle_spark_cleaned_keeps_its_row_and_outcome(app):
+    listed = {r.shuffle for r in app["riffle"].shuffles}
+    assert set(app["shuffles"].values()) <= listed, (app["shuffles"], app["riffle"])
+    a, b = rows(app)["A"], rows(app)["B"]
+    assert a.cleaned and not b.cleaned  # B's RDD is still referenced
+    assert a.state == "settled" and a.groups_merged > 0 and a.reason == "all merges finished"
+    html = get(app["ui"] + "/riffle/")
+    row = re.search(rf'<tr class="riffle-shuffle" data-shuffle="{a.shuffle}"[^>]*>(.*?)</tr>', html)
+    assert row and 'data-cleaned="true"' in row.group(0) and "cleaned" in re.sub(r"<[^>]+>", " ", row.group(1)), html
+
+
+def test_counts_add_up_and_every_unmerged_shuffle_says_why(app):
+    status = app["riffle"]
+    unmerged = [r for r in status.shuffles if r.state == "unmerged"]
+    assert unmerged and all(r.reason for r in unmerged), unmerged
+    c = rows(app)["C"]
+    assert c.state == "unmerged" and "serializer" in c.reason and c.policy == "none"
+    t = status.totals
+    states = Counter(r.state for r in status.shuffles)
+    assert set(states) <= {"merging", "settled", "unmerged"}
+    assert t.shuffles == t.merging + t.settled + sum(t.unmerged.values()) == len(status.shuffles)  # nothing dropped from the list yet
+    assert (states["merging"], states["settled"], states["unmerged"]) == (t.merging, t.settled, sum(t.unmerged.values()))
+    assert t.unmerged == {"unsafe": 1} and t.merged == sum(1 for r in status.shuffles if r.state == "settled" and r.groups_merged > 0)
+    summary = riffle_summary(get(app["ui"] + "/riffle/"))
+    assert summary.startswith(f"{t.shuffles} shuffles seen: {t.merging} merging · {t.settled} settled ({t.merged} with groups merged) · "
+                              f"{sum(t.unmerged.values())} unmerged (unsafe 1) · {t.groups_merged} groups merged"), summary
 
 
 def test_page_renders_the_model_escaped_in_sparks_page(app):
@@ -98,24 +129,17 @@ def test_page_renders_the_model_escaped_in_sparks_page(app):
     assert 'id="riffle-shuffles"' in html and 'id="riffle-mergers"' in html and 'id="riffle-saved-chart"' in html
     assert "<title>" in html and "Riffle" in html and "/static/bootstrap.min.css" in html  # inside Spark's own page and styles
     assert MARK not in html and html.count(ESCAPED) >= 2  # stage names (user input) are escaped
-    assert "Fell back: merger down" in html and html.count('class="riffle-bar"') == len(app["riffle"].shuffles)
-    assert f'<td data-cause="merger_down">{rows(app)["B"].groups_fell_back["merger_down"]}</td>' in html
+    assert 'title="groups left unmerged, by cause">Groups fell back' in html and html.count('class="riffle-bar"') == len(app["riffle"].shuffles)
+    assert f'<span data-cause="merger_down">merger down {rows(app)["B"].groups_fell_back["merger_down"]}</span>' in html
 
 
 def test_tab_in_sparks_navigation_renders_in_headless_chromium(app, tmp_path):
-    chromium = Path(CHROMIUM)
-    if not chromium.exists():
-        pytest.fail(f"{chromium} is missing: run scripts/setup.sh (it installs Debian's chromium for these tests)")
-    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
     url = app["ui"] + "/riffle/"
-    dom = subprocess.run([str(chromium), *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert re.search(r'<a class="nav-link[^"]*" href="[^"]*/riffle/">Riffle</a>', dom.stdout), dom.stdout[:3000]
-    assert "Fell back: merger down" in dom.stdout and MARK not in dom.stdout
-    shot = tmp_path / "riffle-tab.png"
-    run = subprocess.run([str(chromium), *flags, "--window-size=1280,1400", f"--screenshot={shot}", url], capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", run.stderr[-2000:]
+    rendered = dom(url, tmp_path / "profile")
+    assert re.search(r'<a class="nav-link[^"]*" href="[^"]*/riffle/">Riffle</a>', rendered), rendered[:3000]
+    assert "Groups fell back" in rendered and MARK not in rendered
+    assert_riffle_page_reads(rendered, app["riffle"])
+    screenshot(url, tmp_path / "riffle-tab-live.png", tmp_path / "profile", height=1400)
 
 
 def test_prometheus_scrape_has_slaq_and_riffle_series_matching_the_json(app):

@@ -104,7 +104,7 @@ def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int):
 
     tracker = Tracker()
     sched = MergeScheduler(None, tracker, dataclasses.replace(RiffleConfig(enabled=True, nway=2), cost=cost_config))
-    tracker.events = [messages.MapStageSubmitted(3, 5, "q", 0, 4, partitions, True, "")]
+    tracker.events = [messages.MapStageSubmitted(3, 5, "q", 0, 4, partitions, True, "", "")]
     tracker.events += [messages.MapOutput(3, 5, 0, i, i, "1", "h", nbytes) for i in range(4)]
     sched.step()
     return sched.shuffles[3], tracker.released

@@ -135,13 +135,43 @@ def test_observers_see_each_event_before_it_is_handled_and_each_settled_shuffle(
 
     assert wait_idle(s, 0.0)  # nothing held
     with watching(s, Watch()):
-        tracker.events = [messages.MapStageSubmitted(4, 9, "stage", 0, 2, 3, True, "")]
+        tracker.events = [messages.MapStageSubmitted(4, 9, "stage", 0, 2, 3, True, "", "")]
         s.step()
         assert not idle(s) and not wait_idle(s, 0.05)  # held, not settled: the deadline passes
         tracker.events = [messages.HoldExpired(4)]
         s.step()
     assert seen == [("MapStageSubmitted", False), ("HoldExpired", True), ("settled", 4, [4])]
     assert idle(s) and wait_idle(s, 0.0) and not s.observers
+    s.fleet.close()
+
+
+def test_the_tab_keeps_the_latest_finished_shuffles_after_spark_cleans_them_and_counts_every_one():
+    """Every shuffle seen is counted in one state; the rows keep the latest MAX_SETTLED_SHUFFLES finished ones, each with
+    its outcome and why, after Spark cleaned them up (marked cleaned), and every merging one."""
+    from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES, MergeScheduler
+
+    tracker = TrackerStandIn()
+    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
+    n = MAX_SETTLED_SHUFFLES + 40
+    for sid in range(n):  # every third never held (unsafe), the others held until the hold expires; all cleaned up
+        held = sid % 3 != 0
+        tracker.events.append(messages.MapStageSubmitted(sid, sid, f"stage {sid}", 0, 2, 3, held, "" if held else "unsafe",
+                                                         "" if held else "unsafe to merge: serializer X"))
+        tracker.events += [messages.HoldExpired(sid)] if held else []
+        tracker.events.append(messages.ShuffleCleaned(sid))
+    tracker.events += [messages.MapStageSubmitted(n, n, "held", 0, 2, 3, True, "", ""), messages.MapStageSubmitted(n + 1, n + 1, "gone", 0, 2, 3, True, "", ""),
+                       messages.ShuffleCleaned(n + 1)]  # still merging; cleaned up before it settled
+    s.step()
+    model = tracker.published
+    assert [r.shuffle for r in model.shuffles] == [*range(n - MAX_SETTLED_SHUFFLES + 1, n + 2)]  # in the order seen
+    assert all(r.cleaned and r.reason for r in model.shuffles if r.shuffle != n), model.shuffles
+    held, gone = model.shuffles[-2], model.shuffles[-1]
+    assert (held.state, held.cleaned, gone.state, gone.reason) == ("merging", False, "settled", "Spark cleaned the shuffle up before it settled")
+    unsafe = len(range(0, n, 3))
+    t = model.totals
+    assert (t.shuffles, t.merging, t.settled, t.merged, t.unmerged) == (n + 2, 1, n + 1 - unsafe, 0, {"unsafe": unsafe})
+    assert t.shuffles == t.merging + t.settled + sum(t.unmerged.values())
+    assert state_sizes(s)["rows"] == MAX_SETTLED_SHUFFLES + 1 and state_sizes(s)["shuffles"] <= MAX_SETTLED_SHUFFLES + 1
     s.fleet.close()
 
 

@@ -8,10 +8,12 @@ import java.util.Objects;
 
 /**
  * What changed between two Riffle models: the shuffle rows that are new or changed, the shuffles the
- * scheduler no longer keeps, and the mergers and totals (small, sent whole). One is posted on the
- * listener bus per change instead of the whole model (up to 256 shuffle rows) every second, so the
- * event log grows with the shuffles, not with the application's length. {@code reset} starts from an
- * empty model (when rows were reordered, which the merge scheduler does not do).
+ * scheduler no longer lists (beyond its latest finished ones; a shuffle Spark cleaned up stays, marked),
+ * and the mergers and totals (small, sent whole). One is posted on the listener bus per change instead
+ * of the whole model (every merging shuffle and up to 256 finished ones) every second, so the event log
+ * grows with the shuffles, not with the application's length, and the History Server's model stays as
+ * bounded as the live one. {@code reset} starts from an empty model (when rows were reordered, which the
+ * merge scheduler does not do: it lists shuffles in the order it saw them).
  */
 record RiffleDelta(boolean reset, double t, List<RiffleMessages.RiffleShuffle> shuffles, List<Integer> removed, List<RiffleMessages.RiffleMerger> mergers,
     RiffleMessages.RiffleTotals totals) {

@@ -66,16 +66,37 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     int shuffle = (Integer) info.shuffleDepId().get();
     ShuffleDependency<?, ?, ?> dep = SparkMapOutput.shuffleDependency(sc, shuffle);
     int parts = dep == null ? -1 : dep.partitioner().numPartitions();
-    String unsafe = tracker.unavailableReason();
-    if (unsafe == null) {
-      unsafe = ShuffleSafety.unsafeReason(sc.getConf(), dep);
-    }
-    boolean hold = tracker.merging() && unsafe == null && info.attemptNumber() == 0 && gate.hold(shuffle);
-    if (hold) {
+    NotHeld notHeld = hold(shuffle, info.attemptNumber(), dep);
+    if (notHeld == null) {
       partitions.put(shuffle, parts);
     }
-    tracker.emit(new RiffleMessages.MapStageSubmitted(shuffle, info.stageId(), info.name(), info.attemptNumber(), info.numTasks(), parts, hold,
-        unsafe == null ? "" : unsafe));
+    tracker.emit(new RiffleMessages.MapStageSubmitted(shuffle, info.stageId(), info.name(), info.attemptNumber(), info.numTasks(), parts,
+        notHeld == null, notHeld == null ? "" : notHeld.cause(), notHeld == null ? "" : notHeld.why()));
+  }
+
+  /** Why a shuffle's reducers are not held: one of {@link RiffleNames#NOT_HELD_CAUSES}, and the details. */
+  private record NotHeld(String cause, String why) {}
+
+  /** Starts holding the shuffle's reducers and returns null, or returns why they are not held (every shuffle gets one or the other). */
+  private NotHeld hold(int shuffle, int attempt, ShuffleDependency<?, ?, ?> dep) {
+    String unavailable = tracker.unavailableReason();
+    if (unavailable != null) {
+      return new NotHeld(RiffleNames.UNAVAILABLE, "Riffle cannot merge on this Spark: " + unavailable);
+    }
+    String unsafe = ShuffleSafety.unsafeReason(sc.getConf(), dep);
+    if (unsafe != null) {
+      return new NotHeld(RiffleNames.UNSAFE, "unsafe to merge: " + unsafe);
+    }
+    if (!tracker.merging()) {
+      return new NotHeld(RiffleNames.MERGING_OFF, "Riffle was not merging (stopped, switched off, or its scheduler had died)");
+    }
+    if (attempt != 0) {
+      return new NotHeld(RiffleNames.RETRIED, "map stage attempt " + attempt + ": Riffle holds a shuffle's first attempt only");
+    }
+    if (!gate.hold(shuffle)) {
+      return new NotHeld(RiffleNames.READER_RUNNING, "a stage reading the shuffle was already running");
+    }
+    return null;
   }
 
   @Override

@@ -12,9 +12,10 @@ import java.util.Map;
 public final class RiffleMessages {
   private RiffleMessages() {}
 
+  /** A map stage was submitted: its reducers are {@code held}, or not for cause {@code notHeld} ({@link RiffleNames#NOT_HELD_CAUSES}), {@code why}. */
   @JsonTypeName("map_stage_submitted")
-  public record MapStageSubmitted(int shuffle, int stage, String name, int attempt, int tasks, int partitions, boolean held, String unsafe)
-      implements Messages.Message {}
+  public record MapStageSubmitted(int shuffle, int stage, String name, int attempt, int tasks, int partitions, boolean held, String notHeld,
+      String why) implements Messages.Message {}
 
   @JsonTypeName("map_output")
   public record MapOutput(int shuffle, int stage, int attempt, int mapIndex, long mapId, String executor, String host, long bytes)
@@ -43,21 +44,29 @@ public final class RiffleMessages {
   @JsonTypeName("commit")
   public record Commit(int shuffle, List<MergeGroup> groups) implements Messages.Message {}
 
-  /** One shuffle as the merge scheduler saw it; {@code groupsFellBack} counts unmerged groups by cause. */
+  /**
+   * One shuffle as the merge scheduler saw it: {@code state} merging, settled or unmerged (never held; {@code reason} says why);
+   * {@code groupsFellBack} counts unmerged groups by cause; {@code cleaned} once Spark cleaned it up (its outcome stays).
+   */
   @JsonTypeName("riffle_shuffle")
   public record RiffleShuffle(int shuffle, int stage, String name, int maps, int reducers, String policy, String state, int groupsMerged,
-      Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged, long blocksMerged, double gateWaitSeconds, String reason)
-      implements Messages.Message {}
+      Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged, long blocksMerged, double gateWaitSeconds, String reason,
+      boolean cleaned) implements Messages.Message {}
 
   /** One merger daemon: its health as the driver sees it, its queue at the last status call, and what its merges came to. */
   @JsonTypeName("riffle_merger")
   public record RiffleMerger(String address, String health, int queued, int running, int mergesDone, int mergesFailed, int mergesCancelled)
       implements Messages.Message {}
 
-  /** Every settled shuffle of the application summed (not capped like the shuffle list). */
+  /**
+   * Every shuffle of the application Riffle saw (not capped like the shuffle list), each in one state: {@code shuffles} =
+   * {@code merging + settled +} the {@code unmerged} ones by cause; {@code merged} settled shuffles had a group merged.
+   * The groups, blocks, bytes and wait are summed over the settled shuffles.
+   */
   @JsonTypeName("riffle_totals")
-  public record RiffleTotals(int shuffles, int groupsMerged, Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged,
-      long blocksMerged, double gateWaitSeconds) implements Messages.Message {}
+  public record RiffleTotals(int shuffles, int merging, int settled, int merged, Map<String, Integer> unmerged, int groupsMerged,
+      Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged, long blocksMerged, double gateWaitSeconds)
+      implements Messages.Message {}
 
   /** The Riffle tab's whole model, pushed by the Python merge scheduler: one serialisable object. */
   @JsonTypeName("riffle_status")

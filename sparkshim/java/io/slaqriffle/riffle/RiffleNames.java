@@ -10,5 +10,21 @@ public final class RiffleNames {
   /** Why a Riffle merge group stayed unmerged: the keys of {@code riffle_shuffle.groups_fell_back}, in the order the UI shows them. */
   public static final List<String> FALLBACK_CAUSES = NAMES.list("fallback_causes");
 
+  /** Why a shuffle's reducers were never held: the keys of {@code riffle_totals.unmerged}, in the order the UI shows them. */
+  public static final List<String> NOT_HELD_CAUSES = NAMES.list("not_held_causes");
+  static final String UNSAFE = notHeldCause("unsafe");
+  static final String UNAVAILABLE = notHeldCause("unavailable");
+  static final String MERGING_OFF = notHeldCause("merging_off");
+  static final String READER_RUNNING = notHeldCause("reader_running");
+  static final String RETRIED = notHeldCause("retried");
+
   private RiffleNames() {}
+
+  /** {@code cause}, checked against the schema when the class loads (a renamed cause fails there, not in the UI). */
+  private static String notHeldCause(String cause) {
+    if (!NOT_HELD_CAUSES.contains(cause)) {
+      throw new IllegalStateException("names.not_held_causes has no " + cause);
+    }
+    return cause;
+  }
 }

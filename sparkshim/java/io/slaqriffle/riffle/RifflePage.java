@@ -13,11 +13,15 @@ import java.util.Map;
  * function of the model; the seam's {@link TabView} serves it.
  */
 final class RifflePage {
-  /** Shuffles drawn in the chart (the latest ones); the table shows every shuffle the model holds. */
+  /** Shuffles drawn in the chart (the latest ones); the table shows every shuffle the model lists. */
   static final int CHART_SHUFFLES = 60;
   /** The Riffle tab over its {@link RiffleStatus}, in the live UI and the History Server alike. */
   static final TabView<RiffleStatus> VIEW = new TabView<>(RiffleTracker.TAB, "Riffle",
       (status, jsonUrl, refreshSeconds) -> html(status.report(), jsonUrl, refreshSeconds), (status, request) -> status.reportJson());
+
+  /** A cleaned shuffle's mark in its state cell: words, not a colour. */
+  private static final String CLEANED =
+      " <span class=\"riffle-cleaned badge text-bg-secondary\" title=\"Spark cleaned this shuffle up; what happened to it stays listed\">cleaned</span>";
 
   private RifflePage() {}
 
@@ -25,30 +29,30 @@ final class RifflePage {
     RiffleMessages.RiffleTotals t = s.totals();
     StringBuilder b = new StringBuilder("<div id=\"riffle\">");
     b.append(String.format(Locale.ROOT,
-        "<p id=\"riffle-summary\">%d shuffles settled &middot; %d groups merged, %d fell back (%s) &middot; blocks fetched %d &rarr; %d "
+        "<p id=\"riffle-summary\">%s &middot; %d groups merged, %d fell back (%s) &middot; blocks fetched %d &rarr; %d "
             + "(%d saved) &middot; %s merged &middot; reducers waited %.3f s at the gate &middot; %s</p>",
-        t.shuffles(), t.groupsMerged(), sum(t.groupsFellBack()), Html.escape(RiffleStatus.causes(t.groupsFellBack())), t.blocksUnmerged(),
-        t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), bytes(t.bytesMerged()), t.gateWaitSeconds(), TabPage.summaryLinks(jsonUrl)));
+        RiffleStatus.shuffleCounts(t, " &middot; "), t.groupsMerged(), RiffleStatus.sum(t.groupsFellBack()),
+        RiffleStatus.causes(t.groupsFellBack(), RiffleNames.FALLBACK_CAUSES), t.blocksUnmerged(), t.blocksMerged(),
+        t.blocksUnmerged() - t.blocksMerged(), bytes(t.bytesMerged()), t.gateWaitSeconds(), TabPage.summaryLinks(jsonUrl)));
     b.append(TabPage.reloadScript(refreshSeconds));
-    List<String> causes = RiffleNames.FALLBACK_CAUSES;
+    long cleaned = s.shuffles().stream().filter(RiffleMessages.RiffleShuffle::cleaned).count();
+    b.append(String.format(Locale.ROOT, "<p id=\"riffle-listed\">Listed below: %d of the %d shuffles seen (every merging one and the latest "
+        + "finished ones, in the order seen), %d of them cleaned up by Spark since: a cleaned shuffle keeps its row and outcome.</p>",
+        s.shuffles().size(), t.shuffles(), cleaned));
     b.append(Html.tableStart("Shuffles", "riffle-shuffles"))
-        .append("<th>Shuffle</th><th>Stage</th><th>Maps</th><th>Reducers</th><th>Merge policy</th><th>State</th><th>Groups merged</th>");
-    for (String cause : causes) {
-      b.append("<th title=\"groups left unmerged: ").append(Html.escape(cause.replace('_', ' '))).append("\">Fell back: ")
-          .append(Html.escape(cause.replace('_', ' '))).append("</th>");
-    }
+        .append("<th>Shuffle</th><th>Stage</th><th>Maps</th><th>Reducers</th><th>Merge policy</th><th>State</th><th>Groups merged</th>")
+        .append("<th title=\"groups left unmerged, by cause\">Groups fell back</th>");
     b.append("<th>Bytes merged</th><th title=\"blocks a reducer fetches without merging\">Blocks unmerged</th>")
         .append("<th title=\"blocks a reducer fetches with the merged files\">Blocks merged</th>")
-        .append("<th title=\"from the end of the map stage to the reducers' release\">Gate wait (s)</th><th>Why released</th>").append(Html.HEAD_END);
+        .append("<th title=\"from the end of the map stage to the reducers' release\">Gate wait (s)</th>")
+        .append("<th title=\"why the reducers were released, or why they were never held\">Why</th>").append(Html.HEAD_END);
     for (RiffleMessages.RiffleShuffle r : s.shuffles()) {
       b.append(String.format(Locale.ROOT,
-          "<tr class=\"riffle-shuffle\" data-shuffle=\"%d\"><td>%d</td><td>%d: %s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td>",
-          r.shuffle(), r.shuffle(), r.stage(), Html.escape(r.name()), r.maps(), r.reducers(), Html.escape(r.policy()), Html.escape(r.state()),
-          r.groupsMerged()));
-      for (String cause : causes) {
-        b.append("<td data-cause=\"").append(Html.escape(cause)).append("\">").append(r.groupsFellBack().getOrDefault(cause, 0)).append("</td>");
-      }
-      b.append(String.format(Locale.ROOT, "<td>%s</td><td>%d</td><td>%d</td><td>%.3f</td><td>%s</td></tr>",
+          "<tr class=\"riffle-shuffle\" data-shuffle=\"%d\" data-state=\"%s\" data-cleaned=\"%b\"><td>%d</td>"
+              + "<td style=\"overflow-wrap:anywhere\">%d: %s</td><td>%d</td><td>%d</td><td>%s</td><td>%s%s</td><td>%d</td><td>%s</td>",
+          r.shuffle(), Html.escape(r.state()), r.cleaned(), r.shuffle(), r.stage(), Html.escape(r.name()), r.maps(), r.reducers(),
+          Html.escape(r.policy()), Html.escape(r.state()), r.cleaned() ? CLEANED : "", r.groupsMerged(), fellBack(r.groupsFellBack())));
+      b.append(String.format(Locale.ROOT, "<td>%s</td><td>%d</td><td>%d</td><td>%.3f</td><td style=\"overflow-wrap:anywhere\">%s</td></tr>",
           bytes(r.bytesMerged()), r.blocksUnmerged(), r.blocksMerged(), r.gateWaitSeconds(), Html.escape(r.reason())));
     }
     b.append("</tbody></table>");
@@ -97,8 +101,16 @@ final class RifflePage {
     return svg.append("</svg>").toString();
   }
 
-  private static int sum(Map<String, Integer> counts) {
-    return counts.values().stream().mapToInt(Integer::intValue).sum();
+  /** A row's groups fallen back: their number, then one {@code <span data-cause>} per cause with any ({@code 0} when none). */
+  private static String fellBack(Map<String, Integer> byCause) {
+    StringBuilder b = new StringBuilder().append(RiffleStatus.sum(byCause));
+    for (String cause : RiffleNames.FALLBACK_CAUSES) {
+      int n = byCause.getOrDefault(cause, 0);
+      if (n > 0) {
+        b.append("<br><span data-cause=\"").append(cause).append("\">").append(cause.replace('_', ' ')).append(' ').append(n).append("</span>");
+      }
+    }
+    return b.toString();
   }
 
   private static String bytes(long n) {

@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
 public final class RiffleStatus {
   private static final Logger LOG = LoggerFactory.getLogger(RiffleStatus.class);
   static final RiffleMessages.RiffleStatus EMPTY =
-      new RiffleMessages.RiffleStatus(0.0, List.of(), List.of(), new RiffleMessages.RiffleTotals(0, 0, Map.of(), 0L, 0L, 0L, 0.0));
+      new RiffleMessages.RiffleStatus(0.0, List.of(), List.of(), new RiffleMessages.RiffleTotals(0, 0, 0, 0, Map.of(), 0, Map.of(), 0L, 0L, 0L, 0.0));
 
   private volatile RiffleMessages.RiffleStatus latest = EMPTY;
   private final AtomicBoolean summarized = new AtomicBoolean();
@@ -66,20 +66,33 @@ public final class RiffleStatus {
     }
   }
 
-  /** The application-end block: blocks saved, groups merged, fallbacks by cause, bytes merged, time at the gate. */
+  /** The application-end block: the shuffles by state, groups merged, fallbacks by cause, blocks saved, bytes merged, time at the gate. */
   static String summaryBlock(RiffleMessages.RiffleTotals t) {
-    int fellBack = t.groupsFellBack().values().stream().mapToInt(Integer::intValue).sum();
     return String.format(Locale.ROOT,
-        "Riffle summary: %d shuffles, %d groups merged, %d fell back (%s)%n  blocks fetched %d -> %d (%d saved), %d bytes merged%n"
+        "Riffle summary: %s; %d groups merged, %d fell back (%s)%n  blocks fetched %d -> %d (%d saved), %d bytes merged%n"
             + "  reducers waited %.3f s at the gate in all",
-        t.shuffles(), t.groupsMerged(), fellBack, causes(t.groupsFellBack()), t.blocksUnmerged(), t.blocksMerged(),
-        t.blocksUnmerged() - t.blocksMerged(), t.bytesMerged(), t.gateWaitSeconds());
+        shuffleCounts(t, ", "), t.groupsMerged(), sum(t.groupsFellBack()), causes(t.groupsFellBack(), RiffleNames.FALLBACK_CAUSES), t.blocksUnmerged(),
+        t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), t.bytesMerged(), t.gateWaitSeconds());
   }
 
-  /** {@code cause n, ...} in the schema's order, causes with no group left out ("none" when all are). */
-  static String causes(Map<String, Integer> byCause) {
+  /**
+   * The shuffles seen and their states, the one wording of the tab's header and the summary at application end, parts
+   * joined by {@code sep}: {@code N shuffles seen: M merging, S settled (K with groups merged), U unmerged (cause n, ...)}.
+   */
+  static String shuffleCounts(RiffleMessages.RiffleTotals t, String sep) {
+    int unmerged = sum(t.unmerged());
+    return String.format(Locale.ROOT, "%d shuffles seen: %d merging%s%d settled (%d with groups merged)%s%d unmerged%s", t.shuffles(), t.merging(),
+        sep, t.settled(), t.merged(), sep, unmerged, unmerged == 0 ? "" : " (" + causes(t.unmerged(), RiffleNames.NOT_HELD_CAUSES) + ")");
+  }
+
+  static int sum(Map<String, Integer> counts) {
+    return counts.values().stream().mapToInt(Integer::intValue).sum();
+  }
+
+  /** {@code cause n, ...} in {@code order} (the schema's), causes with none left out ("none" when all are). */
+  static String causes(Map<String, Integer> byCause, List<String> order) {
     StringBuilder b = new StringBuilder();
-    for (String cause : RiffleNames.FALLBACK_CAUSES) {
+    for (String cause : order) {
       int n = byCause.getOrDefault(cause, 0);
       if (n > 0) {
         b.append(b.length() == 0 ? "" : ", ").append(cause.replace('_', ' ')).append(' ').append(n);
@@ -90,13 +103,20 @@ public final class RiffleStatus {
 
   /**
    * Riffle's metric source ({@code riffle.*} under the driver's metrics namespace), read from the
-   * latest totals when a sink polls (the same numbers as {@code totals} in the tab's JSON): merges by
+   * latest totals when a sink polls (the same numbers as {@code totals} in the tab's JSON): shuffles seen and
+   * by state ({@code shuffles.merging}, {@code .settled}, {@code .merged}, {@code .unmerged.<cause>}), merges by
    * outcome ({@code merges.merged}, {@code merges.fellBack.<cause>}), bytes merged, blocks fetched
    * saved, and the reducers' total wait at the gate.
    */
   public MetricRegistry metrics() {
     MetricRegistry r = new MetricRegistry();
     gauge(r, "shuffles", t -> t.shuffles());
+    gauge(r, "shuffles.merging", t -> t.merging());
+    gauge(r, "shuffles.settled", t -> t.settled());
+    gauge(r, "shuffles.merged", t -> t.merged());
+    for (String cause : RiffleNames.NOT_HELD_CAUSES) {
+      gauge(r, "shuffles.unmerged." + cause, t -> t.unmerged().getOrDefault(cause, 0));
+    }
     gauge(r, "merges.merged", t -> t.groupsMerged());
     for (String cause : RiffleNames.FALLBACK_CAUSES) {
       gauge(r, "merges.fellBack." + cause, t -> t.groupsFellBack().getOrDefault(cause, 0));

@@ -8,8 +8,8 @@ import java.util.Map;
 /**
  * The SLAQ tab's two charts as server-side SVG (no JavaScript), from the retained epochs: every
  * job's normalized loss and their mean over time (the paper's Fig. 7a, live), and the cores each job
- * was allocated over time as stacked areas with the cores actually used on top (Fig. 8, live).
- * Pure functions of their input.
+ * was allocated over time as stacked areas with the cores actually used on top (Fig. 8, live), each
+ * job's number on its line's end and in its band ({@link ChartLabels}). Pure functions of their input.
  */
 final class SlaqCharts {
   static final int WIDTH = 900;
@@ -18,6 +18,9 @@ final class SlaqCharts {
   private static final int RIGHT = 10;
   private static final int TOP = 10;
   private static final int BOTTOM = 30;
+  /** The plot area's background, and the allocation bands' opacity over it. */
+  private static final String PLOT = "#fafafa";
+  private static final double BAND_OPACITY = 0.75;
   /** Normalized loss is drawn in [0, this]; noisy values beyond are clipped to the frame. */
   private static final double LOSS_MAX = 1.1;
   /** The least first-loss-to-floor distance, as {@code slaq.stats.history.MIN_SPAN}: a job whose first loss is its floor. */
@@ -47,14 +50,6 @@ final class SlaqCharts {
         color(index), dash(index));
   }
 
-  /** The job's number (its row's #) at a point of its series, so the charts read without telling colours apart. */
-  private static String label(int index, String xy) {
-    String[] p = xy.trim().split(",");
-    return String.format(Locale.ROOT,
-        "<text class=\"slaq-label\" x=\"%s\" y=\"%s\" font-size=\"10\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\" paint-order=\"stroke\">%d</text>",
-        p[0], p[1], color(index), index + 1);
-  }
-
   /**
    * Normalized loss of every job that reported a loss, one line each, and their mean (thick, black). Each job's whole
    * line is drawn against its latest row's first loss and floor ({@code finished}: the jobs' final rows), so a floor
@@ -74,7 +69,9 @@ final class SlaqCharts {
     }
     Frame f = new Frame(history, LOSS_MAX, 0.25);
     StringBuilder svg = f.open("slaq-loss-chart", "normalized loss over time", "normalized loss");
+    ChartLabels labels = f.labels();
     Map<String, StringBuilder> lines = new HashMap<>();
+    Map<String, double[]> ends = new HashMap<>(); // job -> its line's last (t, normalized loss)
     StringBuilder mean = new StringBuilder();
     for (SlaqMessages.EpochStatus e : history) {
       double sum = 0;
@@ -84,6 +81,7 @@ final class SlaqCharts {
           SlaqMessages.JobStatus ref = latest.get(j.job());
           double normalized = (j.loss() - ref.lossFloor()) / Math.max(ref.firstLoss() - ref.lossFloor(), MIN_SPAN);
           lines.computeIfAbsent(j.job(), k -> new StringBuilder()).append(f.point(e.t(), normalized));
+          ends.put(j.job(), new double[] {e.t(), normalized});
           sum += normalized;
           n++;
         }
@@ -99,14 +97,15 @@ final class SlaqCharts {
         svg.append(String.format(Locale.ROOT,
             "<polyline class=\"slaq-series\" data-job=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"%s\" points=\"%s\"><title>%d %s</title></polyline>",
             SlaqPage.escape(jobs.get(i)), color(i), dash(i), trimmed, i + 1, SlaqPage.escape(jobs.get(i))));
-        svg.append(label(i, trimmed.substring(trimmed.lastIndexOf(' ') + 1)));
+        double[] end = ends.get(jobs.get(i));
+        labels.add(i, jobs.get(i), f.x(end[0]), f.y(end[1]), PLOT);
       }
     }
     if (mean.length() > 0) {
       svg.append("<polyline class=\"slaq-mean\" fill=\"none\" stroke=\"#000\" stroke-width=\"3\" points=\"")
           .append(mean.toString().trim()).append("\"><title>mean over running jobs</title></polyline>");
     }
-    return svg.append("</svg>").toString();
+    return svg.append(labels.svg()).append("</svg>").toString();
   }
 
   /** Cores allocated per job as stacked areas (legend order), and the total cores used as a dashed line. */
@@ -124,6 +123,7 @@ final class SlaqCharts {
     Frame f = new Frame(history, top, Math.max(1.0, Math.ceil(top / 4)));
     StringBuilder svg = f.open("slaq-alloc-chart", "cores allocated over time", "cores");
     int n = history.size();
+    ChartLabels labels = f.labels();
     double[] below = new double[n];
     for (int i = 0; i < jobs.size(); i++) {
       String job = jobs.get(i);
@@ -139,20 +139,20 @@ final class SlaqCharts {
       }
       if (any) {
         StringBuilder points = new StringBuilder();
-        int widest = 0;
+        double[] width = new double[n];
         for (int k = 0; k < n; k++) {
           points.append(f.point(history.get(k).t(), above[k]));
-          if (above[k] - below[k] > above[widest] - below[widest]) {
-            widest = k;
-          }
+          width[k] = above[k] - below[k];
         }
         for (int k = n - 1; k >= 0; k--) {
           points.append(f.point(history.get(k).t(), below[k]));
         }
         svg.append(String.format(Locale.ROOT,
-            "<polygon class=\"slaq-series\" data-job=\"%s\" fill=\"%s\" fill-opacity=\"0.75\" stroke=\"%s\" stroke-width=\"1\" stroke-dasharray=\"%s\" points=\"%s\"><title>%d %s</title></polygon>",
-            SlaqPage.escape(job), color(i), dash(i).equals("none") ? "none" : "#000", dash(i), points.toString().trim(), i + 1, SlaqPage.escape(job)));
-        svg.append(label(i, f.point(history.get(widest).t(), (above[widest] + below[widest]) / 2)));
+            "<polygon class=\"slaq-series\" data-job=\"%s\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"%s\" stroke-width=\"1\" stroke-dasharray=\"%s\" points=\"%s\"><title>%d %s</title></polygon>",
+            SlaqPage.escape(job), color(i), BAND_OPACITY, dash(i).equals("none") ? "none" : "#000", dash(i), points.toString().trim(), i + 1,
+            SlaqPage.escape(job)));
+        int at = widestRunMiddle(width);
+        labels.add(i, job, f.x(history.get(at).t()), f.y((above[at] + below[at]) / 2), ChartLabels.blend(color(i), PLOT, BAND_OPACITY));
       }
       below = above;
     }
@@ -168,7 +168,30 @@ final class SlaqCharts {
       svg.append("<polyline class=\"slaq-used\" fill=\"none\" stroke=\"#000\" stroke-width=\"2\" stroke-dasharray=\"6 4\" points=\"")
           .append(used.toString().trim()).append("\"><title>cores used (all jobs)</title></polyline>");
     }
-    return svg.append("</svg>").toString();
+    return svg.append(labels.svg()).append("</svg>").toString();
+  }
+
+  /** Where a band's number goes: the middle epoch of its longest run at (nearly) its widest, not an edge of the chart. */
+  static int widestRunMiddle(double[] width) {
+    double max = 0;
+    for (double w : width) {
+      max = Math.max(max, w);
+    }
+    int bestStart = 0;
+    int bestLength = 0;
+    int start = -1;
+    for (int k = 0; k < width.length; k++) {
+      if (width[k] >= 0.9 * max && width[k] > 0) {
+        start = start < 0 ? k : start;
+        if (k - start + 1 > bestLength) {
+          bestStart = start;
+          bestLength = k - start + 1;
+        }
+      } else {
+        start = -1;
+      }
+    }
+    return bestStart + (bestLength - 1) / 2;
   }
 
   /** Maps (t, value) into the plot area and draws the axes. */
@@ -186,11 +209,21 @@ final class SlaqCharts {
       this.tick = tick;
     }
 
-    String point(double t, double y) {
-      double px = LEFT + (t - t0) / (t1 - t0) * (WIDTH - LEFT - RIGHT);
-      double clipped = Math.max(0, Math.min(y, yMax));
-      double py = TOP + (1 - clipped / yMax) * (HEIGHT - TOP - BOTTOM);
-      return String.format(Locale.ROOT, "%.1f,%.1f ", px, py);
+    String point(double t, double v) {
+      return String.format(Locale.ROOT, "%.1f,%.1f ", x(t), y(v));
+    }
+
+    double x(double t) {
+      return LEFT + (t - t0) / (t1 - t0) * (WIDTH - LEFT - RIGHT);
+    }
+
+    double y(double v) {
+      return TOP + (1 - Math.max(0, Math.min(v, yMax)) / yMax) * (HEIGHT - TOP - BOTTOM);
+    }
+
+    /** The job numbers of this frame's plot. */
+    ChartLabels labels() {
+      return new ChartLabels(LEFT, TOP, WIDTH - RIGHT, HEIGHT - BOTTOM);
     }
 
     StringBuilder open(String id, String title, String yLabel) {
@@ -201,7 +234,7 @@ final class SlaqCharts {
       int x1 = WIDTH - RIGHT;
       int y0 = HEIGHT - BOTTOM;
       b.append(String.format(Locale.ROOT,
-          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#999\"/>", x0, TOP, x1 - x0, y0 - TOP));
+          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#999\"/>", x0, TOP, x1 - x0, y0 - TOP, PLOT));
       for (double v = 0; v <= yMax + 1e-9; v += tick) {
         double py = TOP + (1 - v / yMax) * (y0 - TOP);
         b.append(String.format(Locale.ROOT,

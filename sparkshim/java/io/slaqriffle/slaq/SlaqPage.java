@@ -73,7 +73,7 @@ final class SlaqPage {
           escape(jobs.get(i)), SlaqCharts.swatch(i), i + 1, escape(jobs.get(i))));
     }
     b.append("<p>Thick black: mean normalized loss; dashed black: cores used by all jobs. Each job keeps its number, colour and "
-        + "line style in both charts (numbers at the lines' ends).</p></div>");
+        + "line style in both charts; its number is drawn at its loss line's end and in its band.</p></div>");
     b.append("<h4>Reading the table</h4><dl id=\"slaq-definitions\">")
         .append("<dt>Normalized loss</dt><dd>").append(NORMALIZED_DEFINITION).append("</dd>")
         .append("<dt>Predicted gain</dt><dd>").append(GAIN_DEFINITION).append("</dd>")
