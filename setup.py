@@ -3,17 +3,15 @@
 - the riffle.v1 gRPC stubs, generated from proto/;
 - each product's typed message module (``slaq/messages.py``, ``riffle/messages.py``), generated from its schema;
 - the shim jar, compiled from sparkshim/java against the build environment's pyspark jars (so drivers
-  never compile; the build needs a JDK 17 and pyspark, e.g. ``pip wheel --no-build-isolation .``);
+  never compile; the build needs a JDK 17 on the host, and pyspark, which build_backend.py asks for);
 - the start-up hook, a ``.pth`` file at the top of site-packages, so ``pip install`` alone makes
   ``--conf spark.slaq.enabled=true`` / ``spark.riffle.enabled=true`` work in pyspark.
 
 Editable installs get none of these from here: scripts/setup.sh generates them in the checkout.
 """
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -21,16 +19,7 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-
-def source_module(relative: str) -> ModuleType:
-    """A module of this source tree loaded from its file: an installed slaq-riffle's start-up hook
-    may already have imported ``sparkshim`` from site-packages (or another checkout)."""
-    spec = importlib.util.spec_from_file_location(f"_setup_{Path(relative).stem}", HERE / relative)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is being made
-    spec.loader.exec_module(module)
-    return module
+from build_backend import source_module  # noqa: E402 (this tree's, from the line above)
 
 
 class BuildGenerated(build_py):
@@ -48,8 +37,8 @@ class BuildGenerated(build_py):
         try:
             jar = build.compile_jar(lib / build.PACKAGED_JAR.relative_to(HERE))
         except build.BuildError as exc:
-            raise SystemExit(f"sparkshim: {exc}\n(a wheel is built without isolation, in an environment with pyspark and a JDK 17: "
-                             "pip wheel --no-build-isolation --no-deps .)") from None
+            raise SystemExit(f"sparkshim: {exc}\n(a wheel's build needs a JDK 17 and pyspark: pip wheel --no-deps . gets pyspark "
+                             "into its build environment; --no-build-isolation uses the current one's)") from None
         print(f"sparkshim: built {jar.name} against Spark {build.jar_manifest(jar)[build.SPARK_VERSION_ATTR]}")
         (lib / starthook.PTH_NAME).write_text(starthook.PTH_LINE)
 
