@@ -4,12 +4,14 @@
 - each product's typed message module (``slaq/messages.py``, ``riffle/messages.py``), generated from its schema;
 - the shim jar, compiled from sparkshim/java against the build environment's pyspark jars (so drivers
   never compile; the build needs a JDK 17 on the host, and pyspark, which build_backend.py asks for);
+- the Spark conf templates of spark-conf/, so ``slaq-riffle conf`` has them without a clone;
 - the start-up hook, a ``.pth`` file at the top of site-packages, so ``pip install`` alone makes
   ``--conf spark.slaq.enabled=true`` / ``spark.riffle.enabled=true`` work in pyspark.
 
 Editable installs get none of these from here: scripts/setup.sh generates them in the checkout.
 """
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -29,7 +31,7 @@ class BuildGenerated(build_py):
             return
         from riffle import proto_build
         build, starthook = source_module("sparkshim/build.py"), source_module("sparkshim/starthook.py")
-        messages_build = source_module("sparkshim/messages_build.py")
+        messages_build, templates = source_module("sparkshim/messages_build.py"), source_module("sparkshim/templates.py")
 
         lib = Path(self.build_lib)
         proto_build.build(lib, force=True)
@@ -40,6 +42,10 @@ class BuildGenerated(build_py):
             raise SystemExit(f"sparkshim: {exc}\n(a wheel's build needs a JDK 17 and pyspark: pip wheel --no-deps . gets pyspark "
                              "into its build environment; --no-build-isolation uses the current one's)") from None
         print(f"sparkshim: built {jar.name} against Spark {build.jar_manifest(jar)[build.SPARK_VERSION_ATTR]}")
+        packaged = lib / templates.PACKAGED_DIR.relative_to(HERE)
+        packaged.mkdir(parents=True, exist_ok=True)
+        for conf in templates.SOURCE_DIR.glob("*" + templates.SUFFIX):
+            shutil.copyfile(conf, packaged / conf.name)
         (lib / starthook.PTH_NAME).write_text(starthook.PTH_LINE)
 
 
