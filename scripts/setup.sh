@@ -35,10 +35,10 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   if [ "$MERGER_ONLY" = 1 ]; then
     echo "setup: installing the merger daemon's dependencies only (no pyspark, numpy or scipy)"
-    # the package itself without its driver-side dependencies, then the `merger` extra's list alone
-    # (and grpcio-tools, which generates the gRPC stubs in a checkout)
-    .venv/bin/python -m pip install --quiet --no-deps -e .
+    # the `merger` extra's list alone (and grpcio-tools, which generates the gRPC stubs in a checkout), then the
+    # package itself without its driver-side dependencies: in that order pip has no unmet requirement to report
     .venv/bin/python -m pip install --quiet grpcio-tools $(.venv/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["merger"]))')
+    .venv/bin/python -m pip install --quiet --no-deps -e .
   else
     echo "setup: installing dependencies (first run takes a few minutes: pyspark is ~400 MB)"
     .venv/bin/python -m pip install --quiet -e ".[dev]" -e "./lab[plot]"

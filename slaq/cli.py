@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import warnings
 from collections.abc import Sequence
 
 from slaq.policy import POLICIES
@@ -111,9 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    warnings.filterwarnings("ignore", category=RuntimeWarning, module="scipy")
-    return run_verb(args, "slaq")
+    return run_verb(build_parser().parse_args(argv), "slaq")
 
 
 if __name__ == "__main__":

@@ -76,15 +76,24 @@ def add_lab_verbs(parser: argparse.ArgumentParser, verbs: Any, command: str, lab
         register(parser, verbs)
     for verb in lab_verbs:
         if verb not in verbs.choices:
-            stub = verbs.add_parser(verb, help="(from a clone of the repository: the project's lab)", add_help=False)
-            stub.add_argument("rest", nargs=argparse.REMAINDER)
-            stub.set_defaults(func=_lab_missing(command, verb))
+            stub = verbs.add_parser(verb, help="(from a clone of the repository: the project's lab)", description=lab_missing(command, verb))
+            stub.add_argument("rest", nargs=argparse.REMAINDER, metavar="...", help="the lab's arguments")
+            stub.set_defaults(func=_lab_missing(command, verb, stub))
 
 
-def _lab_missing(command: str, verb: str) -> Callable[[argparse.Namespace], int]:
+def lab_missing(command: str, verb: str) -> str:
+    """What a verb of the lab says where the lab is not installed: what it is and how to get it."""
+    return (f"'{command} {verb}' is part of the project's lab (benchmarks and reproductions), which the installed package "
+            f"does not ship; it runs from a clone of the repository: `bash scripts/setup.sh` there installs the lab, then "
+            f"`.venv/bin/{command} {verb} --help`")
+
+
+def _lab_missing(command: str, verb: str, stub: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        print(f"{command}: error: '{command} {verb}' is part of the project's lab (benchmarks and reproductions), which the "
-              "installed package does not ship; run it from a clone of the repository after `bash scripts/setup.sh`", file=sys.stderr)
+        if {"-h", "--help"} & set(args.rest):  # `slaq bench predict --help`: the lab's verbs have --help, so has this
+            stub.print_help()
+            return 0
+        print(f"{command}: error: {lab_missing(command, verb)}", file=sys.stderr)
         return 2
 
     return run

@@ -28,6 +28,9 @@ FAMILY_NAMES = {SUBLINEAR: "sublinear", EXPONENTIAL: "exponential", LINEAR: "str
 
 DEFAULT_DECAY = 0.8
 MIN_FIT_POINTS = 4
+# What the 1-D search sees for an asymptote no curve of the family fits: worse than any fit, but finite, because
+# Brent's parabolic step subtracts objective values (inf - inf is NaN, and scipy warns about it).
+INFEASIBLE_SSE = 1e100
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,8 @@ def _search_asymptote(y: np.ndarray, inner) -> tuple[float, tuple] | None:
     lower = min(-9.0, upper - 1.0)
 
     def objective(t: float) -> float:
-        return inner(lo - span * math.exp(t))[0]
+        sse = inner(lo - span * math.exp(t))[0]
+        return sse if sse < INFEASIBLE_SSE else INFEASIBLE_SSE  # also for NaN
 
     res = minimize_scalar(objective, bounds=(lower, upper), method="bounded", options={"xatol": 1e-3})
     sse, params = inner(lo - span * math.exp(float(res.x)))

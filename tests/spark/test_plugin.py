@@ -226,10 +226,15 @@ def test_a_killed_brain_leaves_the_app_running_to_a_correct_result(java_with_plu
 
 
 def test_spark_sql_cli_merges_with_only_jars_and_confs(local, merger, work):
+    """Run from a directory holding the project's packages (a clone's root; broken here): the brain imports the installed ones."""
+    clone = work / "clone"
+    for package in ("riffle", "slaq", "sparkshim"):
+        (clone / package).mkdir(parents=True)
+        (clone / package / "__init__.py").write_text("raise ImportError('a package of the working directory was imported')\n")
     before = completed(merger)
     args = [str(BIN / "spark-sql"), "--master", "local-cluster[2,1,1024]", *confs(local, f"spark.sql.warehouse.dir={work / 'wh'}"),
             *plugin_confs(merger), "-e", QUERY]
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env(), cwd=work)
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env(), cwd=clone)
     assert proc.returncode == 0, proc.stderr[-4000:]
     rows = sorted(tuple(int(x) for x in line.split("\t")) for line in proc.stdout.splitlines() if re.fullmatch(r"\d+\t\d+", line))
     assert rows == EXPECTED
@@ -238,6 +243,7 @@ def test_spark_sql_cli_merges_with_only_jars_and_confs(local, merger, work):
     said = on_lines(proc.stderr)
     assert len(said) == 1 and "Riffle: on for app-" in said[0] and "no Riffle tab" in said[0], proc.stderr[-4000:]
     assert our_warnings(proc.stderr) == [], proc.stderr[-4000:]
+    assert "working directory was imported" not in proc.stderr and "brain ended" not in proc.stderr
 
 
 def test_pyspark_app_with_the_plugin_keeps_one_in_process_brain(local, merger, work):

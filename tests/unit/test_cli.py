@@ -1,10 +1,17 @@
+import importlib
 import json
+import os
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from slaq.cli import main
+from srsupport.cli_help import walk
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(capsys, *argv):
@@ -12,11 +19,47 @@ def run(capsys, *argv):
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("verb", [[], ["simulate"], ["bench"], ["bench", "allocate"], ["bench", "predict"],
-                                  ["traces"], ["traces", "record"], ["traces", "list"], ["reproduce"]])
-def test_help_on_every_verb(verb):
-    out = subprocess.run([sys.executable, "-m", "slaq.cli", *verb, "--help"], capture_output=True, text=True)
-    assert out.returncode == 0 and "usage: slaq" in out.stdout
+def console_scripts() -> dict[str, str]:
+    """Every console script the checkout declares (the product's and the lab's), as ``module:function``."""
+    scripts = {}
+    for pyproject in (REPO / "pyproject.toml", REPO / "lab" / "pyproject.toml"):
+        scripts |= tomllib.loads(pyproject.read_text())["project"]["scripts"]
+    return scripts
+
+
+@pytest.mark.parametrize("prog", sorted(console_scripts()))
+def test_help_on_every_verb_of_every_console_script(prog):
+    module, function = console_scripts()[prog].split(":")
+    pages = walk(prog, getattr(importlib.import_module(module), function))
+    assert len(pages) > 1  # the verbs were found
+    for page in pages:
+        assert page.code == 0 and page.out.startswith(f"usage: {' '.join(page.argv[:-1])}"), page
+
+
+def run_console_script(prog: str, *args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess:
+    """``prog args`` as its installed script runs it: the declared entry called with no arguments."""
+    module, function = console_scripts()[prog].split(":")
+    code = f"import sys; from {module} import {function}; sys.exit({function}())"
+    return subprocess.run([sys.executable, "-c", code, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("argv", [*([prog, "--help"] for prog in sorted(console_scripts())),
+                                  ["slaq", "simulate", "--jobs", "4", "--cores", "16"], ["slaq", "traces", "list"],
+                                  ["riffle", "simulate", "--check"], ["slaq-riffle", "jar"]])
+def test_a_closed_stdout_ends_every_command_quietly(argv):
+    """``slaq simulate | head``: the reader is gone before the command writes (argparse's help ignores that itself)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        out = run_console_script(*argv, stdout=write)
+    finally:
+        os.close(write)
+    assert (out.returncode, out.stderr) == (0 if "--help" in argv else 141, ""), out.stderr
+
+
+def test_simulate_writes_nothing_on_stderr():
+    out = run_console_script("slaq", "simulate", "--jobs", "12", "--cores", "64", "--policy", "slaq", "--policy", "las")
+    assert out.returncode == 0 and json.loads(out.stdout)["policies"] and out.stderr == ""
 
 
 def test_bench_allocate_json(capsys):

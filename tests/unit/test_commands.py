@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from sparkshim.commands import run_verb
+from sparkshim.commands import add_lab_verbs, run_verb
 
 # A verb that has "started something" (the finally stands for a cluster's or a Spark session's cleanup) and runs on.
 LONG_VERB = textwrap.dedent("""
@@ -51,3 +51,19 @@ def test_the_previous_sigterm_handler_is_restored():
     before = signal.getsignal(signal.SIGTERM)
     assert run_verb(argparse.Namespace(func=lambda args: 0), "riffle") == 0
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_lab_verb_without_the_lab_has_help_and_says_where_it_lives(capsys):
+    """A command no lab registers verbs for (an installed wheel's, for every command) still parses the lab's verbs."""
+    parser = argparse.ArgumentParser(prog="nolab")
+    add_lab_verbs(parser, parser.add_subparsers(dest="verb", required=True), "nolab")
+    for argv in (["bench", "--help"], ["bench", "merge", "--help"]):
+        try:
+            code = run_verb(parser.parse_args(argv), "nolab")
+        except SystemExit as exc:
+            code = exc.code
+        out = capsys.readouterr().out
+        assert code == 0 and out.startswith("usage: nolab bench") and "part of the project's lab" in out, (argv, out)
+    assert run_verb(parser.parse_args(["bench", "merge", "--inputs", "4"]), "nolab") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nolab: error: 'nolab bench' is part of the project's lab") and "scripts/setup.sh" in err

@@ -76,3 +76,15 @@ def test_a_template_that_switches_a_package_on_is_what_its_parser_accepts():
     enabled = {t.name: entries(t)[0] for t in TEMPLATES}
     assert SlaqConfig.from_conf(enabled["slaq.properties"].get).enabled
     assert RiffleConfig.from_conf(enabled["riffle.properties"].get).mergers == ("127.0.0.1:7338",)
+
+
+def test_slaq_riffle_conf_prints_each_template_and_its_file(capsys):
+    """What a user with the wheel only passes to --properties-file (the wheel test checks the installed copy)."""
+    from sparkshim import cli
+
+    for path in TEMPLATES:
+        assert cli.main(["conf", "--path", path.stem]) == 0 and capsys.readouterr().out == f"{path}\n"
+    assert cli.main(["conf", "slaq", "riffle-cluster"]) == 0
+    assert capsys.readouterr().out == "".join((TEMPLATES[0].parent / f"{n}.properties").read_text() for n in ("slaq", "riffle-cluster"))
+    assert cli.main(["conf"]) == 0 and capsys.readouterr().out.split(": ")[1].split() == sorted(p.stem for p in TEMPLATES)
+    assert cli.main(["conf", "slaq.conf"]) == 2 and "no conf template 'slaq.conf' (known: kubernetes," in capsys.readouterr().err

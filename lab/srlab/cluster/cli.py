@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from sparkshim.commands import add_version
+from sparkshim.console import run
 from srlab.cluster.harness import Cluster, ClusterError, default_base_dir
 
 
@@ -71,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"spark-cluster: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def console() -> int:
+    """The ``spark-cluster`` console script: :func:`main` as every command of the package runs (sparkshim.console)."""
+    return run("spark-cluster", main)
 
 
 if __name__ == "__main__":

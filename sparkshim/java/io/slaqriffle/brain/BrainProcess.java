@@ -23,7 +23,8 @@ import py4j.ClientServer;
  * {@code ClientServer} (what pyspark connects to by default), bound to the loopback address on an
  * ephemeral port and guarded by a fresh 256-bit secret that only the child's environment carries:
  * the same shape as the gateway Spark itself opens for a Python application. The brain's stdout and
- * stderr become driver log lines; closing its stdin asks it to stop.
+ * stderr become driver log lines; closing its stdin asks it to stop. It imports the installed package, never one in
+ * the driver's working directory.
  */
 final class BrainProcess {
   static final String MODULE = "sparkshim.brain";
@@ -59,6 +60,10 @@ final class BrainProcess {
       env.put("PYSPARK_GATEWAY_SECRET", secret);
       env.put("PYSPARK_PIN_THREAD", "true");  // pyspark then speaks ClientServer, as opened above
       env.put("PYTHONUNBUFFERED", "YES");
+      // `python -m` puts the working directory first on sys.path, so a driver started in a clone of the project would
+      // run that checkout's packages instead of the installed ones: keep it off (Python >= 3.11, as the package
+      // requires). PYTHONPATH still counts: Spark's own pyspark zips (below) and a user's entries are deliberate.
+      env.put("PYTHONSAFEPATH", "1");
       String path = sparkPythonPath(System.getenv("SPARK_HOME"), env.get("PYTHONPATH"));
       if (path != null) {
         env.put("PYTHONPATH", path);
