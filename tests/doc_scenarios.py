@@ -19,6 +19,7 @@ MERGER = ("mkdir -p /tmp/spark-local", "riffle-merger serve --listen 127.0.0.1:7
 # scenario -> its steps: (source, command) run in order in one shell (a background merger lives until the scenario ends)
 SCENARIOS: dict[str, list[tuple[str, str]]] = {
     "slaq_app": [(README, "spark-submit --conf spark.scheduler.mode=FAIR --conf spark.slaq.enabled=true app.py")],
+    "slaq_app_template": [(INSTALL, 'spark-submit --properties-file "$(slaq-riffle conf --path slaq)" app.py')],
     "spark_sql": [*((INSTALL, c) for c in MERGER),
                   (INSTALL, 'spark-sql --jars "$(slaq-riffle jar)" --conf spark.plugins=io.slaqriffle.SlaqRifflePlugin '
                             "--conf spark.local.dir=/tmp/spark-local --conf spark.riffle.enabled=true "

@@ -74,8 +74,9 @@ def merged(log: str) -> int:
     return sum(1 for line in log.splitlines() if "merged " in line and " outputs of app " in line)
 
 
-def test_readme_slaq_app(user):
-    out, err = run_scenario(user, "slaq_app")
+@pytest.mark.parametrize("scenario", ["slaq_app", "slaq_app_template"])
+def test_a_slaq_app_submitted_as_documented(user, scenario):
+    out, err = run_scenario(user, scenario)
     assert "APP " in out
     said = on_lines(err)
     assert len(said) == 1 and "SLAQ: on" in said[0] and "SLAQ tab at http://" in said[0], err[-3000:]
