@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ import pytest
 from slaq import messages
 from slaq.live.status import WHYS
 from tests.spark.ui_app import CV_FOLDS, CV_PARAMS, JOBS
-from tests.spark.ui_support import CHROMIUM, ChartLabels, dom, get_json, illegible_labels, log4j2, screenshot
+from tests.spark.ui_support import CHROMIUM, ChartLabels, dom, get_json, illegible_labels, log4j2, screenshot, shown
 
 APP = Path(__file__).with_name("ui_app.py")
 # The driver log the way a user sets it up: log4j2.properties in SPARK_CONF_DIR, SLAQ's logger at INFO.
@@ -184,9 +185,11 @@ def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
     page.feed(rendered)
     assert "SLAQ" in page.tabs and "Jobs" in page.tabs, page.tabs  # our tab in Spark's own navigation bar
     rows = {r[1]: r for r in page.rows}
-    assert set(NAMES) <= set(rows), page.rows  # every job, names escaped and shown as text
+    assert {shown(n) for n in NAMES} <= set(rows), page.rows  # every job, names escaped and shown as text, bidi controls inert
     assert rows[SHORT][3] == "finished" and rows[SHORT][4] in WHYS
-    assert all(rows[n][3] == "running" and int(rows[n][5]) >= 3 for n in NAMES if n != SHORT)
+    assert all(rows[shown(n)][3] == "running" and int(rows[shown(n)][5]) >= 3 for n in NAMES if n != SHORT)
+    assert "\u202e" not in re.sub(r'data-job="[^"]*"', "", rendered)  # only the machine-readable attributes keep it raw
+    assert rendered.count("<bdi>") >= 2 * len(NAMES)  # each name isolated in its row and in the legend
     # #, job, tuning, state, why, iterations, loss, normalized loss, predicted gain, cores allocated, used, wall time, time to target,
     # time to 90%, core-seconds
     assert all(len(r) == 15 and r[4] in WHYS for r in page.rows), page.rows
@@ -196,8 +199,9 @@ def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
     assert len(page.groups) == 1  # the CrossValidator's heading, its fits under it
     loss, alloc = page.svgs["slaq-loss-chart"], page.svgs["slaq-alloc-chart"]
     assert set(NAMES) <= set(loss["slaq-series"]) and loss["slaq-mean"] == [""]
-    assert set(alloc["slaq-series"]) <= set(rows) and len(alloc["slaq-series"]) >= 2 and alloc["slaq-used"] == [""]
-    assert set(loss["slaq-series"]) | set(alloc["slaq-series"]) <= set(page.keys) <= set(rows)  # a legend key with its name for every series
+    assert {shown(n) for n in alloc["slaq-series"]} <= set(rows) and len(alloc["slaq-series"]) >= 2 and alloc["slaq-used"] == [""]
+    # a legend key with its name for every series
+    assert set(loss["slaq-series"]) | set(alloc["slaq-series"]) <= set(page.keys) and {shown(n) for n in page.keys} <= set(rows)
     labels = ChartLabels(rendered).labels
     assert len(labels["slaq-alloc-chart"]) == len(alloc["slaq-series"]) and len(labels["slaq-loss-chart"]) == len(loss["slaq-series"])
     assert illegible_labels(rendered) == []  # every job's number reads on its band or line end, whatever its colour
@@ -213,3 +217,14 @@ def test_driver_log_has_one_info_line_per_epoch(app):
     assert numbers[0] == history[0] and set(history) <= set(numbers)  # the same epochs the tab shows (idle ones before the jobs are not kept)
     last = lines[numbers.index(history[-1])]
     assert "policy slaq" in last and "svm-1 [running] it=" in last and "cores=" in last
+
+
+def test_names_are_capped_and_their_bidi_controls_made_inert(gateway):
+    from sparkshim.bridge import call_static
+
+    def html(method: str, name: str) -> str:
+        return call_static(gateway, "seam.Html", method, ["java.lang.String"], name)
+
+    assert html("text", "x" * 200) == "x" * 119 + "\u2026" and html("text", "y" * 120) == "y" * 120
+    assert html("text", "a\u202eb<\u2067c") == "a\\u202Eb&lt;\\u2067c"
+    assert html("name", "\u05d0\u05d1 <i>") == "<bdi>\u05d0\u05d1 &lt;i&gt;</bdi>"

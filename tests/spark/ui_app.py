@@ -20,8 +20,9 @@ from pyspark.sql import SparkSession
 import slaq
 from slaq.ml import logistic_regression, svm, synthetic_blocks
 
-# (name, trainer, iterations): the first name needs HTML escaping; "short" finishes early
-JOBS = [("lr <a>&'x'", logistic_regression, 100_000), ("svm-1", svm, 100_000), ("short", logistic_regression, 6)]
+# (name, trainer, iterations): the first name needs HTML escaping and holds a right-to-left override, which must not
+# reorder the names after it; "short" finishes early
+JOBS = [("lr <a>&'x'\u202e", logistic_regression, 100_000), ("svm-1", svm, 100_000), ("short", logistic_regression, 6)]
 CV_PARAMS = [0.1, 0.01]  # regParam of the CrossValidator's candidates
 CV_FOLDS = 2
 

@@ -25,6 +25,14 @@ MIN_CONTRAST = 4.5  # WCAG 2 AA for normal text
 CHART_BACKGROUND = "#fafafa"  # the SLAQ charts' plot area
 
 
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(name: str) -> str:
+    """How a tab shows a job name as text: bidirectional controls as visible escapes (``seam.Html.text``)."""
+    return BIDI_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04X}", name)
+
+
 def log4j2(*info_loggers: str) -> str:
     """A log4j2.properties: WARN to stderr, and each of ``info_loggers`` at INFO."""
     lines = ["rootLogger.level = warn", "rootLogger.appenderRef.stderr.ref = console", "appender.console.type = Console",

@@ -50,7 +50,7 @@ final class RifflePage {
       b.append(String.format(Locale.ROOT,
           "<tr class=\"riffle-shuffle\" data-shuffle=\"%d\" data-state=\"%s\" data-cleaned=\"%b\"><td>%d</td>"
               + "<td style=\"overflow-wrap:anywhere\">%d: %s</td><td>%d</td><td>%d</td><td>%s</td><td>%s%s</td><td>%d</td><td>%s</td>",
-          r.shuffle(), Html.escape(r.state()), r.cleaned(), r.shuffle(), r.stage(), Html.escape(r.name()), r.maps(), r.reducers(),
+          r.shuffle(), Html.escape(r.state()), r.cleaned(), r.shuffle(), r.stage(), Html.name(r.name()), r.maps(), r.reducers(),
           Html.escape(r.policy()), Html.escape(r.state()), r.cleaned() ? CLEANED : "", r.groupsMerged(), fellBack(r.groupsFellBack())));
       b.append(String.format(Locale.ROOT, "<td>%s</td><td>%d</td><td>%d</td><td>%.3f</td><td style=\"overflow-wrap:anywhere\">%s</td></tr>",
           bytes(r.bytesMerged()), r.blocksUnmerged(), r.blocksMerged(), r.gateWaitSeconds(), Html.escape(r.reason())));

@@ -5,7 +5,47 @@ public final class Html {
   /** Between a table's header cells and its rows. */
   public static final String HEAD_END = "</tr></thead><tbody>";
 
+  /** Longest a user-supplied name is shown, in code points (a longer one ends in an ellipsis; the JSON keeps it whole). */
+  public static final int MAX_NAME = 120;
+
   private Html() {}
+
+  /**
+   * A user-supplied name (job, stage, group) as HTML content among other names: {@link #text} isolated in a
+   * {@code <bdi>}, so right-to-left text in one name cannot reorder its neighbours.
+   */
+  public static String name(String name) {
+    return "<bdi>" + text(name) + "</bdi>";
+  }
+
+  /**
+   * A user-supplied name as escaped text where no {@code <bdi>} can go (SVG): bidirectional formatting characters
+   * (embeddings, overrides, isolates, marks) shown as a backslash, 'u' and four hex digits instead of acting on what follows, and at
+   * most {@link #MAX_NAME} code points.
+   */
+  public static String text(String name) {
+    StringBuilder b = new StringBuilder();
+    int shown = 0;
+    for (int i = 0; i < name.length(); ) {
+      int cp = name.codePointAt(i);
+      i += Character.charCount(cp);
+      if (shown == MAX_NAME - 1 && i < name.length()) {
+        b.append('\u2026');
+        break;
+      }
+      if (bidiControl(cp)) {
+        b.append(String.format("\\u%04X", cp));
+      } else {
+        b.appendCodePoint(cp);
+      }
+      shown++;
+    }
+    return escape(b.toString());
+  }
+
+  static boolean bidiControl(int cp) {
+    return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+  }
 
   /** The start of a page's table: its heading, then the table (Spark's own table classes) up to its header cells. */
   public static String tableStart(String heading, String id) {

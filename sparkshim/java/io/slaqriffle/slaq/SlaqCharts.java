@@ -1,5 +1,6 @@
 package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Html;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -96,7 +97,7 @@ final class SlaqCharts {
         String trimmed = points.toString().trim();
         svg.append(String.format(Locale.ROOT,
             "<polyline class=\"slaq-series\" data-job=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"%s\" points=\"%s\"><title>%d %s</title></polyline>",
-            SlaqPage.escape(jobs.get(i)), color(i), dash(i), trimmed, i + 1, SlaqPage.escape(jobs.get(i))));
+            SlaqPage.escape(jobs.get(i)), color(i), dash(i), trimmed, i + 1, Html.text(jobs.get(i))));
         double[] end = ends.get(jobs.get(i));
         labels.add(i, jobs.get(i), f.x(end[0]), f.y(end[1]), PLOT);
       }
@@ -150,7 +151,7 @@ final class SlaqCharts {
         svg.append(String.format(Locale.ROOT,
             "<polygon class=\"slaq-series\" data-job=\"%s\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"%s\" stroke-width=\"1\" stroke-dasharray=\"%s\" points=\"%s\"><title>%d %s</title></polygon>",
             SlaqPage.escape(job), color(i), BAND_OPACITY, dash(i).equals("none") ? "none" : "#000", dash(i), points.toString().trim(), i + 1,
-            SlaqPage.escape(job)));
+            Html.text(job)));
         int at = widestRunMiddle(width);
         labels.add(i, job, f.x(history.get(at).t()), f.y((above[at] + below[at]) / 2), ChartLabels.blend(color(i), PLOT, BAND_OPACITY));
       }

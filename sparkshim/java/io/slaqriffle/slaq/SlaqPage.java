@@ -58,7 +58,7 @@ final class SlaqPage {
       if (!g.name.isEmpty()) {
         b.append(String.format(Locale.ROOT,
             "<tr class=\"slaq-group\" data-group=\"%s\"><th colspan=\"15\">%s &middot; %d fits</th></tr>",
-            escape(g.name), escape(g.name), g.rows.size()));
+            escape(g.name), Html.name(g.name), g.rows.size()));
       }
       for (SlaqMessages.JobStatus j : g.rows) {
         b.append(row(j, number.get(j.job())));
@@ -70,7 +70,7 @@ final class SlaqPage {
         .append("<div id=\"slaq-legend\">");
     for (int i = 0; i < jobs.size(); i++) {
       b.append(String.format(Locale.ROOT, "<span class=\"slaq-key\" data-job=\"%s\" style=\"margin-right:1em;white-space:nowrap\">%s %d %s</span> ",
-          escape(jobs.get(i)), SlaqCharts.swatch(i), i + 1, escape(jobs.get(i))));
+          escape(jobs.get(i)), SlaqCharts.swatch(i), i + 1, Html.name(jobs.get(i))));
     }
     b.append("<p>Thick black: mean normalized loss; dashed black: cores used by all jobs. Each job keeps its number, colour and "
         + "line style in both charts; its number is drawn at its loss line's end and in its band.</p></div>");
@@ -116,7 +116,7 @@ final class SlaqPage {
         "<tr class=\"slaq-job\" data-job=\"%s\" data-group=\"%s\"%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td>"
             + "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td%s>%s</td><td>%s</td><td>%s</td></tr>",
         escape(j.job()), escape(j.group()), j.refit() ? " data-refit=\"true\"" : "",
-        number == null ? "&ndash;" : Integer.toString(number + 1), escape(j.job()), tuning, escape(j.state()), escape(j.why()), j.iterations(),
+        number == null ? "&ndash;" : Integer.toString(number + 1), Html.name(j.job()), tuning, escape(j.state()), escape(j.why()), j.iterations(),
         reported ? String.format(Locale.ROOT, "%.6g", j.loss()) : "&ndash;",
         reported ? String.format(Locale.ROOT, "%.3f", j.normalizedLoss()) : "&ndash;",
         finished || j.iterations() < 2 ? "&ndash;" : String.format(Locale.ROOT, "%.3f", j.predictedGain()),
