@@ -265,11 +265,16 @@ def flood(port: int, count: int, within: float, jvm: int) -> dict[str, int]:
     """Opens ``count`` connections to ``port`` that never send anything; how many the other side closed
     within ``within`` s, and the JVM's threads before and at most while they were open."""
     before = jvm_threads(jvm)
-    socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(count)]
+    socks, closed = [], 0
+    for _ in range(count):
+        try:
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        except ConnectionResetError:  # accepted and closed before connect() returned
+            closed += 1
     sel = selectors.DefaultSelector()
     for sock in socks:
         sel.register(sock, selectors.EVENT_READ)
-    closed, peak = 0, before
+    peak = before
     deadline = time.monotonic() + within
     try:
         while closed < count and (left := deadline - time.monotonic()) > 0:

@@ -31,7 +31,7 @@ public final class BrainPlugin implements DriverPlugin {
   private SparkContext sc;
   private BrainHandle handle;
   private volatile BrainProcess brain;
-  private BrainWatchdog watchdog;
+  private volatile BrainWatchdog watchdog;
 
   @Override
   public Map<String, String> init(SparkContext context, PluginContext pluginContext) {
@@ -44,12 +44,13 @@ public final class BrainPlugin implements DriverPlugin {
     }
     String python = pythonExecutable(key -> conf.get(key, null), System.getenv());
     handle = new BrainHandle();
+    watchdog = BrainWatchdog.start(handle::beats, this::brainStuck);  // first: a brain may end at once
     try {
       brain = BrainProcess.start(python, handle, this::brainEnded);
-      watchdog = BrainWatchdog.start(handle::beats, this::brainStuck);
       LOG.info("SLAQ/Riffle plugin: started the brain ({} -m {}, pid {}) on loopback gateway port {}", python, BrainProcess.MODULE,
           brain.pid(), brain.port());
     } catch (IOException | RuntimeException | LinkageError e) {
+      stopWatchdog();
       LOG.warn("SLAQ/Riffle plugin: cannot start the brain `{} -m {}` ({}); set spark.pyspark.driver.python (or "
           + "PYSPARK_DRIVER_PYTHON) to a Python with slaq-riffle installed. The application runs as plain Spark",
           python, BrainProcess.MODULE, e.toString());
@@ -87,9 +88,7 @@ public final class BrainPlugin implements DriverPlugin {
   public void shutdown() {
     BrainProcess b = brain;
     brain = null;
-    if (watchdog != null) {
-      watchdog.stop();
-    }
+    stopWatchdog();
     if (b != null) {
       b.stop();
     }
@@ -97,6 +96,7 @@ public final class BrainPlugin implements DriverPlugin {
 
   /** The brain ended on its own (shutdown still closes its gateway). */
   private void brainEnded(int code) {
+    stopWatchdog();
     BrainProcess b = brain;
     String tail = b == null ? "" : b.tail();
     if (handle.isAttached()) {
@@ -112,12 +112,19 @@ public final class BrainPlugin implements DriverPlugin {
   /** The brain beat no more for {@code silentMillis}: it is ended, so it cannot come back half-way, and fails open as a dead one. */
   private void brainStuck(long silentMillis) {
     BrainProcess b = brain;
-    if (b == null) {
-      return;  // the application is stopping
+    if (b == null || !b.isAlive()) {
+      return;  // the application is stopping, or the brain exited (brainEnded says so)
     }
     b.end();
     failOpen("the brain (pid " + b.pid() + ") stopped answering: no heartbeat for " + silentMillis / 1000 + " s",
         " (it may have been stopped, swapped out or hung; it is ended)");
+  }
+
+  private void stopWatchdog() {
+    BrainWatchdog w = watchdog;
+    if (w != null) {
+      w.stop();
+    }
   }
 
   private void failOpen(String reason, String detail) {
