@@ -5,7 +5,9 @@ Spark Connect server's driver and opens a py4j gateway on the loopback address f
 (``PYSPARK_GATEWAY_PORT``/``PYSPARK_GATEWAY_SECRET``, as Spark does for a Python application). The
 brain waits until the driver's SparkContext is built, wraps it as a pyspark ``SparkContext`` and calls
 the start hook's :func:`~sparkshim.starthook.attach_enabled`: the same policies and merge scheduler
-as in a pyspark driver. It lives until its stdin closes (the plugin's shutdown, or the driver JVM
+as in a pyspark driver. From its first moment on the gateway it calls ``BrainHandle.alive()`` every
+second from a thread of its own: a brain that stops answering (stopped, hung) is told from a busy one
+by that heartbeat, and the plugin ends it and fails open. It lives until its stdin closes (the plugin's shutdown, or the driver JVM
 exiting), then stops what it attached. Its log records go to stdout, which the plugin turns into
 driver log lines.
 
@@ -21,12 +23,14 @@ import logging
 import os
 import signal
 import sys
+import threading
 from typing import Any
 
 from sparkshim.announce import NotInDriverLog
 
 log = logging.getLogger("sparkshim.brain")
 CONTEXT_WAIT_SECONDS = 120.0  # the plugin starts the brain early in the SparkContext constructor
+HEARTBEAT_SECONDS = 1.0  # the plugin's watchdog declares the brain stuck after 30 s without one
 EXIT_CONFIG, EXIT_NOT_ATTACHED = 2, 3
 
 
@@ -70,6 +74,24 @@ def _leave_context_running() -> None:
     log.debug("the brain does not stop the application's SparkContext")
 
 
+def start_heartbeat(handle: Any, every: float = HEARTBEAT_SECONDS) -> threading.Event:
+    """Calls ``handle.alive()`` now and every ``every`` seconds on a daemon thread until the returned event
+    is set or the gateway is gone (the driver is stopping: nothing left to tell)."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            try:
+                handle.alive()
+            except Exception:  # py4j's errors when the driver closed the gateway
+                return
+            if stop.wait(every):
+                return
+
+    threading.Thread(target=beat, name="sparkshim-brain-heartbeat", daemon=True).start()
+    return stop
+
+
 def run(context_wait: float) -> int:
     from pyspark.java_gateway import launch_gateway
 
@@ -80,6 +102,7 @@ def run(context_wait: float) -> int:
 
     gateway = launch_gateway()  # connects to PYSPARK_GATEWAY_PORT with PYSPARK_GATEWAY_SECRET
     handle = gateway.entry_point
+    start_heartbeat(handle)
     why = jar_mismatch(str(handle.shimSources()), str(handle.shimLocation()))
     if why:
         log.warning("SLAQ/Riffle brain: %s", why)

@@ -1,16 +1,23 @@
 """``--jars <shim> --conf spark.plugins=io.slaqriffle.SlaqRifflePlugin`` switches Riffle on for drivers
 that run no Python (a Java application under ``spark-submit --class``, the ``spark-sql`` CLI), leaves
 a pyspark driver to its in-process hook (one brain), and a brain killed mid-application leaves the
-application running to a correct result. Real driver JVMs, real merger daemon, real shuffle files.
+application running to a correct result. A brain that is alive but stopped (SIGSTOP) is found out by
+its missing heartbeat and fails open the same way, and the brain's gateway holds no thread for long for
+a connection without its secret. Real driver JVMs, real merger daemon, real shuffle files.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import re
+import selectors
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -26,8 +33,8 @@ QUERY = "SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY
 EXPECTED = sorted((k, len(range(k, 20000, 53))) for k in range(53))
 BIN = Path(sys.executable).parent
 
-# Runs QUERY (prints its rows and the shuffle blocks its reducers fetched); with --pause it then waits
-# for a line on stdin and runs it again.
+# Runs QUERY (prints its rows and the shuffle blocks its reducers fetched); with --pause it then says
+# PAUSED and runs it again for each line on stdin, until stdin ends.
 JAVA_APP = """
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -64,10 +71,15 @@ public class PluginApp {
     });
     run(spark, "1");
     if (args.length > 0 && args[0].equals("--pause")) {
-      System.out.println("PAUSED");
-      System.out.flush();
-      new BufferedReader(new InputStreamReader(System.in)).readLine();
-      run(spark, "2");
+      BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+      for (int n = 2; ; n++) {
+        System.out.println("PAUSED");
+        System.out.flush();
+        if (in.readLine() == null) {
+          break;
+        }
+        run(spark, Integer.toString(n));
+      }
     }
     spark.stop();
   }
@@ -207,6 +219,170 @@ def java_with_plugin(app_jar, local, merger):
         stderr.close()
     assert proc.returncode == 0, log[-6000:]
     return {"out": out, "log": log, "brains": brains, "merged_by_query_1": merged_by_query_1}
+
+
+class AppLines:
+    """A running app's stdout lines, waited for with a deadline (a hung app fails the test, not the run)."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.seen: list[str] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def until(self, prefix: str, timeout: float) -> bool:
+        """Whether a line starting with ``prefix`` came within ``timeout`` s (the lines before it are kept in ``seen``)."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._lines.get(timeout=left)
+            except queue.Empty:
+                return False
+            if line is None:
+                return False
+            self.seen.append(line)
+            if line.startswith(prefix):
+                return True
+        return False
+
+    def run_query(self, timeout: float) -> bool:
+        """Runs the query once more; whether it finished (its BLOCKS line) within ``timeout`` s."""
+        self.proc.stdin.write("go\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+        return self.until("PAUSED", timeout)
+
+
+def jvm_threads(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
+def flood(port: int, count: int, within: float, jvm: int) -> dict[str, int]:
+    """Opens ``count`` connections to ``port`` that never send anything; how many the other side closed
+    within ``within`` s, and the JVM's threads before and at most while they were open."""
+    before = jvm_threads(jvm)
+    socks, closed = [], 0
+    for _ in range(count):
+        try:
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        except ConnectionResetError:  # accepted and closed before connect() returned
+            closed += 1
+    sel = selectors.DefaultSelector()
+    for sock in socks:
+        sel.register(sock, selectors.EVENT_READ)
+    peak = before
+    deadline = time.monotonic() + within
+    try:
+        while closed < count and (left := deadline - time.monotonic()) > 0:
+            peak = max(peak, jvm_threads(jvm))
+            for key, _ in sel.select(min(left, 0.2)):
+                sel.unregister(key.fileobj)
+                try:
+                    data = key.fileobj.recv(64)  # type: ignore[union-attr]
+                except OSError:  # reset
+                    data = b""
+                closed += data == b""
+    finally:
+        for sock in socks:
+            sock.close()
+    return {"closed": closed, "before": before, "peak": peak}
+
+
+def wait_gone(pids: list[int], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(Path(f"/proc/{pid}").exists() and "(Z)" not in state(pid) for pid in pids):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def state(pid: int) -> str:
+    try:
+        return "(" + Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] + ")"
+    except OSError:
+        return "(gone)"
+
+
+STUCK_DEADLINE = 30  # BrainWatchdog.DEADLINE_MILLIS
+IDLE_CONNECTIONS = 100
+
+
+@pytest.fixture(scope="module")
+def stuck_brain(app_jar, local, merger):
+    """The Java app with SLAQ and Riffle under a ``local[2]`` master (no periodic revive of offers, as
+    spark-sql's default master): query 1; idle connections to the brain's gateway; query 2 (the brain
+    still merges); the brain SIGSTOPped, query 3; once the watchdog ended it, query 4. Each step has a
+    deadline; at the end the brain is resumed and killed so nothing outlives the test."""
+    stderr_path = local.parent / "stuck-brain.stderr"
+    stderr = stderr_path.open("w")
+    args = java_submit(app_jar, local, *plugin_confs(merger, "spark.riffle.holdTimeout=5s", "spark.slaq.enabled=true",
+                                                     "spark.scheduler.mode=FAIR"), app_args=("--pause",))
+    args[args.index("local-cluster[2,1,1024]")] = "local[2]"
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env())
+    lines = AppLines(proc)
+    out: dict = {"steps": []}
+    brains: list[int] = []
+    try:
+        assert lines.until("PAUSED", 240), stderr_path.read_text()[-4000:]
+        brains = children_running(proc.pid, "sparkshim.brain")
+        port = int(re.findall(r"on loopback gateway port (\d+)", stderr_path.read_text())[0])
+        out["flood"] = flood(port, IDLE_CONNECTIONS, 15.0, proc.pid)
+        before = completed(merger)
+        out["steps"].append(lines.run_query(120))
+        out["merged_after_flood"] = completed(merger) - before
+        for pid in brains:
+            os.kill(pid, signal.SIGSTOP)
+        out["steps"].append(lines.run_query(60))  # before the watchdog's deadline: the held reducers' own timeout
+        out["brain_ended"] = wait_gone(brains, STUCK_DEADLINE + 30)
+        out["steps"].append(lines.run_query(60))
+        proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            out["exit"] = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            out["exit"] = None
+    finally:
+        for pid in brains:
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stderr.close()
+    out["out"] = lines.seen
+    out["log"] = stderr_path.read_text()
+    return out
+
+
+def test_the_brains_gateway_closes_connections_without_the_secret_and_holds_few_threads(stuck_brain):
+    flooded = stuck_brain["flood"]
+    assert flooded["closed"] == IDLE_CONNECTIONS, (flooded, stuck_brain["log"][-3000:])  # all within 15 s
+    assert flooded["peak"] - flooded["before"] <= 16 + 8, flooded  # BrainGateway.MAX_UNAUTHENTICATED, and Spark's own
+    assert stuck_brain["steps"][0] and stuck_brain["merged_after_flood"] > 0, stuck_brain["log"][-4000:]
+    refused = [line for line in stuck_brain["log"].splitlines() if "WARN" in line and "brain's gateway" in line]
+    assert len(refused) == 1, refused
+
+
+def test_a_stopped_brain_is_found_out_and_fails_open(stuck_brain, vanilla):
+    log = stuck_brain["log"]
+    assert stuck_brain["steps"][1], log[-4000:]  # the held reducers ran after their timeout, with the brain stopped
+    assert "did not finish in time" in log, log[-4000:]
+    assert stuck_brain["brain_ended"], log[-4000:]
+    stuck = [line for line in log.splitlines() if "WARN" in line and "plugin: the brain" in line and "stopped answering" in line]
+    assert len(stuck) == 1 and "SLAQ and Riffle fail open" in stuck[0], log[-4000:]
+    assert "SLAQ: all job pools opened" in log and "Riffle: merging stopped" in log, log[-4000:]
+    assert stuck_brain["steps"][2], log[-4000:]
+    rows, blocks = tagged(stuck_brain["out"], "4")
+    assert rows == EXPECTED and blocks == vanilla[1]  # plain Spark again
+    assert tagged(stuck_brain["out"], "3")[0] == EXPECTED
+    assert stuck_brain["exit"] == 0, log[-4000:]
 
 
 def test_java_app_merges_with_only_the_plugin_confs(java_with_plugin, vanilla):

@@ -4,6 +4,7 @@ import java.io.File;
 import java.net.URL;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.jar.JarFile;
 import org.apache.spark.SparkContext;
 
@@ -12,11 +13,12 @@ import org.apache.spark.SparkContext;
  * SparkContext once it is fully built, the class loader holding the shim (so the brain and the
  * plugin share one copy of the shim's classes and the plugin can fail the brain's components open),
  * and the fingerprint of the shim's sources (the brain refuses a jar built from other sources than
- * its own Python, whose messages could differ).
+ * its own Python, whose messages could differ). The brain's heartbeat arrives here too.
  */
 public final class BrainHandle {
   private final CountDownLatch ready = new CountDownLatch(1);
   private final CountDownLatch attached = new CountDownLatch(1);
+  private final AtomicLong beats = new AtomicLong();
   private volatile SparkContext sc;
 
   /** The driver's SparkContext once its constructor reached the plugins' last step, or null after {@code timeoutMillis}. */
@@ -45,6 +47,15 @@ public final class BrainHandle {
     } catch (Exception | LinkageError e) {
       return "";
     }
+  }
+
+  /** The brain is alive and answering: its heartbeat, called about once a second ({@link BrainWatchdog}). */
+  public void alive() {
+    beats.incrementAndGet();
+  }
+
+  long beats() {
+    return beats.get();
   }
 
   /** The brain attached whatever the confs switch on (called by the brain). */

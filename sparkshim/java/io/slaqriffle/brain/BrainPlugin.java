@@ -18,8 +18,9 @@ import org.slf4j.LoggerFactory;
  * the SparkContext is being built, and holds the constructor's last step until the brain attached
  * (bounded), so the application's first job already runs with SLAQ and Riffle. In a pyspark driver
  * it does nothing: the in-process start hook attaches there, and one brain per application is the
- * rule. A brain that ends before the application does fails open: its JVM components give up their
- * holds ({@link Shim#failOpen}) and the application runs on as plain Spark.
+ * rule. A brain that ends before the application does, or stops answering ({@link BrainWatchdog}),
+ * fails open: its JVM components give up their holds ({@link Shim#failOpen}) and the application
+ * runs on as plain Spark.
  */
 public final class BrainPlugin implements DriverPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(BrainPlugin.class);
@@ -30,6 +31,7 @@ public final class BrainPlugin implements DriverPlugin {
   private SparkContext sc;
   private BrainHandle handle;
   private volatile BrainProcess brain;
+  private volatile BrainWatchdog watchdog;
 
   @Override
   public Map<String, String> init(SparkContext context, PluginContext pluginContext) {
@@ -42,11 +44,13 @@ public final class BrainPlugin implements DriverPlugin {
     }
     String python = pythonExecutable(key -> conf.get(key, null), System.getenv());
     handle = new BrainHandle();
+    watchdog = BrainWatchdog.start(handle::beats, this::brainStuck);  // first: a brain may end at once
     try {
       brain = BrainProcess.start(python, handle, this::brainEnded);
-      LOG.info("SLAQ/Riffle plugin: started the brain ({} -m {}, pid {}) on a loopback gateway", python, BrainProcess.MODULE,
-          brain.pid());
+      LOG.info("SLAQ/Riffle plugin: started the brain ({} -m {}, pid {}) on loopback gateway port {}", python, BrainProcess.MODULE,
+          brain.pid(), brain.port());
     } catch (IOException | RuntimeException | LinkageError e) {
+      stopWatchdog();
       LOG.warn("SLAQ/Riffle plugin: cannot start the brain `{} -m {}` ({}); set spark.pyspark.driver.python (or "
           + "PYSPARK_DRIVER_PYTHON) to a Python with slaq-riffle installed. The application runs as plain Spark",
           python, BrainProcess.MODULE, e.toString());
@@ -84,6 +88,7 @@ public final class BrainPlugin implements DriverPlugin {
   public void shutdown() {
     BrainProcess b = brain;
     brain = null;
+    stopWatchdog();
     if (b != null) {
       b.stop();
     }
@@ -91,19 +96,41 @@ public final class BrainPlugin implements DriverPlugin {
 
   /** The brain ended on its own (shutdown still closes its gateway). */
   private void brainEnded(int code) {
+    stopWatchdog();
     BrainProcess b = brain;
     String tail = b == null ? "" : b.tail();
     if (handle.isAttached()) {
-      String reason = "the brain (pid " + (b == null ? "?" : b.pid()) + ") exited with code " + code;
-      LOG.warn("SLAQ/Riffle plugin: {}; SLAQ and Riffle fail open: held reducers are released, pools open, and the "
-          + "application runs on as plain Spark", reason);
-      Shim.failOpen(sc, reason);
+      failOpen("the brain (pid " + (b == null ? "?" : b.pid()) + ") exited with code " + code, "");
     } else {
       LOG.warn("SLAQ/Riffle plugin: the brain ended before attaching (exit code {}: {}); the driver's Python needs "
           + "slaq-riffle and pyspark importable (set spark.pyspark.driver.python or PYSPARK_DRIVER_PYTHON to such a "
           + "Python). The application runs as plain Spark", code, tail.isEmpty() ? "no output" : tail);
       Shim.failOpen(sc, "the brain ended before attaching");
     }
+  }
+
+  /** The brain beat no more for {@code silentMillis}: it is ended, so it cannot come back half-way, and fails open as a dead one. */
+  private void brainStuck(long silentMillis) {
+    BrainProcess b = brain;
+    if (b == null || !b.isAlive()) {
+      return;  // the application is stopping, or the brain exited (brainEnded says so)
+    }
+    b.end();
+    failOpen("the brain (pid " + b.pid() + ") stopped answering: no heartbeat for " + silentMillis / 1000 + " s",
+        " (it may have been stopped, swapped out or hung; it is ended)");
+  }
+
+  private void stopWatchdog() {
+    BrainWatchdog w = watchdog;
+    if (w != null) {
+      w.stop();
+    }
+  }
+
+  private void failOpen(String reason, String detail) {
+    LOG.warn("SLAQ/Riffle plugin: {}{}; SLAQ and Riffle fail open: held reducers are released, pools open, and the "
+        + "application runs on as plain Spark", reason, detail);
+    Shim.failOpen(sc, reason);
   }
 
   /**

@@ -4,7 +4,6 @@ import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.ArrayDeque;
@@ -16,15 +15,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.IntConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import py4j.ClientServer;
 
 /**
- * The brain's process and the gateway it connects back to. The gateway is py4j's pinned-thread
- * {@code ClientServer} (what pyspark connects to by default), bound to the loopback address on an
- * ephemeral port and guarded by a fresh 256-bit secret that only the child's environment carries:
- * the same shape as the gateway Spark itself opens for a Python application. The brain's stdout and
- * stderr become driver log lines; closing its stdin asks it to stop. It imports the installed package, never one in
- * the driver's working directory.
+ * The brain's process and the gateway it connects back to. The gateway ({@link BrainGateway}) speaks
+ * py4j's pinned-thread {@code ClientServer} protocol (what pyspark connects to by default), bound to
+ * the loopback address on an ephemeral port and guarded by a fresh 256-bit secret that only the
+ * child's environment carries: the same shape as the gateway Spark itself opens for a Python
+ * application, with its connections bounded. The brain's stdout and stderr become driver log lines;
+ * closing its stdin asks it to stop. It imports the installed package, never one in the driver's
+ * working directory.
  */
 final class BrainProcess {
   static final String MODULE = "sparkshim.brain";
@@ -32,13 +31,13 @@ final class BrainProcess {
   private static final int TAIL_LINES = 8;
   private static final long STOP_WAIT_SECONDS = 20;
 
-  private final ClientServer gateway;
+  private final BrainGateway gateway;
   private final Process process;
   private final Thread output;
   private final Deque<String> tail = new ArrayDeque<>();
   private volatile boolean stopping;
 
-  private BrainProcess(ClientServer gateway, Process process) {
+  private BrainProcess(BrainGateway gateway, Process process) {
     this.gateway = gateway;
     this.process = process;
     this.output = new Thread(this::forwardOutput, "slaq-riffle-brain-output");
@@ -51,7 +50,7 @@ final class BrainProcess {
    */
   static BrainProcess start(String python, BrainHandle handle, IntConsumer onExit) throws IOException {
     String secret = newSecret();
-    ClientServer gateway = openGateway(handle, secret);
+    BrainGateway gateway = openGateway(handle, secret);
     Process process;
     try {
       ProcessBuilder pb = new ProcessBuilder(python, "-m", MODULE).redirectErrorStream(true);
@@ -91,7 +90,7 @@ final class BrainProcess {
     return brain;
   }
 
-  private static ClientServer openGateway(BrainHandle handle, String secret) {
+  private static BrainGateway openGateway(BrainHandle handle, String secret) {
     // py4j resolves the brain's class names through the serving threads' context class loader, which
     // they inherit from this thread: make it the one that holds the shim (--jars puts it in a child
     // of Spark's loader).
@@ -99,9 +98,7 @@ final class BrainProcess {
     ClassLoader previous = current.getContextClassLoader();
     current.setContextClassLoader(BrainProcess.class.getClassLoader());
     try {
-      InetAddress loopback = InetAddress.getLoopbackAddress();
-      return new ClientServer.ClientServerBuilder(handle).authToken(secret).javaPort(0).javaAddress(loopback)
-          .pythonAddress(loopback).build();  // build() starts the server
+      return BrainGateway.open(handle, secret);
     } finally {
       current.setContextClassLoader(previous);
     }
@@ -143,6 +140,18 @@ final class BrainProcess {
 
   boolean isAlive() {
     return process.isAlive();
+  }
+
+  /** The gateway's port on the loopback address. */
+  int port() {
+    return gateway.getJavaServer().getListeningPort();
+  }
+
+  /** Ends the brain at once (SIGKILL ends a stopped process too) and closes its gateway; its exit is not reported. */
+  void end() {
+    stopping = true;
+    process.destroyForcibly();
+    gateway.shutdown();
   }
 
   /** The brain's last few output lines, for the message that says why it ended. */

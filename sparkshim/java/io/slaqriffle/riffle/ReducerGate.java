@@ -14,7 +14,7 @@ import org.apache.spark.scheduler.TaskSetManager;
  * Holds the reducers of shuffles being merged. The decision the root pool asks for every offer round
  * ({@link #holds}) is a pure read of the held set; holds start at map-stage submission, get a
  * deadline when the map stage ends, and end by {@link #release}, a commit, or {@link #expire} (run by
- * the tracker, never from inside the scheduler's sort). A stage whose parents are not known yet
+ * the tracker when the deadline passes, never from inside the scheduler's sort). A stage whose parents are not known yet
  * (its job's start event is still on the listener bus) is held while any shuffle is held: it may be
  * a reader. Whether a reader already launched is read from the live task sets under the scheduler
  * lock, so nothing needs to be recorded while sorting.
@@ -72,9 +72,9 @@ final class ReducerGate {
     }
   }
 
-  /** The map stage ended: the readers wait at most the timeout from now. */
-  void mapStageDone(int shuffle, long now) {
-    held.computeIfPresent(shuffle, (k, v) -> now + timeoutNanos);
+  /** The map stage ended: the readers wait at most the timeout from now. Returns that deadline, or null when not held. */
+  Long mapStageDone(int shuffle, long now) {
+    return held.computeIfPresent(shuffle, (k, v) -> now + timeoutNanos);
   }
 
   boolean release(int shuffle) {

@@ -121,7 +121,10 @@ final class RiffleListener extends SparkListener implements CleanerListener {
       return;
     }
     int shuffle = (Integer) info.shuffleDepId().get();
-    gate.mapStageDone(shuffle, clock.nanoTime());
+    Long deadline = gate.mapStageDone(shuffle, clock.nanoTime());
+    if (deadline != null) {
+      tracker.expireAt(deadline);
+    }
     tracker.emit(new RiffleMessages.MapStageDone(shuffle, info.stageId(), info.failureReason().isEmpty()));
   }
 

@@ -1,5 +1,6 @@
 package io.slaqriffle.riffle;
 
+import io.slaqriffle.seam.Backstop;
 import io.slaqriffle.seam.Feature;
 import io.slaqriffle.seam.Features;
 import io.slaqriffle.seam.Messages;
@@ -126,15 +127,29 @@ public final class RiffleTracker implements Shim.FailOpen {
 
   /**
    * Everything that happened since the last call, as a JSON list of {@link Messages}. Holds whose
-   * deadline passed end here (a {@code hold_expired} each), not inside the scheduler's sort.
+   * deadline passed end here or when it passes (a {@code hold_expired} each), not inside the scheduler's sort.
    */
   public String drain() {
-    for (int shuffle : gate.expire(clock.nanoTime())) {
+    expireDue();
+    return Messages.encode(events.drain());
+  }
+
+  /** Ends the holds whose deadline passed and lets their reducers run, whether or not Python drains. */
+  private void expireDue() {
+    List<Integer> expired = gate.expire(clock.nanoTime());
+    for (int shuffle : expired) {
       LOG.warn("Riffle: merges of shuffle {} did not finish in time; its reducers read the original files", shuffle);
       listener.forget(shuffle);
       emit(new RiffleMessages.HoldExpired(shuffle));
     }
-    return Messages.encode(events.drain());
+    if (!expired.isEmpty() && ts != null) {
+      SparkScheduler.reviveOffers(ts);
+    }
+  }
+
+  /** A hold now ends at {@code deadline} (nanos on the tracker's clock): it is expired then even if Python stopped draining. */
+  void expireAt(long deadline) {
+    Backstop.after(deadline - clock.nanoTime() + 1_000_000L, this::expireDue);
   }
 
   /** Lets the shuffle's reducers run (after a commit, or when merging is abandoned). */

@@ -39,6 +39,12 @@ public final class PoolMode {
     return stale;
   }
 
+  /** Nanos from {@code now} until the latest allocation goes stale (not positive once it has, or before the first). */
+  public long untilStale(long now) {
+    long last = lastDeposit;
+    return last == Long.MIN_VALUE ? 0 : last + staleAfterNanos - now;
+  }
+
   /** An allocation arrived at {@code now}. */
   public void deposited(long now) {
     lastDeposit = now;

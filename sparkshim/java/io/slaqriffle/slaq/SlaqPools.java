@@ -1,5 +1,6 @@
 package io.slaqriffle.slaq;
 
+import io.slaqriffle.seam.Backstop;
 import io.slaqriffle.seam.Feature;
 import io.slaqriffle.seam.Features;
 import io.slaqriffle.seam.Messages;
@@ -14,6 +15,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.slf4j.Logger;
@@ -44,6 +46,7 @@ public final class SlaqPools implements Shim.FailOpen {
   private final Outbox<SlaqMessages.Iteration> records = new Outbox<>(MAX_PENDING_RECORDS);
   private final SlaqStatus status = new SlaqStatus();
   private volatile ConnectFits connect;  // null without Spark Connect (or its default pool)
+  private final AtomicBoolean staleWatch = new AtomicBoolean();  // a reviveWhenStale is scheduled
 
   private SlaqPools(SparkContext sc) {
     this.sc = sc;
@@ -197,6 +200,27 @@ public final class SlaqPools implements Shim.FailOpen {
       mode.deposited(now);
     }
     SparkScheduler.reviveOffers(ts);
+    watchStaleness(mode.untilStale(now));
+  }
+
+  private void watchStaleness(long nanos) {
+    if (staleWatch.compareAndSet(false, true)) {
+      Backstop.after(nanos + 1_000_000L, this::reviveWhenStale);
+    }
+  }
+
+  /**
+   * Runs when the latest allocation may have gone stale: if it has, the pools are open from now and
+   * the scheduler is offered resources again (a loop that stopped depositing revives nothing itself).
+   */
+  private void reviveWhenStale() {
+    staleWatch.set(false);
+    long wait = mode.untilStale(clock.nanoTime());
+    if (wait > 0) {
+      watchStaleness(wait);
+    } else if (isOpenNow()) {
+      SparkScheduler.reviveOffers(ts);
+    }
   }
 
   /** One epoch's {@code epoch_status} message from the Python loop: the UI tab, REST JSON and log line show it. */
