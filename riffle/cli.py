@@ -49,17 +49,17 @@ def _status(args: argparse.Namespace) -> int:
     import os
 
     from riffle.merger.node_status import probe, table
+    from sparkshim.safe_read import FileRefused, read_config_file, read_config_text
 
-    token = os.environ.get("RIFFLE_MERGER_TOKEN") or None
-    if args.token_file:
-        try:
-            token = open(args.token_file).read().strip()
-        except OSError as exc:
-            print(f"riffle: error: cannot read token file {args.token_file}: {exc.strerror}", file=sys.stderr)
-            return 2
+    try:
+        token = read_config_text(args.token_file, "--token-file") if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None
+        ca = read_config_file(args.tls_ca, "--tls-ca") if args.tls_ca else None
+    except FileRefused as exc:
+        print(f"riffle: error: {exc}", file=sys.stderr)
+        return 2
     deadline = time.monotonic() + args.wait
     while True:
-        rows = [probe(a, token, args.tls_ca, args.timeout) for a in args.addresses]
+        rows = [probe(a, token, ca, args.timeout) for a in args.addresses]
         serving = all(r.get("health") == "SERVING" and "error" not in r for r in rows)
         if serving or time.monotonic() >= deadline:
             break

@@ -20,6 +20,16 @@ def parse_size(text: str) -> int:
         value = float(digits)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 512k, 4m, 2g)") from None
-    if unit not in UNITS or not 0 < value < float(1 << 62) / UNITS.get(unit, 1):  # also refuses nan and inf
+    size = int(value * UNITS[unit]) if unit in UNITS and 0 < value < float(1 << 62) / UNITS[unit] else 0  # refuses nan and inf
+    if size < 1:  # also 0.1 or 1e-10 bytes
         raise argparse.ArgumentTypeError(f"not a positive size: {text!r} (use e.g. 512k, 4m, 2g)")
-    return int(value * UNITS[unit])
+    return size
+
+
+def format_size(size: int) -> str:
+    """``size`` as :func:`parse_size` reads it back, in the largest unit that divides it: ``1k``, ``256k``, ``1g``."""
+    for suffix in "tgmk":
+        unit = UNITS[suffix]
+        if size >= unit and size % unit == 0:
+            return f"{size // unit}{suffix}"
+    return str(size)

@@ -31,7 +31,7 @@ from sparkshim.announce import NotInDriverLog
 log = logging.getLogger("sparkshim.brain")
 CONTEXT_WAIT_SECONDS = 120.0  # the plugin starts the brain early in the SparkContext constructor
 HEARTBEAT_SECONDS = 1.0  # the plugin's watchdog declares the brain stuck after 30 s without one
-EXIT_CONFIG, EXIT_NOT_ATTACHED = 2, 3
+EXIT_CONFIG, EXIT_NOT_ATTACHED = 2, 3  # the plugin (BrainPlugin.EXIT_CONFIG) knows 2: it then adds no second line
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

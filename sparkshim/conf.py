@@ -2,7 +2,8 @@
 
 Every product reads its confs through :class:`ConfReader`; the start-up hook uses the same
 :func:`enabled` to decide whether to attach, so a value is either used or refused, everywhere alike.
-Booleans follow Spark (``SparkConf.getBoolean``): ``true`` or ``false``, any case, nothing else.
+Booleans follow Spark (``SparkConf.getBoolean``): ``true`` or ``false``, any case, nothing else. Every
+number has a range, stated where its key is read: a value outside it (or not finite) is refused with the range.
 The known keys are the ones a config class's ``from_conf`` reads (:func:`keys_read`), so a key is
 added in one place and a misspelt one is named with its closest match (:func:`unknown_keys`).
 """
@@ -30,27 +31,45 @@ def parse_bool(key: str, text: str) -> bool:
     raise ConfigError(f"{key}={text!r}: expected true or false")
 
 
-def parse_seconds(key: str, text: str) -> float:
+def seconds_text(value: float) -> str:
+    """A duration as ``parse_seconds`` reads it back: ``50ms``, ``3600s``."""
+    return f"{value * 1000:g}ms" if value < 1 else f"{value:g}s"
+
+
+def number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def in_range(key: str, text: str, value: float | None, expected: str, minimum: float, maximum: float,
+             show: Callable[[Any], str] = number_text) -> Any:
+    """``value`` when it lies in [minimum, maximum] (so finite), else the one error for ``key``: what is expected
+    and its range. ``value`` None: ``text`` did not parse."""
+    if value is None or not minimum <= value <= maximum:  # also refuses NaN
+        raise ConfigError(f"{key}={text!r}: expected {expected} in [{show(minimum)}, {show(maximum)}]")
+    return value
+
+
+def parse_seconds(key: str, text: str, minimum: float, maximum: float) -> float:
     """``2``, ``2s``, ``500ms`` or ``1min`` in seconds (Spark's duration style; bare numbers are seconds)."""
     m = _DURATION.match(text)
-    if not m:
-        raise ConfigError(f"{key}={text!r}: expected a duration such as 2s or 500ms")
-    value = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "min": 60.0, None: 1.0}[m.group(2)]
-    if value <= 0:
-        raise ConfigError(f"{key}={text!r}: must be > 0")
-    return value
+    value = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "min": 60.0, None: 1.0}[m.group(2)] if m else None
+    return in_range(key, text, value, "a duration such as 2s or 500ms", minimum, maximum, seconds_text)
 
 
-def parse_float(key: str, text: str, minimum: float = 0.0, maximum: float = float("inf")) -> float:
+def parse_float(key: str, text: str, minimum: float, maximum: float) -> float:
     try:
-        value = float(text)
+        value: float | None = float(text)
     except ValueError:
-        raise ConfigError(f"{key}={text!r}: expected a number") from None
-    if not value >= minimum:
-        raise ConfigError(f"{key}={text!r}: must be >= {minimum}")
-    if value > maximum:
-        raise ConfigError(f"{key}={text!r}: must be in [{minimum}, {maximum}]")
-    return value
+        value = None
+    return in_range(key, text, value, "a number", minimum, maximum)
+
+
+def parse_int(key: str, text: str, minimum: int, maximum: int) -> int:
+    try:
+        value: int | None = int(text.strip())
+    except ValueError:
+        value = None
+    return in_range(key, text, value, "a whole number", minimum, maximum)
 
 
 class ConfReader:
@@ -71,13 +90,17 @@ class ConfReader:
         value = self.text(name)
         return default if value is None else parse_bool(self.key(name), value)
 
-    def seconds(self, name: str, default: float) -> float:
+    def seconds(self, name: str, default: float, minimum: float, maximum: float) -> float:
         value = self.text(name)
-        return default if value is None else parse_seconds(self.key(name), value)
+        return default if value is None else parse_seconds(self.key(name), value, minimum, maximum)
 
-    def number(self, name: str, default: float, minimum: float = 0.0, maximum: float = float("inf")) -> float:
+    def number(self, name: str, default: float, minimum: float, maximum: float) -> float:
         value = self.text(name)
         return default if value is None else parse_float(self.key(name), value, minimum, maximum)
+
+    def integer(self, name: str, default: int, minimum: int, maximum: int) -> int:
+        value = self.text(name)
+        return default if value is None else parse_int(self.key(name), value, minimum, maximum)
 
     def choice(self, name: str, default: str, options: Collection[str]) -> str:
         value = self.text(name)
@@ -88,7 +111,7 @@ class ConfReader:
         return value
 
     def parsed(self, name: str, default: Any, parse: Callable[[str], Any], expected: str) -> Any:
-        """``parse(value)`` for formats owned elsewhere (sizes); any failure is a ConfigError naming the key."""
+        """``parse(value)`` for formats owned elsewhere; any failure is a ConfigError naming the key."""
         value = self.text(name)
         if value is None:
             return default
@@ -96,6 +119,18 @@ class ConfReader:
             return parse(value)
         except Exception:
             raise ConfigError(f"{self.key(name)}={value!r}: expected {expected}") from None
+
+    def size(self, name: str, default: int, parse: Callable[[str], int], minimum: int, maximum: int,
+             show: Callable[[int], str], expected: str = "a size such as 256k or 1m") -> int:
+        """A byte count ``parse`` reads (``riffle.units.parse_size``), within [minimum, maximum]."""
+        value = self.text(name)
+        if value is None:
+            return default
+        try:
+            size: int | None = parse(value)
+        except Exception:
+            size = None
+        return in_range(self.key(name), value, size, expected, minimum, maximum, show)
 
 
 def enabled(get: Callable[[str], object], key: str) -> bool:

@@ -16,6 +16,7 @@ from riffle.driver.fleet import MergerFleet
 from riffle.driver.merges import ShuffleState
 from riffle.driver.observer import SchedulerObserver
 from riffle.driver.scheduler import MergeScheduler, shim_hold_seconds
+from riffle.driver.token_file import TokenFile
 from sparkshim.bridge import shim_class
 
 
@@ -98,8 +99,9 @@ def use_config(scheduler: MergeScheduler, config: RiffleConfig) -> None:
     """Switch the running scheduler to ``config`` (other mergers, policy or timeouts). Mergers refusing the
     old token or CA are asked again, and warned about again should they still refuse."""
     fleet = scheduler.fleet
-    if (config.token, config.tls_ca) != (fleet.config.token, fleet.config.tls_ca):
+    if (config.token, config.token_file, config.tls_ca) != (fleet.config.token, fleet.config.token_file, fleet.config.tls_ca):
         forget_refusals(fleet)
+        fleet.token = TokenFile(config.token, config.token_file)  # for the clients it opens from now on
     fleet.config = config
 
 

@@ -1,18 +1,21 @@
-"""``spark.riffle.*`` configuration, validated with errors that name the key."""
+"""``spark.riffle.*`` configuration, validated with errors that name the key; each number's accepted range is
+stated where :meth:`RiffleConfig.from_conf` reads it, and the files it names are read by :mod:`sparkshim.safe_read`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from riffle.driver.cost import CostConfig, StorageCost
 from riffle.driver.policy import MERGE_POLICIES
 from riffle.merger.client import INSECURE_ENV, sends_token_in_cleartext
-from riffle.units import parse_size
+from riffle.merger.config import MAX_FAN_IN
+from riffle.units import format_size, parse_size
 from sparkshim.conf import ConfigError, ConfReader
+from sparkshim.safe_read import FileRefused, read_config_file, read_config_text
 
 PREFIX = "spark.riffle."
+DAY = 86400.0  # the longest timeout: longer cannot be meant
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,9 @@ class RiffleConfig:
     hold_timeout: float = 30.0  # longest the reducers wait for merges after the map stage
     rpc_timeout: float = 60.0
     token: str | None = field(default=None, repr=False)
+    token_file: str | None = None  # where the token was read; read again when a merger refuses it (a rotated token)
     tls_ca: str | None = None
+    tls_ca_pem: bytes | None = field(default=None, repr=False)  # tls_ca's content, read once at start
     cost: CostConfig = CostConfig()
 
     @classmethod
@@ -41,12 +46,12 @@ class RiffleConfig:
                 raise ConfigError(f"{conf.key('mergers')}: {m!r} is not host:port")
         token = conf.text("authToken")
         token_file = conf.text("authTokenFile")
-        if token_file:
-            try:
-                token = Path(token_file).read_text().strip()
-            except OSError as exc:
-                raise ConfigError(f"{conf.key('authTokenFile')}={token_file!r}: {exc.strerror}") from None
         tls_ca = conf.text("tlsCa")
+        try:
+            token = read_config_text(token_file, conf.key("authTokenFile")) if token_file else token
+            tls_ca_pem = read_config_file(tls_ca, conf.key("tlsCa")) if tls_ca else None
+        except FileRefused as exc:
+            raise ConfigError(str(exc)) from None
         cleartext = [m for m in mergers if sends_token_in_cleartext(m, token, tls_ca)]
         if cleartext:
             raise ConfigError(f"{conf.key('authTokenFile' if token_file else 'authToken')} without {conf.key('tlsCa')} "
@@ -55,15 +60,17 @@ class RiffleConfig:
         return cls(
             enabled=conf.boolean("enabled", d.enabled),
             mergers=mergers,
-            merger_port=int(conf.number("mergerPort", d.merger_port, 1)),
+            merger_port=conf.integer("mergerPort", d.merger_port, 1, 65535),
             policy=conf.choice("policy", d.policy, MERGE_POLICIES),
-            nway=int(conf.number("nway", d.nway, 2)),
-            target_block_bytes=conf.parsed("targetBlockSize", d.target_block_bytes, parse_size, "a size such as 256k or 1m"),
-            best_effort=conf.number("bestEffort", d.best_effort, 0.0, 1.0),
-            hold_timeout=conf.seconds("holdTimeout", d.hold_timeout),
-            rpc_timeout=conf.seconds("rpcTimeout", d.rpc_timeout),
+            nway=conf.integer("nway", d.nway, 2, MAX_FAN_IN),  # a merger refuses more inputs
+            target_block_bytes=conf.size("targetBlockSize", d.target_block_bytes, parse_size, 1 << 10, 1 << 30, format_size),
+            best_effort=conf.number("bestEffort", d.best_effort, 0, 1),
+            hold_timeout=conf.seconds("holdTimeout", d.hold_timeout, 0.001, DAY),
+            rpc_timeout=conf.seconds("rpcTimeout", d.rpc_timeout, 0.1, DAY),
             token=token or None,
+            token_file=token_file,
             tls_ca=tls_ca,
+            tls_ca_pem=tls_ca_pem,
             cost=_cost_config(conf, get),
         )
 
@@ -73,11 +80,12 @@ def _cost_config(conf: ConfReader, get: Callable[[str], str | None]) -> CostConf
     d, s = CostConfig(), StorageCost()
     sql = ConfReader(get, "spark.sql.adaptive.")
     size = (lambda text: parse_size(text.lower().removesuffix("b") if text.lower().endswith(("kb", "mb", "gb")) else text))
-    storage = StorageCost(
-        request_seconds=conf.seconds("cost.requestTime", s.request_seconds),
-        byte_seconds=1.0 / conf.parsed("cost.bandwidth", int(1 / s.byte_seconds), parse_size, "bytes per second such as 500m"),
-        merge_seconds=conf.seconds("cost.mergeTime", s.merge_seconds),
-        input_seconds=conf.seconds("cost.mergeInputTime", s.input_seconds), buffer_bytes=s.buffer_bytes)
+    storage = StorageCost(  # a storage's times from a microsecond to a minute, its bandwidth from 1 KiB/s to 1 TiB/s
+        request_seconds=conf.seconds("cost.requestTime", s.request_seconds, 1e-6, 60.0),
+        byte_seconds=1.0 / conf.size("cost.bandwidth", int(1 / s.byte_seconds), parse_size, 1 << 10, 1 << 40, format_size,
+                                    "bytes per second such as 500m"),
+        merge_seconds=conf.seconds("cost.mergeTime", s.merge_seconds, 1e-6, 60.0),
+        input_seconds=conf.seconds("cost.mergeInputTime", s.input_seconds, 1e-6, 60.0), buffer_bytes=s.buffer_bytes)
     return CostConfig(
         enabled=conf.boolean("cost.enabled", d.enabled), storage=storage,
         coalesce=sql.boolean("enabled", True) and sql.boolean("coalescePartitions.enabled", True),

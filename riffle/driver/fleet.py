@@ -5,12 +5,14 @@ and one cause is one WARN line (a merger known to refuse or be down is not asked
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -18,6 +20,7 @@ from riffle.driver.config import RiffleConfig
 from riffle.driver.merges import Merge, MergeState
 from riffle.driver.placement import candidates, two_choices
 from riffle.driver.status import DOWN, OTHER, REFUSED, UP, cause_of_code, merger_row
+from riffle.driver.token_file import TokenFile
 from riffle.merger.client import MergerClient
 from riffle.merger.paths import OUTSIDE_ROOTS
 
@@ -29,6 +32,7 @@ DOWN_SECONDS = 30.0  # how long an unreachable merger is left out
 LOAD_TTL_SECONDS = 0.2  # a merger's reported load is reused this long (one status RPC per merger, not per merge)
 MAX_RPC_THREADS = 64  # merges in flight at once; each waits on one blocking MergerClient call
 MAX_KEEPALIVE_SECONDS = 60.0  # leases are renewed every lease / 3, and at least this often
+T = TypeVar("T")
 
 
 class WarnOnce:
@@ -49,7 +53,8 @@ class WarnOnce:
 
 class MergerFleet:
     """The mergers of one ``config`` (read afresh at every choice and request; clients already open for
-    an address are kept)."""
+    an address are kept). A request a merger refuses for its token is sent once more if the token file
+    holds a newer token (a rotation)."""
 
     def __init__(self, config: RiffleConfig, app_id: str):
         self.app_id = app_id
@@ -59,6 +64,7 @@ class MergerFleet:
         self._clients: dict[str, MergerClient] = {}
         self.down_until: dict[str, float] = {}  # merger -> when it is asked again (monotonic seconds) after it went away
         self.config = config
+        self.token = TokenFile(config.token, config.token_file)
         self._loads: dict[str, tuple[float, float]] = {}
         self._queues: dict[str, tuple[int, int]] = {}  # merger -> (queued, running) at its last status call
         self.outcomes: dict[str, Counter[str]] = {}  # merger -> its merges by final state (done, failed, cancelled)
@@ -120,8 +126,21 @@ class MergerFleet:
     def _client(self, address: str) -> MergerClient:
         c = self._clients.get(address)
         if c is None:
-            c = self._clients[address] = MergerClient(address, self.config.token, self.config.tls_ca, self.config.rpc_timeout)
+            c = self._clients[address] = MergerClient(address, self.token.current, self.config.tls_ca_pem or self.config.tls_ca,
+                                                      self.config.rpc_timeout)
         return c
+
+    def _authenticated(self, client: MergerClient, call: Callable[[], T]) -> T:
+        """``call()`` (a request of ``client``), sent once more with a newer token if the merger refuses the one it
+        carried; any other failure, or a refusal with no newer token, is raised."""
+        sent = client.token
+        try:
+            return call()
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAUTHENTICATED or (newer := self.token.newer_than(sent)) is None:
+                raise
+        client.token = newer
+        return call()
 
     def _load(self, address: str) -> float:
         cached = self._loads.get(address)
@@ -129,7 +148,8 @@ class MergerFleet:
         if cached and now - cached[1] < LOAD_TTL_SECONDS:
             return cached[0]
         try:
-            status = self._client(address).status()
+            client = self._client(address)
+            status = self._authenticated(client, client.status)
             load = float(status.load)
             self._queues[address] = (int(status.queued), int(status.running))
         except grpc.RpcError as exc:
@@ -153,9 +173,10 @@ class MergerFleet:
             self.refuse(m.merger, m.error)
             return
         try:
-            m.future = self._rpc.submit(client.merge, m.request_id, m.shuffle_id, [o.map_id for o in m.members], m.local_dirs,
-                                        num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
-                                        timeout=self.config.rpc_timeout)
+            merge = functools.partial(client.merge, m.request_id, m.shuffle_id, [o.map_id for o in m.members], m.local_dirs,
+                                      num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
+                                      timeout=self.config.rpc_timeout)
+            m.future = self._rpc.submit(self._authenticated, client, merge)
         except Exception as exc:
             m.fail(str(exc), OTHER)
             self._count(m)
@@ -210,6 +231,7 @@ class MergerFleet:
         """Renews this application's lease on every merger that holds or makes merged files for it (in the
         background): on a merger new to it at once (which also learns the merger's lease), then every lease / 3.
         A merger deletes the files of an application it has not heard from for its lease."""
+        self._ask_again_after_rotation()
         now = time.monotonic()
         holders = {address for places in self.merged_where.values() for address, _ in places} - set(self.refused)
         due = holders if now >= self._next_renewal else holders - self._renewing
@@ -222,9 +244,19 @@ class MergerFleet:
             except Exception:  # shutting down, or the client refuses to talk to it
                 log.debug("riffle: lease renewal for %s not sent", address, exc_info=True)
 
+    def _ask_again_after_rotation(self) -> None:
+        """Mergers that refused this driver's token are asked again once the token file holds a newer one (the
+        mergers' token may change before the driver's file does)."""
+        stale = [a for a, why in self.refused.items() if why.startswith(grpc.StatusCode.UNAUTHENTICATED.name) and a in self._clients]
+        if not stale or self.token.newer_than(self._clients[stale[0]].token) is None:
+            return
+        for address in stale:
+            self.warn_once.forget(f"refused-{self.refused.pop(address)}")
+            self._clients[address].token = self.token.current
+
     def _renew(self, client: MergerClient) -> None:
         try:
-            lease = client.keep_alive(self.app_id).lease_seconds
+            lease = self._authenticated(client, functools.partial(client.keep_alive, self.app_id)).lease_seconds
         except Exception:  # a down merger is already handled where merges fail; its lease runs on
             log.debug("riffle: lease renewal on %s failed", client.address, exc_info=True)
             return
@@ -243,7 +275,8 @@ class MergerFleet:
                 log.debug("Riffle: merged files of shuffle %d on %s not deleted: %s", sid, address, known)
                 continue
             try:
-                self._client(address).cleanup(list(dirs), app_id=self.app_id, shuffle_id=sid)
+                client = self._client(address)
+                self._authenticated(client, functools.partial(client.cleanup, list(dirs), app_id=self.app_id, shuffle_id=sid))
             except grpc.RpcError as exc:
                 error = self._failed(address, exc)
                 if address not in self.refused and self.down_until.get(address, 0.0) <= now:

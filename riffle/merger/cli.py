@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from riffle.merger.addresses import is_loopback
-from riffle.merger.private_file import NotPrivate, read_private_file
 from riffle.units import parse_size
 from riffle.version import package_version
+from sparkshim.safe_read import read_config_text
 
 
 class JsonFormatter(logging.Formatter):
@@ -76,19 +76,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 class StartupError(Exception):
     """A start-up refusal: printed as one line, exit code 2."""
-
-
-def read_token(path: str) -> str:
-    """The shared secret in ``path``, refusing a file others can read (the error names the fix)."""
-    try:
-        token = read_private_file(path, "token file").decode().strip()
-    except NotPrivate as exc:
-        raise StartupError(str(exc)) from None
-    except UnicodeDecodeError:
-        raise StartupError(f"token file {path} is not text") from None
-    if not token:
-        raise StartupError(f"token file {path} is empty")
-    return token
 
 
 MIN_MEMORY = 1 << 20      # below this not even a two-input merge with the smallest buffers fits
@@ -155,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
 
         check_ranges(args)
-        token = read_token(args.token_file) if args.token_file else os.environ.get("RIFFLE_MERGER_TOKEN") or None
+        token = (read_config_text(args.token_file, "--token-file", private=True) if args.token_file
+                 else os.environ.get("RIFFLE_MERGER_TOKEN") or None)
         check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
         if args.metrics_listen and not args.insecure and not is_loopback(args.metrics_listen):
             raise StartupError(f"refusing to serve metrics on {args.metrics_listen} off loopback: the endpoint has neither "

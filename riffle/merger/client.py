@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from riffle.merger.addresses import is_loopback
 from riffle.protocol import MESSAGE_LIMITS, pb, pb_grpc
+from sparkshim.safe_read import read_config_file
 
 INSECURE_ENV = "RIFFLE_INSECURE"  # "1" lets a client send its token in cleartext off loopback
 
@@ -18,7 +18,7 @@ class CleartextToken(ValueError):
     """A token would cross the network unencrypted."""
 
 
-def sends_token_in_cleartext(address: str, token: str | None, tls_ca: str | None, insecure: bool | None = None) -> bool:
+def sends_token_in_cleartext(address: str, token: str | None, tls_ca: str | bytes | None, insecure: bool | None = None) -> bool:
     """Whether a client for ``address`` would send ``token`` unencrypted off this machine, which it refuses
     unless ``insecure`` (default: the ``RIFFLE_INSECURE=1`` environment variable)."""
     if insecure is None:
@@ -27,9 +27,10 @@ def sends_token_in_cleartext(address: str, token: str | None, tls_ca: str | None
 
 
 class MergerClient:
-    def __init__(self, address: str, token: str | None = None, tls_ca: str | None = None, timeout: float = 600.0,
+    def __init__(self, address: str, token: str | None = None, tls_ca: str | bytes | None = None, timeout: float = 600.0,
                  insecure: bool | None = None):
-        """Refuses (:class:`CleartextToken`) to send a token without TLS to a non-loopback address unless ``insecure``
+        """``tls_ca``: the CA's PEM bytes, or a file's path (read by :mod:`sparkshim.safe_read`). Refuses
+        (:class:`CleartextToken`) to send a token without TLS to a non-loopback address unless ``insecure``
         (default: the ``RIFFLE_INSECURE=1`` environment variable)."""
         if sends_token_in_cleartext(address, token, tls_ca, insecure):
             raise CleartextToken(f"refusing to send the merger token in cleartext to {address}: configure TLS (a CA file) "
@@ -37,12 +38,19 @@ class MergerClient:
         self.address = address
         self.timeout = timeout
         if tls_ca:
-            self.channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(Path(tls_ca).read_bytes()), options=MESSAGE_LIMITS)
+            pem = read_config_file(tls_ca, "TLS CA file") if isinstance(tls_ca, str) else tls_ca
+            self.channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(pem), options=MESSAGE_LIMITS)
         else:
             self.channel = grpc.insecure_channel(address, options=MESSAGE_LIMITS)
         self.stub = pb_grpc.MergerStub(self.channel)
         self.health_stub = health_pb2_grpc.HealthStub(self.channel)
-        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self.token = token
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """What every call sends: the current :attr:`token` (the driver replaces a rotated one)."""
+        token = self.token
+        return (("authorization", f"Bearer {token}"),) if token else ()
 
     def merge(self, request_id: str, shuffle_id: int, map_ids: list[int], local_dirs: list[str], num_partitions: int,
               merged_map_id: int, app_id: str = "", executor_id: str = "", sub_dirs: int = 0,

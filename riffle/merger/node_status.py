@@ -10,7 +10,7 @@ COLUMNS = ("address", "health", "version", "load", "queued", "running", "max_que
            "failed", "rejected")
 
 
-def probe(address: str, token: str | None, tls_ca: str | None, timeout: float) -> dict:
+def probe(address: str, token: str | None, tls_ca: str | bytes | None, timeout: float) -> dict:
     """One merger's row; an unreachable or refusing merger is a row too, with the reason."""
     row: dict = {"address": address}
     try:

@@ -11,7 +11,6 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -20,11 +19,11 @@ from riffle.merger.config import MAX_FAN_IN, Config
 from riffle.merger.engine import fds_needed
 from riffle.merger.journal import Journal
 from riffle.merger.paths import Roots
-from riffle.merger.private_file import read_private_file
 from riffle.merger.publish import remove_stale_temps
 from riffle.merger.requests import MAX_LOCAL_DIRS
 from riffle.merger.service import MergerService
 from riffle.protocol import SERVER_MESSAGE_LIMITS, pb_grpc
+from sparkshim.safe_read import read_config_file
 
 log = logging.getLogger("riffle.merger")
 SERVICE_NAME = "riffle.v1.Merger"
@@ -101,7 +100,7 @@ class MergerDaemon:
         self.tls_pair = None
         if options.tls_cert:
             assert options.tls_key is not None
-            self.tls_pair = (read_private_file(options.tls_key, "--tls-key"), Path(options.tls_cert).read_bytes())
+            self.tls_pair = (read_config_file(options.tls_key, "--tls-key", private=True), read_config_file(options.tls_cert, "--tls-cert"))
         nofile = raise_open_file_limit()
         config = options.config
         config.fd_budget = max(nofile - FD_RESERVE, 64)

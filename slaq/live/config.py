@@ -1,4 +1,5 @@
-"""``spark.slaq.*`` configuration, parsed and validated with errors that name the bad key."""
+"""``spark.slaq.*`` configuration, parsed and validated with errors that name the bad key; each number's
+accepted range is stated where :meth:`SlaqConfig.from_conf` reads it."""
 
 from __future__ import annotations
 
@@ -34,10 +35,10 @@ class SlaqConfig:
         return cls(
             enabled=conf.boolean("enabled", d.enabled),
             policy=conf.choice("policy", d.policy, POLICIES),
-            epoch=conf.seconds("epoch", d.epoch),
+            epoch=conf.seconds("epoch", d.epoch, 0.05, 3600.0),  # shorter is a busy loop
             work_conserving=conf.boolean("workConserving", d.work_conserving),
-            fail_open_epochs=conf.number("failOpenEpochs", d.fail_open_epochs, 1.0),
-            reserve_cores=conf.number("reserveCores", d.reserve_cores, 0.0),
+            fail_open_epochs=conf.number("failOpenEpochs", d.fail_open_epochs, 1, 1000),
+            reserve_cores=conf.number("reserveCores", d.reserve_cores, 0, 1_000_000),
             prior=conf.boolean("prior", d.prior),
             prune=conf.boolean("prune", d.prune),
             storage_admission=conf.boolean("storageAdmission", d.storage_admission),

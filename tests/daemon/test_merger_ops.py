@@ -2,6 +2,7 @@
 
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -32,19 +33,24 @@ def token_file(tmp_path):
 
 def refusals(root, tmp_path, token_file):
     """Case name -> (serve arguments, text the one error line must contain); the token files come from ``token_files``."""
-    loose, empty = tmp_path / "loose-token", tmp_path / "empty-token"
+    loose, empty, fifo, big = tmp_path / "loose-token", tmp_path / "empty-token", tmp_path / "fifo", tmp_path / "big-token"
     r = ["--local-dir", str(root)]
     # non-loopback addresses are refused before anything binds
     return {
         "no token off loopback": (["--listen", "0.0.0.0:7338", *r], "without a token"),
         "token in cleartext off loopback": (["--listen", "0.0.0.0:7338", "--token-file", str(token_file), *r], "cleartext"),
         "token file readable by others": (["--token-file", str(loose), *r], f"chmod 600 {loose}"),
-        "missing token file": (["--token-file", str(tmp_path / "nope"), *r], "cannot read token file"),
+        "missing token file": (["--token-file", str(tmp_path / "nope"), *r], f"--token-file={tmp_path / 'nope'}: No such file"),
         "empty token file": (["--token-file", str(empty), *r], "is empty"),
+        "token file a FIFO": (["--token-file", str(fifo), *r], f"--token-file={fifo}: not a regular file but a FIFO"),
+        "token file /dev/zero": (["--token-file", "/dev/zero", *r], "--token-file=/dev/zero: not a regular file but a character device"),
+        "token file of 2 MiB": (["--token-file", str(big), *r], f"--token-file={big}: larger than 1048576 bytes"),
+        "tls cert a FIFO": (["--tls-cert", str(fifo), "--tls-key", str(tmp_path / "key.pem"), *r],
+                            f"--tls-cert={fifo}: not a regular file but a FIFO"),
         "missing local dir": (["--local-dir", str(tmp_path / "missing")], "does not exist"),
         "tls cert without key": (["--tls-cert", str(token_file), *r], "go together"),
         "tls key readable by others": (["--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "loose-key.pem"), *r],
-                                       f"--tls-key {tmp_path / 'loose-key.pem'} is readable by group or others"),
+                                       f"--tls-key={tmp_path / 'loose-key.pem'}: readable by group or others"),
         "missing tls files": (["--tls-cert", str(tmp_path / "c.pem"), "--tls-key", str(tmp_path / "k.pem"), *r], "No such file"),
         "metrics off loopback": (["--metrics-listen", "0.0.0.0:9100", *r], "refusing to serve metrics on 0.0.0.0:9100 off loopback"),
         "bad metrics address": (["--metrics-listen", "nowhere", *r], "HOST:PORT"),
@@ -65,15 +71,32 @@ def refusals(root, tmp_path, token_file):
 @pytest.mark.parametrize("case", sorted(refusals("/r", Path("/t"), "/f")))
 def test_each_start_up_refusal_is_one_line_and_exit_code_2(root, tmp_path, token_file, case):
     for name, text, mode in (("loose-token", "s3cret", 0o644), ("empty-token", "", 0o600), ("loose-key.pem", "key", 0o640),
-                             ("cert.pem", "cert", 0o644)):
+                             ("cert.pem", "cert", 0o644), ("key.pem", "key", 0o600), ("big-token", "x" * (2 << 20), 0o600)):
         (tmp_path / name).write_text(text)
         (tmp_path / name).chmod(mode)
+    os.mkfifo(tmp_path / "fifo")
     args, text = refusals(root, tmp_path, token_file)[case]
     out = serve(*args)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("riffle-merger: error: ") and text in lines[0], out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("flag", ["--token-file", "--tls-ca"])
+def test_riffle_status_refuses_a_fifo_a_device_or_a_large_file_at_once(tmp_path, flag):
+    """Before it asks any merger, in one line naming the flag, the path and the reason (a FIFO blocked it, and
+    /dev/zero was read until memory ran out: the command runs here with its address space capped at 2 GiB)."""
+    fifo, big = tmp_path / "fifo", tmp_path / "big"
+    os.mkfifo(fifo)
+    big.write_bytes(b"x" * (2 << 20))
+    cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # noqa: E731
+    for path, reason in ((fifo, "not a regular file but a FIFO"), ("/dev/zero", "not a regular file but a character device"),
+                         (big, "larger than 1048576 bytes (1 MiB)")):
+        out = subprocess.run([sys.executable, "-m", "riffle.cli", "status", f"127.0.0.1:{free_port()}", flag, str(path)],
+                             capture_output=True, text=True, timeout=60, preexec_fn=cap)
+        assert out.returncode == 2 and out.stdout == "", out.stderr
+        assert out.stderr == f"riffle: error: {flag}={path}: {reason}\n", out.stderr
 
 
 def test_client_refuses_to_send_a_token_in_cleartext_off_loopback():

@@ -450,3 +450,17 @@ def test_a_brain_that_cannot_start_is_one_warning_and_plain_spark(app_jar, local
     assert tagged(proc.stdout.splitlines(), "1")[0] == EXPECTED
     warnings = [line for line in proc.stderr.splitlines() if "WARN" in line and "cannot start the brain" in line]
     assert len(warnings) == 1 and str(missing) in warnings[0] and "spark.pyspark.driver.python" in warnings[0], proc.stderr[-4000:]
+
+
+def test_a_token_file_that_is_a_fifo_is_one_error_line_and_plain_spark_at_once(app_jar, local, merger, work, vanilla):
+    """The brain refuses the conf at once, naming it in one line, and the application runs as plain Spark: it
+    neither waits out the attach wait (60 s) nor the brain's stop (20 s), as when the brain blocked on the FIFO."""
+    fifo = work / "token-fifo"
+    os.mkfifo(fifo)
+    args = java_submit(app_jar, local, *plugin_confs(merger, f"spark.riffle.authTokenFile={fifo}"))
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env())
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert tagged(proc.stdout.splitlines(), "1") == vanilla  # the same rows, every map output read as it is
+    named = [line for line in proc.stderr.splitlines() if "spark.riffle.authTokenFile" in line]
+    assert len(named) == 1 and f"{fifo}: not a regular file but a FIFO" in named[0], proc.stderr[-4000:]
+    assert "has not attached after" not in proc.stderr and "did not stop within" not in proc.stderr, proc.stderr[-4000:]

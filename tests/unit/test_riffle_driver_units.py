@@ -70,7 +70,7 @@ def test_config_parsing_and_errors(tmp_path):
     token.write_text("s3cret\n")
     conf = {"spark.riffle.enabled": "true", "spark.riffle.mergers": "h1:7000, h2:7001", "spark.riffle.nway": "10",
             "spark.riffle.bestEffort": "0.9", "spark.riffle.holdTimeout": "500ms", "spark.riffle.targetBlockSize": "1m",
-            "spark.riffle.authTokenFile": str(token), "spark.riffle.tlsCa": "/etc/riffle/ca.pem"}
+            "spark.riffle.authTokenFile": str(token), "spark.riffle.tlsCa": str(token)}
     c = RiffleConfig.from_conf(conf.get)
     assert (c.enabled, c.mergers, c.nway, c.best_effort, c.hold_timeout, c.target_block_bytes, c.token) == (
         True, ("h1:7000", "h2:7001"), 10, 0.9, 0.5, 1 << 20, "s3cret")
@@ -263,7 +263,7 @@ def test_a_token_without_tls_for_listed_remote_mergers_is_refused_at_parse_time(
     token.write_text("t")
     with pytest.raises(ConfigError, match="spark.riffle.authTokenFile without spark.riffle.tlsCa"):
         RiffleConfig.from_conf({"spark.riffle.mergers": "10.0.0.5:7338", "spark.riffle.authTokenFile": str(token)}.get)
-    assert RiffleConfig.from_conf((remote | {"spark.riffle.tlsCa": "/ca.pem"}).get).tls_ca == "/ca.pem"
+    assert RiffleConfig.from_conf((remote | {"spark.riffle.tlsCa": str(token)}).get).tls_ca == str(token)
     assert RiffleConfig.from_conf((remote | {"spark.riffle.mergers": "localhost:7000"}).get).token == "t"
     assert RiffleConfig.from_conf({"spark.riffle.authToken": "t"}.get).token == "t"  # mergers found per executor host: checked when used
     monkeypatch.setenv("RIFFLE_INSECURE", "1")  # the client's own opt-out applies alike

@@ -27,6 +27,8 @@ public final class BrainPlugin implements DriverPlugin {
   static final String[] SWITCHES = {"spark.slaq.enabled", "spark.riffle.enabled"};
   /** Longest the SparkContext constructor waits for the brain to attach (Python start-up included). */
   static final long ATTACH_WAIT_MILLIS = 60_000;
+  /** The brain's exit code for a spark.slaq.* or spark.riffle.* value it refused (its ERROR line names it). */
+  static final int EXIT_CONFIG = 2;
 
   private SparkContext sc;
   private BrainHandle handle;
@@ -101,6 +103,10 @@ public final class BrainPlugin implements DriverPlugin {
     String tail = b == null ? "" : b.tail();
     if (handle.isAttached()) {
       failOpen("the brain (pid " + (b == null ? "?" : b.pid()) + ") exited with code " + code, "");
+    } else if (code == EXIT_CONFIG) {
+      LOG.warn("SLAQ/Riffle plugin: the brain refused a configuration value (the error above names it); the application "
+          + "runs as plain Spark");
+      Shim.failOpen(sc, "the brain refused a configuration value");
     } else {
       LOG.warn("SLAQ/Riffle plugin: the brain ended before attaching (exit code {}: {}); the driver's Python needs "
           + "slaq-riffle and pyspark importable (set spark.pyspark.driver.python or PYSPARK_DRIVER_PYTHON to such a "
