@@ -58,6 +58,7 @@ class Cleaner:
         now = time.monotonic()
         recorded = await loop.run_in_executor(self.io_pool, self.journal.apps)
         running = self.inflight.apps()
+        self.leases.hold_files(recorded)
         expired = self.leases.expired(recorded | running, now)
         for app in expired:
             self.leases.forget(app)

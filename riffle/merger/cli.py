@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="delete the merged files of an application whose driver sent nothing (no merge, no keep-alive) "
                             "for this long: it died without cleaning up (default %(default)s; drivers renew every "
                             "lease / 3, at most every 60 s)")
+    serve.add_argument("--max-apps", type=int, default=65536, metavar="N",
+                       help="leases held for applications with no merged files here; one more is refused until some lapse "
+                            "(applications with merged files here are always renewed; default %(default)s)")
     serve.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics over HTTP here (default off)")
     serve.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
                        help="fsync merged files before they are reported (default on; --no-fsync matches Spark, which never "
@@ -83,6 +86,7 @@ MIN_BUFFER = 4 << 10
 MAX_WORKERS = 1024
 MAX_QUEUE = 1 << 20
 MAX_SECONDS = 7 * 24 * 3600.0
+MAX_APPS = 1 << 24
 
 
 def check_address(flag: str, address: str) -> None:
@@ -116,6 +120,7 @@ def check_ranges(args: argparse.Namespace) -> None:
     _in_range("--grace", args.grace, 0, MAX_SECONDS, " seconds")
     _in_range("--prune-interval", args.prune_interval, 0.1, MAX_SECONDS, " seconds")
     _in_range("--app-lease", args.app_lease, 1, MAX_SECONDS, " seconds")
+    _in_range("--max-apps", args.max_apps, 1, MAX_APPS)
 
 
 def check_exposure(listen: str, token: str | None, tls: bool, insecure: bool) -> None:
@@ -154,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
                           max_queue_memory=args.max_queue_memory,
                           fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env(),
-                          app_lease=args.app_lease),
+                          app_lease=args.app_lease, max_apps=args.max_apps),
             token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
             metrics_listen=args.metrics_listen, prune_interval=args.prune_interval))
     except Exception as exc:  # every start-up failure is one line and exit code 2, never a traceback

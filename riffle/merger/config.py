@@ -8,6 +8,7 @@ from riffle.merger.faults import NO_FAULTS, Faults
 
 MAX_FAN_IN = 4096
 DEFAULT_APP_LEASE = 600.0  # seconds an application may send nothing (no Merge, no KeepAlive) before its merged files go
+DEFAULT_MAX_APPS = 1 << 16  # leases of applications without merged files here (see riffle.merger.leases)
 MAX_LEASE_CHECK_SECONDS = 30.0  # expired leases are looked for every min(lease / 4, this)
 
 
@@ -24,6 +25,7 @@ class Config:
     max_fan_in: int = MAX_FAN_IN
     faults: Faults = NO_FAULTS  # crash injection for the crash tests; riffle-merger serve reads it from the environment
     app_lease: float = DEFAULT_APP_LEASE
+    max_apps: int = DEFAULT_MAX_APPS
 
     @property
     def lease_check_seconds(self) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from riffle.merger.concat import memory_needed
@@ -46,7 +46,11 @@ class Merges:
     async def run(self, request_id: str, executor_id: str, spec: MergeSpec, locs: list[Location], queued_bytes: int) -> Merged:
         if self.shutting_down:
             raise Refused(Code.UNAVAILABLE, "merger is shutting down")
-        self.leases.heard_from(spec.app_id)
+        try:
+            self.leases.renew(spec.app_id)
+        except Refused:
+            self.counters.count("rejected")
+            raise
         name = data_file_name(spec.shuffle_id, spec.merged_map_id)
         index, sub = block_location(len(locs), name, spec.sub_dirs)
         output: Output = (locs[index], sub, name)
@@ -63,7 +67,7 @@ class Merges:
             started = time.monotonic()
             work = self.pool.submit(self._merge_in_thread, spec, locs, read_buf, write_buf, entry)
             handed_off = True
-            work.add_done_callback(lambda _: loop.call_soon_threadsafe(self.inflight.finish, request_id, entry))
+            work.add_done_callback(lambda _: loop.call_soon_threadsafe(self._ended, request_id, entry, work))
             try:
                 result = await asyncio.wrap_future(work)
             except asyncio.CancelledError:  # the caller went away or its deadline passed
@@ -81,6 +85,13 @@ class Merges:
         log.info("merged %d outputs of app %s executor %s shuffle %d into %s: %d bytes in %.3fs (queued %.3fs)", len(spec.map_ids),
                  spec.app_id, executor_id, spec.shuffle_id, result.data_path, result.bytes_written, elapsed, waited)
         return Merged(result, waited, elapsed)
+
+    def _ended(self, request_id: str, entry: InFlight, work: Future[MergeResult]) -> None:
+        """The merge thread is over: a merge that published makes its application a holder of merged files here
+        (also when its caller went away), then the merge leaves the registry."""
+        if not work.cancelled() and work.exception() is None:
+            self.leases.hold_files((entry.app_id,))
+        self.inflight.finish(request_id, entry)
 
     def _admit(self, spec: MergeSpec, num_dirs: int, queued_bytes: int) -> tuple[int, int, Ticket]:
         """Buffer sizes that fit the memory budget, and a ticket for them (RESOURCE_EXHAUSTED when there is no room)."""

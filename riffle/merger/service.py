@@ -44,7 +44,7 @@ class MergerService(pb_grpc.MergerServicer):
         self.merge_pool = ThreadPoolExecutor(config.merge_threads, thread_name_prefix="merge")
         self.io_pool = ThreadPoolExecutor(CLEANUP_THREADS, thread_name_prefix="cleanup")
         self.inflight = InFlightMerges(self.admission, functools.partial(delete_orphan_output, roots, journal, self.io_pool))
-        self.leases = Leases(config.app_lease)
+        self.leases = Leases(config.app_lease, config.max_apps, journal.apps())
         self.merges = Merges(roots, journal, config, self.admission, self.inflight, self.leases, self.counters, self.metrics,
                              self.merge_pool)
         self.cleaner = Cleaner(roots, journal, self.inflight, self.leases, self.io_pool)
@@ -85,4 +85,4 @@ class MergerService(pb_grpc.MergerServicer):
 
     @answers_refusals
     async def KeepAlive(self, request: pb.KeepAliveRequest, context: grpc.aio.ServicerContext) -> pb.KeepAliveResponse:
-        return pb.KeepAliveResponse(lease_seconds=self.leases.keep_alive(requests.keep_alive_request(request)))
+        return pb.KeepAliveResponse(lease_seconds=self.leases.renew(requests.keep_alive_request(request)))

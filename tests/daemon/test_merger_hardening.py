@@ -529,6 +529,61 @@ def test_cleanup_of_an_app_ends_its_running_merges_so_nothing_outlives_it(root, 
         assert not os.listdir(root / ".riffle-merger" / "apps")
 
 
+def test_cleanup_that_outwaits_a_merge_past_cancelling_returns_and_its_output_goes_when_it_ends(root, roots, dirs, monkeypatch,
+                                                                                                   caplog):
+    """A merge past cancelling (its index linked) that outlasts Cleanup's wait for it (20 s; 0.2 s here, against a
+    1.5 s stall): Cleanup returns without it, and the pair it then publishes is deleted as soon as it ends."""
+    import asyncio
+
+    from riffle.merger import cleanup
+    from riffle.merger.config import Config
+    from riffle.merger.faults import Faults
+    from riffle.merger.journal import Journal
+    from riffle.merger.service import MergerService
+    from riffle.protocol import pb_grpc
+
+    monkeypatch.setattr(cleanup, "CLEANUP_WAIT_SECONDS", 0.2)
+    make_outputs(dirs, 3, [0, 1], 6)
+    before = all_files(root)
+    journal = Journal(roots, durable=False)
+    service = MergerService(roots, journal, Config(fsync=False, faults=Faults(pause_at="index-linked", pause_seconds=1.5)))
+
+    async def until(done, what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not done():
+            assert time.monotonic() < deadline, f"{what}: {caplog.text[-2000:]}"
+            await asyncio.sleep(0.02)
+
+    async def scenario() -> tuple:
+        server = grpc.aio.server()
+        pb_grpc.add_MergerServicer_to_server(service, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stub = pb_grpc.MergerStub(channel)
+                merge = asyncio.ensure_future(stub.Merge(request("m", 3, [0, 1], dirs, 6, M + 1, app="app-A"), timeout=30))
+                await until(lambda: "fault injected: pausing" in caplog.text, "the merge never reached its index link")
+                cleaned = await stub.Cleanup(pb.CleanupRequest(local_dirs=dirs, app_id="app-A", all_shuffles=True), timeout=30)
+                outlasted = not merge.done()  # Cleanup stopped waiting while the merge still stalls
+                reply = await merge
+                await until(lambda: all_files(root) == before and not journal.apps(), "the orphaned merge's pair was never deleted")
+                return cleaned, outlasted, reply
+        finally:
+            await server.stop(None)
+
+    try:
+        with caplog.at_level("INFO", logger="riffle.merger"):
+            cleaned, outlasted, reply = asyncio.run(asyncio.wait_for(scenario(), 60))
+    finally:
+        service.merge_pool.shutdown()
+        service.io_pool.shutdown()
+        journal.close()
+    assert outlasted and cleaned.files_deleted == 0, caplog.text[-2000:]
+    assert reply.bytes_written > 0  # too late to cancel: it published, then its pair was deleted
+    assert "cleanup of app app-A: 1 merges did not end within" in caplog.text
+
+
 # -- 7. a full disk at every step -----------------------------------------------------------------
 @pytest.mark.parametrize("errno_name", ["ENOSPC", "EDQUOT"])
 @pytest.mark.parametrize("step", FAIL_STEPS)

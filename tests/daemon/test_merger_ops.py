@@ -65,6 +65,7 @@ def refusals(root, tmp_path, token_file):
         "no workers": (["--workers", "0", *r], "--workers must be in 1.."),
         "unknown log level": (["--log-level", "chatty", *r], "argument --log-level: invalid choice"),
         "negative queue": (["--max-queue", "-1", *r], "--max-queue must be in 0.."),
+        "no application leases": (["--max-apps", "0", *r], "--max-apps must be in 1.."),
     }
 
 
@@ -265,3 +266,45 @@ def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs):
         while Path(out.data_path).exists():
             assert time.monotonic() < deadline, d.log()[-2000:]
             time.sleep(0.1)
+
+
+def test_merged_files_are_their_applications_claim_to_a_lease_even_in_a_full_table(root, dirs):
+    """After a restart, other applications take every lease the table allows (--max-apps) first: the one whose merged
+    files are on record is still renewed, by KeepAlive and Merge alike, and keeps its files past its lease while the
+    silent one's go; one more application without files is refused, by KeepAlive and Merge alike, until some lapse."""
+    import grpc
+
+    M = SYNTHETIC_MAP_ID_BASE
+    make_outputs(dirs, 1, [0, 1, 2, 3], 4)
+    with DaemonProcess([root]) as d:
+        live = d.client.merge("m-live", 1, [0, 1], dirs, 4, M + 1, app_id="app-live")
+        dead = d.client.merge("m-dead", 1, [2, 3], dirs, 4, M + 2, app_id="app-dead")
+    with DaemonProcess([root], "--app-lease", "2", "--max-apps", "4") as d:
+        for i in range(4):
+            d.client.keep_alive(f"filler-{i}")
+        assert d.client.keep_alive("app-live").lease_seconds == 2
+        assert d.client.merge("m-live-2", 1, [0, 1], dirs, 4, M + 3, app_id="app-live").bytes_written > 0
+        for call in (lambda: d.client.keep_alive("filler-4"), lambda: d.client.merge("m-more", 1, [2, 3], dirs, 4, M + 4, app_id="filler-5")):
+            with pytest.raises(grpc.RpcError) as info:
+                call()
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, info.value.details()
+            assert info.value.details() == ("4 applications without merged files here already hold a lease (at most 4, "
+                                            "--max-apps); retry later"), info.value.details()
+        # the silent application's lease runs out (counted from the restart) while the live one renews
+        expected = "application app-dead sent nothing for 2s (its lease): its merges cancelled, its 2 merged files deleted"
+        deadline = time.monotonic() + 2 + 0.5 + 5
+        while expected not in d.log():
+            assert time.monotonic() < deadline, d.log()[-2000:]
+            assert d.client.keep_alive("app-live").lease_seconds == 2
+            time.sleep(0.2)
+        assert not Path(dead.data_path).exists()
+        assert Path(live.data_path).exists() and Path(live.index_path).exists(), d.log()[-2000:]
+        while True:  # the silent fillers' leases lapse too: one more application is let in
+            try:
+                d.client.keep_alive("newcomer")
+                break
+            except grpc.RpcError as exc:
+                assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline + 3, exc.details()
+                d.client.keep_alive("app-live")
+                time.sleep(0.2)
+        assert Path(live.data_path).exists() and "Traceback" not in d.log()
