@@ -14,12 +14,15 @@ import org.slf4j.LoggerFactory;
  * for ..."), whatever kind of driver runs it (a pyspark driver, or the brain of a JVM-only one).
  *
  * <p>Spark's shells ({@code spark-sql}, {@code pyspark}, {@code spark-shell}) show only WARN and coarser
- * on their console, except for loggers that have a configuration of their own. So when nothing configures
- * {@link #LOGGER} (nor an ancestor of it), it gets a configuration of its own at INFO: the line shows at
- * every driver's default log level, and a user who configures the logger (e.g. to WARN) silences it.
+ * on their console, except for loggers that have a configuration of their own. So while the driver runs
+ * on Spark's default log4j profile (the user configured nothing) and nothing configures {@link #LOGGER},
+ * it gets a configuration of its own at INFO: the line shows at every driver's default log level. A
+ * user's own log4j configuration is never changed: there the line shows wherever it lets INFO through.
  */
 public final class Announce {
   public static final String LOGGER = "io.slaqriffle.SlaqRiffle";
+  /** Where Spark's default log4j profiles are (log4j2-defaults.properties, or the JSON layout's), in its own jar. */
+  private static final String SPARK_DEFAULT_PROFILE = "org/apache/spark/log4j2-";
   private static final Logger LOG = LoggerFactory.getLogger(LOGGER);
 
   private Announce() {}
@@ -33,6 +36,9 @@ public final class Announce {
   private static synchronized void showAtInfo() {
     if (!(LogManager.getContext(SparkContext.class.getClassLoader(), false) instanceof LoggerContext ctx)) {
       return;  // not log4j 2 core: whatever backs slf4j decides
+    }
+    if (ctx.getConfigLocation() == null || !ctx.getConfigLocation().toString().contains(SPARK_DEFAULT_PROFILE)) {
+      return;  // the user's own configuration decides
     }
     Configuration config = ctx.getConfiguration();
     if (config.getLoggerConfig(LOGGER) != config.getRootLogger()) {
