@@ -29,6 +29,10 @@ from riffle.protocol import SERVER_MESSAGE_LIMITS, pb_grpc
 log = logging.getLogger("riffle.merger")
 SERVICE_NAME = "riffle.v1.Merger"
 FD_RESERVE = 256      # descriptors kept for sockets, logs, the journal and Python itself
+# gRPC reads a request before the daemon sees it; with its receive windows kept at their 64 KiB start (no bandwidth
+# probing, which grows them to megabytes) a request over the size cap is refused after at most a window of it is read.
+# Requests are a few KiB, so nothing real waits on the window
+RECEIVE_WINDOW = [("grpc.http2.bdp_probe", 0)]
 HARD_EXIT_SLACK = 4.5  # seconds after the grace period before the process exits whatever its threads do
 
 
@@ -125,7 +129,7 @@ class MergerDaemon:
     async def _serve(self) -> None:
         o = self.options
         interceptors = [TokenAuth(o.token)] if o.token else []
-        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0), *SERVER_MESSAGE_LIMITS])
+        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0), *SERVER_MESSAGE_LIMITS, *RECEIVE_WINDOW])
         pb_grpc.add_MergerServicer_to_server(self.service, server)
         health_service = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
