@@ -148,9 +148,11 @@ class MergerDaemon:
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
         c = o.config
         log.info("riffle merger %s listening on %s (port %d), local dirs %s, state %s, memory %d MiB, read buffer %d KiB, "
-                 "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, app lease %.0fs, auth %s, tls %s, metrics %s",
+                 "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, app lease %.0fs (at most %d held without "
+                 "merged files), auth %s, tls %s, metrics %s",
                  self.service.version, o.listen, self.port, self.roots.paths, self.journal.path, c.memory >> 20,
-                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_queue_memory >> 20, c.max_fan_in, c.app_lease,
+                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_queue_memory >> 20, c.max_fan_in,
+                 c.app_lease, c.max_apps,
                  "token" if o.token else "none", "on" if self.tls_pair else "off",
                  f"port {self.metrics_port}" if self.metrics_port else "off")
         stop = asyncio.Event()
