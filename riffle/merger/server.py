@@ -28,6 +28,10 @@ from sparkshim.safe_read import read_config_file
 log = logging.getLogger("riffle.merger")
 SERVICE_NAME = "riffle.v1.Merger"
 FD_RESERVE = 256      # descriptors kept for sockets, logs, the journal and Python itself
+# gRPC reads a request before the daemon sees it; with its receive windows kept at their 64 KiB start (no bandwidth
+# probing, which grows them to megabytes) a request over the size cap is refused after at most a window of it is read.
+# Requests are a few KiB, so nothing real waits on the window
+RECEIVE_WINDOW = [("grpc.http2.bdp_probe", 0)]
 HARD_EXIT_SLACK = 4.5  # seconds after the grace period before the process exits whatever its threads do
 
 
@@ -124,7 +128,7 @@ class MergerDaemon:
     async def _serve(self) -> None:
         o = self.options
         interceptors = [TokenAuth(o.token)] if o.token else []
-        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0), *SERVER_MESSAGE_LIMITS])
+        server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0), *SERVER_MESSAGE_LIMITS, *RECEIVE_WINDOW])
         pb_grpc.add_MergerServicer_to_server(self.service, server)
         health_service = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
@@ -143,9 +147,11 @@ class MergerDaemon:
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
         c = o.config
         log.info("riffle merger %s listening on %s (port %d), local dirs %s, state %s, memory %d MiB, read buffer %d KiB, "
-                 "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, app lease %.0fs, auth %s, tls %s, metrics %s",
+                 "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, app lease %.0fs (at most %d held without "
+                 "merged files), auth %s, tls %s, metrics %s",
                  self.service.version, o.listen, self.port, self.roots.paths, self.journal.path, c.memory >> 20,
-                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_queue_memory >> 20, c.max_fan_in, c.app_lease,
+                 c.read_buffer >> 10, c.write_buffer >> 10, c.merge_threads, c.max_queue, c.max_queue_memory >> 20, c.max_fan_in,
+                 c.app_lease, c.max_apps,
                  "token" if o.token else "none", "on" if self.tls_pair else "off",
                  f"port {self.metrics_port}" if self.metrics_port else "off")
         stop = asyncio.Event()

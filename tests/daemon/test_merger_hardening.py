@@ -438,7 +438,7 @@ def test_every_request_field_is_bounded_and_errors_never_echo_it_whole(root, dir
     outside = "/elsewhere/" + "/".join(["z" * 200] * 19)  # within PATH_MAX, outside the roots
     with DaemonProcess([root]) as d:
         cases = [
-            ({"executor_id": "exec\n" * 200_000}, grpc.StatusCode.INVALID_ARGUMENT, "executor_id"),
+            ({"executor_id": "exec\n" * 90_000}, grpc.StatusCode.INVALID_ARGUMENT, "executor_id"),
             ({"request_id": "a\nb"}, grpc.StatusCode.INVALID_ARGUMENT, "request_id"),
             ({"app_id": "a" * 257}, grpc.StatusCode.INVALID_ARGUMENT, "app_id"),
             ({"local_dirs": [long_component]}, grpc.StatusCode.INVALID_ARGUMENT, "longer than"),
@@ -635,3 +635,33 @@ def test_waiting_requests_stay_within_memory_plus_64mb(root, dirs):
         for i in range(300):
             d.client.cancel(f"w{i}")
         first.cancel()
+
+
+def test_a_burst_of_oversized_requests_is_refused_by_size_within_memory_plus_64mb(root):
+    """gRPC holds what it has received before the daemon's admission sees it, so the request cap (512 KiB, above the
+    largest request the daemon accepts, which still reaches it) is what one request can cost there. A hundred requests
+    of 4 MiB at once, from a client that ignores the cap, are refused by size and the daemon stays within
+    --memory 64m + 64 MB, a few MB over idle (with a 4 MiB cap it reached about 300 MB, and with gRPC's receive windows
+    growing to megabytes 20 to 90 MB over idle)."""
+    from riffle.merger.config import MAX_FAN_IN
+    from riffle.merger.requests import MAX_ID, MAX_LOCAL_DIRS, MAX_PARTITIONS, MAX_PATH
+    from riffle.protocol import MAX_REQUEST_BYTES, pb_grpc
+
+    biggest = pb.MergeRequest(request_id="\U0001F600" * MAX_ID, app_id="\U0001F600" * MAX_ID, executor_id="x" * 128, shuffle_id=1,
+                              map_ids=[M - 1 - i for i in range(MAX_FAN_IN)], local_dirs=["/" + "d" * (MAX_PATH - 1)] * MAX_LOCAL_DIRS,
+                              num_partitions=MAX_PARTITIONS, merged_map_id=(1 << 63) - 1, sub_dirs_per_local_dir=1 << 16)
+    assert biggest.ByteSize() <= MAX_REQUEST_BYTES
+    oversized = pb.MergeRequest(request_id="big", app_id="app", shuffle_id=1, map_ids=[0, 1], local_dirs=[str(root)], num_partitions=4,
+                                merged_map_id=M, executor_id="x" * ((4 << 20) - 4096))
+    with DaemonProcess([root], "--memory", "64m") as d:
+        code = rpc_code(lambda: d.client.stub.Merge(biggest, metadata=d.client.metadata, timeout=30))
+        assert code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED)  # it reached the daemon's checks
+        idle = d.rss_mb()
+        with grpc.insecure_channel(d.address, options=[("grpc.max_send_message_length", 8 << 20)]) as channel:
+            stub = pb_grpc.MergerStub(channel)
+            burst = [stub.Merge.future(oversized, metadata=d.client.metadata, timeout=60) for _ in range(100)]
+            errors = [f.exception() for f in burst]
+        peak = d.peak_rss_mb()
+        assert peak <= 64 + 64, f"peak RSS {peak:.1f} MB over --memory 64m + 64 MB"
+        assert peak - idle <= 16, f"peak RSS {peak:.1f} MB from {idle:.1f} MB idle: more than a 64 KiB window read of each request"
+        assert all(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in e.details() for e in errors), errors[0]

@@ -64,14 +64,22 @@ def job(sc: Any) -> list[tuple[int, int]]:
     return sorted(sc.parallelize(range(ROWS), MAPS).map(lambda x: (x % KEYS, x)).reduceByKey(add, REDUCERS).collect())
 
 
+def files_under(root: str | Path) -> Iterator[Path]:
+    """Every file below ``root``, walked while workers and mergers may be deleting dirs in it (``os.walk`` passes
+    over a dir gone before it is read; ``Path.rglob`` raises FileNotFoundError for it)."""
+    for parent, _, names in os.walk(root):
+        for name in names:
+            yield Path(parent) / name
+
+
 def riffle_files(cluster: Cluster) -> list[str]:
     """Everything of Riffle's on any node: merged files (synthetic map ids), merge temps, merge records."""
     found = []
     for node in cluster.layout.nodes:
-        for p in Path(node.local_dir).rglob("*"):
+        for p in files_under(node.local_dir):
             parts = p.name.split("_")
             merged = p.name.startswith("shuffle_") and len(parts) == 4 and parts[2].isdigit() and int(parts[2]) >= SYNTHETIC_MAP_ID_BASE
-            record = ".riffle-merger" in p.parts and p.suffix == ".json" and p.is_file()
+            record = ".riffle-merger" in p.parts and p.suffix == ".json"
             if merged or record or p.name.startswith(TEMP_PREFIX):
                 found.append(str(p))
     return sorted(found)
@@ -80,8 +88,7 @@ def riffle_files(cluster: Cluster) -> list[str]:
 def app_files(cluster: Cluster) -> list[str]:
     """Files (not dirs: a standalone worker leaves each application's emptied ``spark-*`` dir) of Spark's own
     under the nodes' local dirs."""
-    return sorted(str(p) for n in cluster.layout.nodes for p in Path(n.local_dir).rglob("*")
-                  if p.is_file() and ".riffle-merger" not in p.parts)
+    return sorted(str(p) for n in cluster.layout.nodes for p in files_under(n.local_dir) if ".riffle-merger" not in p.parts)
 
 
 def merger_pid(cluster: Cluster, node: NodeLayout) -> int:
@@ -413,11 +420,17 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
             if not left:
                 break
             time.sleep(0.1)
+        clean_seconds = time.monotonic() - killed
+        # a merger logs its lease line just after deleting what the lease held: the files can be gone before the line is
+        # written. The merge held at "committed" left a record, so the merger holding it writes one
         lease, undone = "(its lease)", "the caller cancelled it"
+        deadline = time.monotonic() + 10
+        while not left and not any(lease in w.text() for w in watches) and time.monotonic() < deadline:
+            time.sleep(0.05)
         messages = [json.loads(line)["msg"] for w in watches for line in w.text().splitlines() if lease in line or undone in line]
-        outcome |= {"clean_seconds": round(time.monotonic() - killed, 3), "left": left,
+        outcome |= {"clean_seconds": round(clean_seconds, 3), "left": left,
                     "merger_log": [m for m in messages if lease in m],
-                    # a merge whose caller died mid-merge is undone by the merger at once: nothing is left for the lease
+                    # merges the driver's death ended while they ran or waited (each merger logs them at once)
                     "undone_on_disconnect": [m for m in messages if undone in m]}
     finally:
         if proc.poll() is None:
