@@ -1,5 +1,6 @@
 """Merger defects found by attacking it, each against a real daemon process on real files: races, crashes, hostile inputs, load."""
 
+import contextlib
 import os
 import random
 import shutil
@@ -41,6 +42,22 @@ def rpc_code(call) -> grpc.StatusCode:
     with pytest.raises(grpc.RpcError) as info:
         call()
     return info.value.code()
+
+
+@contextlib.asynccontextmanager
+async def served(service):
+    """A stub of ``service`` served in this event loop over real gRPC on loopback."""
+    from riffle.protocol import pb_grpc
+
+    server = grpc.aio.server()
+    pb_grpc.add_MergerServicer_to_server(service, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield pb_grpc.MergerStub(channel)
+    finally:
+        await server.stop(None)
 
 
 def files_under(path: Path) -> set[str]:
@@ -395,7 +412,6 @@ def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
     from riffle.merger.config import Config
     from riffle.merger.journal import Journal
     from riffle.merger.service import MergerService
-    from riffle.protocol import pb_grpc
 
     service = MergerService(roots, Journal(roots, durable=False), Config(fsync=False))
     gate = threading.Event()
@@ -403,21 +419,13 @@ def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
         service.io_pool.submit(gate.wait, 30)
 
     async def flood() -> list:
-        server = grpc.aio.server()
-        pb_grpc.add_MergerServicer_to_server(service, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                stub = pb_grpc.MergerStub(channel)
-                req = pb.CleanupRequest(local_dirs=dirs, app_id="app", all_shuffles=True)
-                calls = [asyncio.ensure_future(stub.Cleanup(req, timeout=30)) for _ in range(MAX_PENDING_CLEANUPS + 5)]
-                while service.cleaner.pending < MAX_PENDING_CLEANUPS or sum(c.done() for c in calls) < 5:
-                    await asyncio.sleep(0.01)
-                gate.set()
-                return await asyncio.gather(*calls, return_exceptions=True)
-        finally:
-            await server.stop(None)
+        async with served(service) as stub:
+            req = pb.CleanupRequest(local_dirs=dirs, app_id="app", all_shuffles=True)
+            calls = [asyncio.ensure_future(stub.Cleanup(req, timeout=30)) for _ in range(MAX_PENDING_CLEANUPS + 5)]
+            while service.cleaner.pending < MAX_PENDING_CLEANUPS or sum(c.done() for c in calls) < 5:
+                await asyncio.sleep(0.01)
+            gate.set()
+            return await asyncio.gather(*calls, return_exceptions=True)
 
     try:
         results = asyncio.run(asyncio.wait_for(flood(), 60))
@@ -540,7 +548,6 @@ def test_cleanup_that_outwaits_a_merge_past_cancelling_returns_and_its_output_go
     from riffle.merger.faults import Faults
     from riffle.merger.journal import Journal
     from riffle.merger.service import MergerService
-    from riffle.protocol import pb_grpc
 
     monkeypatch.setattr(cleanup, "CLEANUP_WAIT_SECONDS", 0.2)
     make_outputs(dirs, 3, [0, 1], 6)
@@ -555,22 +562,14 @@ def test_cleanup_that_outwaits_a_merge_past_cancelling_returns_and_its_output_go
             await asyncio.sleep(0.02)
 
     async def scenario() -> tuple:
-        server = grpc.aio.server()
-        pb_grpc.add_MergerServicer_to_server(service, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                stub = pb_grpc.MergerStub(channel)
-                merge = asyncio.ensure_future(stub.Merge(request("m", 3, [0, 1], dirs, 6, M + 1, app="app-A"), timeout=30))
-                await until(lambda: "fault injected: pausing" in caplog.text, "the merge never reached its index link")
-                cleaned = await stub.Cleanup(pb.CleanupRequest(local_dirs=dirs, app_id="app-A", all_shuffles=True), timeout=30)
-                outlasted = not merge.done()  # Cleanup stopped waiting while the merge still stalls
-                reply = await merge
-                await until(lambda: all_files(root) == before and not journal.apps(), "the orphaned merge's pair was never deleted")
-                return cleaned, outlasted, reply
-        finally:
-            await server.stop(None)
+        async with served(service) as stub:
+            merge = asyncio.ensure_future(stub.Merge(request("m", 3, [0, 1], dirs, 6, M + 1, app="app-A"), timeout=30))
+            await until(lambda: "fault injected: pausing" in caplog.text, "the merge never reached its index link")
+            cleaned = await stub.Cleanup(pb.CleanupRequest(local_dirs=dirs, app_id="app-A", all_shuffles=True), timeout=30)
+            outlasted = not merge.done()  # Cleanup stopped waiting while the merge still stalls
+            reply = await merge
+            await until(lambda: all_files(root) == before and not journal.apps(), "the orphaned merge's pair was never deleted")
+            return cleaned, outlasted, reply
 
     try:
         with caplog.at_level("INFO", logger="riffle.merger"):
