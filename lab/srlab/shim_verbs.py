@@ -28,7 +28,7 @@ def cmd_bench_plugin(args: argparse.Namespace) -> int:
 def cmd_bench_ui(args: argparse.Namespace) -> int:
     from srlab.shim_bench.ui import bench_ui
 
-    emit_json(bench_ui(args.epochs, args.jobs, args.shuffles, args.repeat))
+    emit_json(bench_ui(args.epochs, args.jobs, args.shuffles, args.repeat, tuple(args.long_epochs), args.long_jobs))
     return 0
 
 
@@ -62,9 +62,13 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
                                      "(starts Spark and a History Server)",
                           description="Feeds one local driver synthetic models (EPOCHS epochs of JOBS jobs, then SHUFFLES settled "
                                       "shuffles), times each tab's HTML and JSON over HTTP, counts the tabs' bytes in the event log, "
-                                      "then times the same pages in a History Server replaying that log. Prints JSON.")
+                                      "then times the same pages in a History Server replaying that log, and last replays the log lengthened by "
+                                      "LONG_EPOCHS more epochs (the heap in use after a full GC, per length). Prints JSON.")
     ui.add_argument("--epochs", type=positive(int), default=600, help="SLAQ epochs (default 600: the most the tab keeps)")
     ui.add_argument("--jobs", type=positive(int), default=50, help="SLAQ jobs running in every epoch (default 50)")
     ui.add_argument("--shuffles", type=positive(int), default=1000, help="Riffle shuffles settling one by one (default 1000)")
     ui.add_argument("--repeat", type=positive(int), default=5, help="timed fetches of each page (default 5)")
+    ui.add_argument("--long-epochs", type=positive(int), nargs="*", default=[2_000, 20_000, 60_000],
+                    help="then replay the log with this many more SLAQ epochs, once per length (default 2000 20000 60000; none: skip)")
+    ui.add_argument("--long-jobs", type=positive(int), default=15, help="jobs in each of those epochs (default 15)")
     ui.set_defaults(func=cmd_bench_ui)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,12 +19,15 @@ import pytest
 from riffle import messages as riffle_messages
 from slaq import messages as slaq_messages
 from srlab.shim_bench.history_server import event_log_files, history_server
+from srlab.shim_bench.ui import long_log
 from srsupport.daemons import DaemonProcess
 from tests.spark.riffle_ui_app import SLAQ_JOB
 from tests.spark.ui_support import assert_riffle_page_reads, dom, get, get_json, illegible_labels, log4j2, riffle_summary, screenshot
 
 APP = Path(__file__).with_name("riffle_ui_app.py")
 TAB_EVENT = '"Event":"io.slaqriffle.seam.TabEvent"'
+LONG_EPOCHS, LONG_JOBS = 20_000, 15  # about 150 MB of SLAQ events: 2.8 hours at a 0.5 s epoch
+FORGED = [TAB_EVENT.join(["{", ',"tab":"slaq","message":{"type":"epoch_status","epoch":"x"}}\n'])] * 2
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +103,23 @@ def test_history_tabs_read_in_headless_chromium(replayed):
     assert_riffle_page_reads(riffle, riffle_messages.decode(get(replayed["url"] + "/riffle/json/")))
     screenshot(replayed["url"] + "/slaq/", tmp / "slaq-tab-history.png", tmp / "profile")
     screenshot(replayed["url"] + "/riffle/", tmp / "riffle-tab-history.png", tmp / "profile", height=1400)
+
+
+def test_a_long_applications_log_is_replayed_in_bounded_memory(replayed, tmp_path):
+    """A History Server with a 256 MiB heap replays 20,000 SLAQ epochs of 15 jobs (and two forged events):
+    its tab shows the latest epochs and every epoch's core-seconds, and it still serves the other application."""
+    logs = tmp_path / "events"
+    shutil.copytree(replayed["events"], logs)
+    long_id = long_log(replayed["events"], logs, replayed["app"], LONG_EPOCHS, LONG_JOBS, FORGED)
+    env = {"SPARK_DAEMON_MEMORY": "256m", "SPARK_LOCAL_IP": "127.0.0.1"}
+    with history_server(logs, long_id, tmp_path / "history.log", env) as url:
+        status = slaq_messages.decode(get(url + "/slaq/json/", timeout=300))
+        assert len(status.history) == 600 and status.history[-1].epoch == LONG_EPOCHS - 1
+        core_seconds = {j.job: j.core_seconds for j in status.summary.jobs}
+        for j in range(LONG_JOBS):  # every epoch applied, none sampled: cores x 0.5 s for each of the 19,999 intervals
+            assert core_seconds[f"job-{j:03d}"] == pytest.approx((0.25 + (j % 4) * 0.25) * 0.5 * (LONG_EPOCHS - 1))
+        assert 'id="slaq-jobs"' in get(url + "/slaq/")
+        other = url.replace(long_id, replayed["app"])
+        assert slaq_messages.decode(get(other + "/slaq/json/")).finished == replayed["slaq"].finished
+    log = (tmp_path / "history.log").read_text()
+    assert log.count("2 of the slaq tab's events could not be read and were skipped") == 1 and "OutOfMemoryError" not in log

@@ -43,8 +43,8 @@ def log4j2(*info_loggers: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as r:
+def get(url: str, timeout: float = 10) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.read().decode()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -40,6 +41,25 @@ def event_log_files(log_dir: Path) -> list[Path]:
     """The event log files under ``log_dir``: one file per application, or (rolling logs, Spark 4's
     default) the ``events_<n>_<app>`` files in each ``eventlog_v2_<app>`` directory."""
     return sorted(p for p in log_dir.rglob("*") if p.is_file() and (p.parent == log_dir or p.name.startswith("events_")))
+
+
+def heap_used_mb(url: str) -> float:
+    """The heap the History Server serving ``url`` uses after a full GC (``jcmd``: the JDK's own tool), in MiB."""
+    port = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+    pids = subprocess.run(["pgrep", "-f", f"spark.history.ui.port={port}"], capture_output=True, text=True, check=True).stdout.split()
+    jcmd = spark_java_tool("jcmd")
+    subprocess.run([jcmd, pids[0], "GC.run"], capture_output=True, check=True, timeout=60)
+    info = subprocess.run([jcmd, pids[0], "GC.heap_info"], capture_output=True, text=True, check=True, timeout=60).stdout
+    m = re.search(r"used (\d+)K", info)
+    if m is None:
+        raise ValueError(f"no heap figure in jcmd's answer: {info[:300]}")
+    return round(int(m.group(1)) / 1024, 1)
+
+
+def spark_java_tool(name: str) -> str:
+    """A JDK tool next to the ``java`` Spark runs (``$JAVA_HOME/bin``, else the one on PATH)."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / name) if home and (Path(home) / "bin" / name).exists() else name
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 120.0) -> T:

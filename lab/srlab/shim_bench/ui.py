@@ -8,6 +8,9 @@ shuffle): ``epochs`` epochs of ``jobs`` running jobs, then ``shuffles`` shuffles
 Each page is then fetched over HTTP from the live UI (``repeat`` times after one warm-up; medians), the
 driver stops, the event log's tab events are counted by tab, and a real History Server started on that
 log serves the same four pages (its first fetch includes replaying the log and rebuilding the tabs).
+Last, the same log with thousands more SLAQ epochs (hours of an application) is replayed by a History Server
+with a 1 GiB heap, once per length: its first fetch, and the heap in use after a full GC (which stays flat:
+the History Server holds each tab's bounded model, not its events).
 Messages are built from the schema (slaq/messages.json, riffle/messages.json), so fields the tabs gain keep a value.
 """
 
@@ -25,7 +28,7 @@ from riffle.product import PRODUCT as RIFFLE
 from slaq.messages import SCHEMA as SLAQ_SCHEMA
 from slaq.product import PRODUCT as SLAQ
 from srlab.pages import fetch, time_pages
-from srlab.shim_bench.history_server import event_log_files, history_server
+from srlab.shim_bench.history_server import event_log_files, heap_used_mb, history_server
 
 SCHEMA = {**SLAQ_SCHEMA, **RIFFLE_SCHEMA}
 
@@ -92,7 +95,42 @@ def tab_event_bytes(logs: list[Path]) -> Counter[str]:
     return sizes
 
 
-def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: int = 5) -> dict[str, Any]:
+def long_log(src: Path, dest: Path, app: str, epochs: int, jobs: int, extra: list[str] | None = None) -> str:
+    """One uncompressed event log file in ``dest``: application ``app``'s own events from log directory ``src`` (its
+    id renamed) with ``epochs`` synthetic SLAQ epochs of ``jobs`` jobs each, then the ``extra`` lines, before its end;
+    returns the new app id. What hours of an application's SLAQ tab add to its log, without running for hours."""
+    long_id = f"{app}-long{epochs}"
+    lines = "".join(p.read_text() for p in event_log_files(src) if app in str(p)).replace(app, long_id).splitlines(keepends=True)
+    end = next(i for i, line in enumerate(lines) if '"Event":"SparkListenerApplicationEnd"' in line)
+    with open(dest / long_id, "w") as out:
+        out.writelines(lines[:end])
+        for e in range(epochs):
+            out.write(f'{{"Event":"{TAB_EVENT}","tab":"slaq","message":{epoch(e, jobs)}}}\n')
+        out.writelines((extra or []) + lines[end:])
+    return long_id
+
+
+def long_logs(events: Path, app_id: str, tmp: Path, lengths: tuple[int, ...], jobs: int) -> list[dict[str, Any]]:
+    """For each length, the app's log with that many more SLAQ epochs of ``jobs`` jobs, replayed by a History Server with
+    a 1 GiB heap: the log's size, the first fetch of the SLAQ JSON (the replay) and the heap in use after a full GC."""
+    rows = []
+    for n in lengths:
+        logs = tmp / f"long-{n}"
+        logs.mkdir()
+        long_id = long_log(events, logs, app_id, n, jobs)
+        size = (logs / long_id).stat().st_size
+        with history_server(logs, long_id, tmp / f"history-{n}.log", {"SPARK_DAEMON_MEMORY": "1g"}) as base:
+            t0 = time.perf_counter()
+            fetch(base + "/slaq/json/", timeout=600)
+            replay = time.perf_counter() - t0
+            rows.append({"epochs": n, "jobs": jobs, "log_mib": round(size / 2**20, 1), "first_load_s": round(replay, 2),
+                         "heap_used_mib_after_gc": heap_used_mb(base)})
+        (logs / long_id).unlink()
+    return rows
+
+
+def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: int = 5,
+             long_epochs: tuple[int, ...] = (2_000, 20_000, 60_000), long_jobs: int = 15) -> dict[str, Any]:
     from pyspark import SparkConf, SparkContext
 
     from sparkshim.bridge import shim_for
@@ -129,6 +167,7 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
             fetch(base + "/slaq/json/", timeout=600)
             first = time.perf_counter() - t0
             history = time_pages(base, PAGES, repeat)
+        long = long_logs(events, app_id, Path(tmp), long_epochs, long_jobs)
     return {
         "model": {"epochs": epochs, "jobs": jobs, "shuffles": shuffles},
         "event_log": {"bytes_total": total, "slaq_bytes": sizes["slaq"], "riffle_bytes": sizes["riffle"],
@@ -137,4 +176,5 @@ def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: in
         "publish_ms": {"slaq_per_epoch": round(1000 * slaq_publish / epochs, 3), "riffle_per_shuffle": round(1000 * riffle_publish / shuffles, 3)},
         "live": live,
         "history": {"first_load_s": round(first, 2), **history},
+        "history_long_logs": long,
     }

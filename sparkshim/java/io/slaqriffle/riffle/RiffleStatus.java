@@ -51,6 +51,13 @@ public final class RiffleStatus {
     latest = delta.applyTo(latest);
   }
 
+  /** The model whose {@link #report} is {@code saved} (the History Server's, kept in its store). */
+  static RiffleStatus restored(RiffleMessages.RiffleStatus saved) {
+    RiffleStatus s = new RiffleStatus();
+    s.latest = saved;
+    return s;
+  }
+
   public RiffleMessages.RiffleStatus report() {
     return latest;
   }

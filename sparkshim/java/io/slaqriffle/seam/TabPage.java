@@ -5,6 +5,8 @@ import java.util.Locale;
 import org.apache.spark.ui.SparkUITab;
 import org.apache.spark.ui.WebUIPage;
 import org.json4s.JValue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.json4s.jackson.JsonMethods$;
 import scala.collection.immutable.Seq;
 import scala.runtime.AbstractFunction0;
@@ -17,23 +19,27 @@ import scala.xml.Unparsed;
  * message's JSON). One copy, so both tabs parse {@code ?refresh=N} and fail on bad JSON the same way.
  */
 public final class TabPage<S> extends WebUIPage {
+  private static final Logger LOG = LoggerFactory.getLogger(TabPage.class);
   /** Longest auto-refresh period accepted from {@code ?refresh=N}. */
   public static final int MAX_REFRESH_SECONDS = 3600;
   private final SparkUITab tab;
   private final TabView<S> view;
-  private final S model;
+  private final Shown<S> shown;
 
-  TabPage(SparkUITab tab, TabView<S> view, S model) {
+  /** What the page shows: its model, or (model null) why there is none. */
+  record Shown<S>(S model, String unavailable) {}
+
+  TabPage(SparkUITab tab, TabView<S> view, Shown<S> shown) {
     super("");
     this.tab = tab;
     this.view = view;
-    this.model = model;
+    this.shown = shown;
   }
 
   @Override
   public Seq<Node> render(HttpServletRequest request) {
     String jsonUrl = SparkHooks.prependBaseUri(request, tab.basePath(), "/" + view.prefix() + "/json/");
-    String html = view.body().html(model, jsonUrl, refreshSeconds(request));
+    String html = body(jsonUrl, refreshSeconds(request));
     return SparkHooks.sparkPage(request, view.title(), new AbstractFunction0<Seq<Node>>() {
       @Override
       public Seq<Node> apply() {
@@ -42,14 +48,35 @@ public final class TabPage<S> extends WebUIPage {
     }, tab);
   }
 
+  /** The view's body, or a notice saying why there is none (the rest of the UI is untouched). */
+  private String body(String jsonUrl, int refreshSeconds) {
+    if (shown.model() == null) {
+      return notice(shown.unavailable());
+    }
+    try {
+      return view.body().html(shown.model(), jsonUrl, refreshSeconds);
+    } catch (RuntimeException e) {
+      LOG.warn("SLAQ/Riffle: the {} tab cannot render: {}", view.prefix(), e.toString());
+      return notice("The " + view.title() + " tab cannot render: " + e);
+    }
+  }
+
   @Override
   public JValue renderJson(HttpServletRequest request) {
-    String messageJson = view.json().json(model, request);
+    if (shown.model() == null) {
+      throw new IllegalStateException(shown.unavailable());
+    }
+    String messageJson = view.json().json(shown.model(), request);
     try {
       return JsonMethods$.MODULE$.mapper().readValue(messageJson, JValue.class);
     } catch (java.io.IOException e) {
       throw new IllegalStateException("cannot render the " + view.title() + " status as JSON: " + e, e);
     }
+  }
+
+  /** A page body that only says {@code what} (escaped). */
+  static String notice(String what) {
+    return "<p class=\"alert alert-warning\" id=\"tab-unavailable\">" + Html.escape(what) + "</p>";
   }
 
   /** Query parameter {@code name} when it is an integer in 1..{@code max}; {@code otherwise} when absent or out of range. */

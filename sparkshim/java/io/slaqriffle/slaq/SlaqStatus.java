@@ -46,6 +46,12 @@ public final class SlaqStatus {
   private double lastEpochSeconds;
   private volatile Consumer<SlaqMessages.EpochStatus> recorded = e -> {};
 
+  /** The model as the History Server keeps it after replaying an event log ({@link SlaqHistory}): everything the tab, JSON and summary read. */
+  record Saved(List<SlaqMessages.EpochStatus> history, List<SlaqMessages.JobStatus> finished, List<SavedTally> tallies, double lastEpochSeconds) {}
+
+  /** One job's {@link Tally}, saved. */
+  record SavedTally(SlaqMessages.JobStatus last, double coreSeconds) {}
+
   /** One job over the application: its latest row (its figures) and the cores x seconds allocated to it. */
   private static final class Tally {
     SlaqMessages.JobStatus last;
@@ -256,6 +262,28 @@ public final class SlaqStatus {
     return new SlaqMessages.JobStatus(j.job(), "finished", j.iterations(), j.loss(), j.normalizedLoss(), 0.0, 0.0, 0.0, "ended",
         j.wallSeconds(), j.coreSeconds(), j.secondsToTarget(), j.group(), j.candidate(), j.fold(), j.refit(), j.driverFraction(),
         j.secondsToNinety(), j.target(), j.firstLoss(), j.lossFloor());
+  }
+
+  /** This model, to be kept in a History Server's store. */
+  synchronized Saved saved() {
+    List<SavedTally> kept = new ArrayList<>();
+    tallies.values().forEach(t -> kept.add(new SavedTally(t.last, t.coreSeconds)));
+    return new Saved(new ArrayList<>(history), new ArrayList<>(finished.values()), kept, lastEpochSeconds);
+  }
+
+  /** The model {@code saved} was made from. */
+  static SlaqStatus restored(Saved saved) {
+    SlaqStatus s = new SlaqStatus();
+    s.history.addAll(saved.history());
+    saved.finished().forEach(j -> s.finished.put(j.job(), j));
+    for (SavedTally t : saved.tallies()) {
+      Tally tally = new Tally();
+      tally.last = t.last();
+      tally.coreSeconds = t.coreSeconds();
+      s.tallies.put(t.last().job(), tally);
+    }
+    s.lastEpochSeconds = saved.lastEpochSeconds();
+    return s;
   }
 
   /** The last {@code epochs} retained epochs (oldest first) and the finished jobs (oldest first), as one snapshot. */
