@@ -25,7 +25,7 @@ def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) 
 
 
 def spark_requirement() -> str:
-    """``pyspark`` with the specifier pyproject.toml's dependencies give it (``pyspark>=4.3,<4.4``)."""
+    """``pyspark`` with the specifier pyproject.toml's dependencies give it (``pyspark>=4.0,<4.4``)."""
     specifier = source_module("sparkshim/spark_line.py").supported_spark(HERE / "sparkshim")
     if not specifier:
         raise RuntimeError(f"no pyspark requirement in {HERE / 'pyproject.toml'}")

@@ -67,22 +67,24 @@ def major_minor(version: str) -> tuple[int, ...] | None:
 
 
 def spark_line_mismatch(built: str, running: str, supported: str | None = None) -> str | None:
-    """One WARN line when the driver's Spark is outside the supported line (``supported``, default: the
-    package's pyspark requirement, :mod:`sparkshim.spark_line`) or on another line than the jar was compiled
-    against; else None.
+    """One WARN line when the driver's Spark is outside the supported lines (``supported``, default: the
+    package's pyspark requirement, :mod:`sparkshim.spark_line`); else None. One jar serves every supported
+    line, so a driver inside them on another line than the jar was compiled against is no news. Only when
+    the range or the running version cannot be read is the line the jar was built against compared.
 
     The jar still loads: the features that depend on Spark internals are each switched off by
     the seam's own check (``Features``) when what they need is not there.
     """
     supported = supported_spark() if supported is None else supported
     consequence = "it still loads, and any feature whose Spark internals differ is switched off by the shim's self-check"
-    if supported and in_line(running, supported) is False:
-        return (f"sparkshim: this driver runs Spark {running}, outside the Spark line slaq-riffle supports (pyspark{supported}; "
+    inside = in_line(running, supported) if supported else None
+    if inside is False:
+        return (f"sparkshim: this driver runs Spark {running}, outside the Spark lines slaq-riffle supports (pyspark{supported}; "
                 f"the shim jar was built against Spark {built or 'an unrecorded version'}); {consequence}")
-    if major_minor(built) is not None and major_minor(built) == major_minor(running):
+    if inside or major_minor(built) is not None and major_minor(built) == major_minor(running):
         return None
     return (f"sparkshim: the shim jar was built against Spark {built or 'an unrecorded version'} but this driver runs Spark "
-            f"{running or 'of an unknown version'}; {consequence} (a wheel built against this Spark line avoids this)")
+            f"{running or 'of an unknown version'}; {consequence}")
 
 
 def running_spark_version(gateway: Any) -> str:

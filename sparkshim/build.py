@@ -2,10 +2,10 @@
 
 Run when the wheel is built (setup.py's ``build_py``) and, in a source checkout, by scripts/setup.sh
 (``python -m sparkshim.build``); never on import or attach, so a driver needs a Java runtime, not a
-JDK. The jar's manifest records the Spark version it was compiled against and a fingerprint of its
-sources, which :mod:`sparkshim.bridge` compares at load (a different Spark line, a checkout whose
-sources changed since the build). The lab's own classes build the same way into a jar of their own
-(:class:`JarSpec`).
+JDK. The jar's manifest records the Spark version it was compiled against (the newest supported line;
+the jar links on every supported line) and a fingerprint of its sources, which :mod:`sparkshim.bridge`
+compares at load (a checkout whose sources changed since the build). The lab's own classes build the
+same way into a jar of their own (:class:`JarSpec`).
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def find_javac() -> Path:
 
 
 def outside_line_hint(version: str) -> str:
-    """Why javac may fail: Spark ``version`` is outside the supported line (empty when it is inside or unknown).
+    """Why javac may fail: Spark ``version`` is outside the supported lines (empty when it is inside or unknown).
 
     Imported here, not at module level: setup.py loads this file on its own, and the ``sparkshim`` it
     would import may be another installed copy."""
@@ -155,7 +155,7 @@ def outside_line_hint(version: str) -> str:
         return ""
     supported = supported_spark()
     if supported and in_line(version, supported) is False:
-        return f" (outside the supported Spark line, pyspark{supported}, which the sources are written for)"
+        return f" (outside the supported Spark lines, pyspark{supported}, which the sources are written for)"
     return ""
 
 

@@ -1,9 +1,9 @@
-"""The Spark line slaq-riffle supports, read from the one place it is declared: the package's pyspark requirement.
+"""The Spark lines slaq-riffle supports, read from the one place they are declared: the package's pyspark requirement.
 
-``pyproject.toml`` declares ``pyspark>=4.3,<4.4`` (the line the shim's Java sources compile against and the
-tests run on); a wheel carries it as ``Requires-Dist``. The attach-time check (:mod:`sparkshim.bridge`) and
-the build read it from there (pyproject in a checkout, the installed metadata otherwise), so widening or
-moving the line is one edit.
+``pyproject.toml`` declares ``pyspark>=4.0,<4.4`` (the lines the one shim jar, compiled against the newest
+of them, links and is tested on); a wheel carries it as ``Requires-Dist``. The attach-time check
+(:mod:`sparkshim.bridge`) and the build read it from there (pyproject in a checkout, the installed metadata
+otherwise), so widening or moving the range is one edit.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _VERSION = re.compile(r"^\s*(\d+(?:\.\d+)*)")
 
 
 def pyspark_specifier(requirements: list[str]) -> str | None:
-    """The version clauses of the (first, unconditional) pyspark requirement, e.g. ``>=4.3,<4.4``."""
+    """The version clauses of the (first, unconditional) pyspark requirement, e.g. ``>=4.0,<4.4``."""
     for requirement in requirements:
         if ";" in requirement:  # an extra's or a platform's requirement, not the package's own
             continue
@@ -32,7 +32,7 @@ def pyspark_specifier(requirements: list[str]) -> str | None:
 
 
 def supported_spark(package_dir: Path = PACKAGE_DIR) -> str | None:
-    """The supported Spark line as a specifier: from ``pyproject.toml`` when ``package_dir`` lies in a
+    """The supported Spark lines as a specifier: from ``pyproject.toml`` when ``package_dir`` lies in a
     checkout, else from the installed distribution; None when neither can be read (then nothing is checked)."""
     pyproject = package_dir.parent / "pyproject.toml"
     if pyproject.exists():

@@ -39,7 +39,8 @@ def app(tmp_path_factory):
     (tmp / "conf").mkdir()
     (tmp / "conf" / "log4j2.properties").write_text(LOG4J2)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1", "SPARK_CONF_DIR": str(tmp / "conf"),
-           "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).parents[2])}
+           "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
     log = open(tmp / "driver.log", "w")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen([sys.executable, str(APP), str(tmp / "local")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                             env=env, text=True)

@@ -100,6 +100,24 @@ def test_pruning_keeps_the_best_of_a_clear_grid(larger_better):
     assert {p.candidate for p in pruned} == {0, 2} and all(p.leader == 1 for p in pruned)
 
 
+def test_a_pyspark_without_cache_spark_dataset_still_prunes_caching_folds_as_pyspark_4_0_does(monkeypatch):
+    """pyspark 4.0's CrossValidator._fit caches each fold inline; 4.1 moved that into ``_cache_spark_dataset``."""
+    from pyspark.ml import tuning as pyspark_tuning
+
+    from slaq import pyspark_private
+    from slaq.pyspark_private import TuningHelpers, tuning_helpers
+
+    monkeypatch.delattr(pyspark_tuning, "_cache_spark_dataset")
+    tuning_helpers.cache_clear()
+    try:
+        helpers = tuning_helpers()
+        assert isinstance(helpers, TuningHelpers), helpers  # pruning stays on
+        assert helpers.cache_dataset is pyspark_private.cached_fold
+    finally:
+        monkeypatch.undo()
+        tuning_helpers.cache_clear()
+
+
 def test_pyspark_private_helpers_resolve_here_and_a_missing_one_turns_pruning_off_with_one_warning(monkeypatch, caplog):
     from pyspark.ml import tuning as pyspark_tuning
 

@@ -33,40 +33,49 @@ def test_manifest_main_section_with_continuation_lines():
 
 
 @pytest.mark.parametrize("built, running, warns", [
-    ("4.3.0", "4.3.1", False), ("4.3.0", "4.3.0-SNAPSHOT", False), ("4.3.0", "4.2.1", True), ("4.3.0", "5.0.0", True),
-    ("", "4.3.0", True), ("4.3.0", "", True),
+    ("4.3.0", "4.3.1", False), ("4.3.0", "4.3.0-SNAPSHOT", False), ("4.3.0", "4.2.1", False), ("4.3.0", "4.1.4", False),
+    ("4.3.0", "4.0.5", False), ("4.3.0", "3.5.4", True), ("4.3.0", "4.4.0", True), ("4.3.0", "5.0.0", True), ("4.3.0", "", True),
 ])
-def test_a_different_spark_line_is_one_warning(built, running, warns):
+def test_only_a_spark_outside_the_supported_lines_is_one_warning(built, running, warns):
+    """One jar, compiled against 4.3, serves 4.0-4.3: a driver on another supported line is not warned."""
     message = spark_line_mismatch(built, running)
     assert (message is not None) == warns
     if warns:
         assert "\n" not in message and "built against Spark" in message and "self-check" in message
 
 
-def test_the_supported_line_is_the_declared_pyspark_requirement():
+def test_without_a_readable_range_the_jar_s_own_line_is_compared():
+    assert spark_line_mismatch("4.3.0", "4.3.1", "") is None
+    assert "built against Spark 4.3.0 but this driver runs Spark 4.2.1" in spark_line_mismatch("4.3.0", "4.2.1", "")
+
+
+def test_the_supported_lines_are_the_declared_pyspark_requirement():
     import pyspark
 
-    assert supported_spark() == ">=4.3,<4.4"  # pyproject.toml's, read from the checkout
-    assert in_line(pyspark.__version__, supported_spark())  # the tests run on the supported line
+    assert supported_spark() == ">=4.0,<4.4"  # pyproject.toml's, read from the checkout
+    assert in_line(pyspark.__version__, supported_spark())  # the tests run on a supported line
     # a wheel's metadata, as pip writes it (clauses reordered, extras' requirements after ';')
-    assert pyspark_specifier(["numpy>=1.26", "pyspark<4.4,>=4.3", "pyspark[connect]>=4.0; extra == 'connect'"]) == ">=4.3,<4.4"
+    assert pyspark_specifier(["numpy>=1.26", "pyspark<4.4,>=4.0", "pyspark[connect]>=4.0; extra == 'connect'"]) == ">=4.0,<4.4"
     assert pyspark_specifier(["numpy>=1.26"]) is None
 
 
 @pytest.mark.parametrize("version, inside", [
-    ("4.3.0", True), ("4.3.2-SNAPSHOT", True), ("4.2.1", False), ("4.4.0", False), ("4.0", False), ("", None), ("dev", None),
+    ("4.3.0", True), ("4.3.2-SNAPSHOT", True), ("4.2.1", True), ("4.1.4", True), ("4.0.5", True), ("4.0", True),
+    ("3.5.4", False), ("4.4.0", False), ("", None), ("dev", None),
 ])
-def test_versions_against_the_supported_line(version, inside):
-    assert in_line(version, ">=4.3,<4.4") is inside
+def test_versions_against_the_supported_lines(version, inside):
+    assert in_line(version, ">=4.0,<4.4") is inside
     assert (outside_line_hint(version) != "") == (inside is False)
 
 
-@pytest.mark.parametrize("built, running, outside", [("4.3.0", "4.2.1", True), ("4.3.0", "4.4.0", True), ("4.3.0", "4.3.1", False)])
-def test_a_driver_outside_the_supported_line_is_told_so(built, running, outside):
-    message = spark_line_mismatch(built, running, ">=4.3,<4.4")
+@pytest.mark.parametrize("built, running, outside", [
+    ("4.3.0", "3.5.4", True), ("4.3.0", "4.4.0", True), ("4.3.0", "4.0.5", False), ("4.3.0", "4.3.1", False),
+])
+def test_a_driver_outside_the_supported_lines_is_told_so(built, running, outside):
+    message = spark_line_mismatch(built, running, ">=4.0,<4.4")
     assert (message is not None) == outside
     if outside:
-        assert "outside the Spark line slaq-riffle supports (pyspark>=4.3,<4.4" in message and "\n" not in message
+        assert "outside the Spark lines slaq-riffle supports (pyspark>=4.0,<4.4" in message and "\n" not in message
 
 
 def test_missing_jar_in_a_checkout_says_run_setup(tmp_path):

@@ -29,10 +29,13 @@ import org.slf4j.LoggerFactory;
  * {@code SparkUITab}/{@code WebUIPage}; the members those classes override or call are handles of
  * their feature too, so a changed Spark switches the feature off before any of them is loaded.
  *
- * <p>"4.3.0" means checked against that release's bytecode (javap of spark-core_2.13-4.3.0, the
- * pyspark this project runs) and exercised by the live tests; "since" notes come from Spark's source
- * history (JIRA where known). The supported line is pyproject.toml's pyspark requirement (4.3; the
- * sources do not compile against 4.0-4.2); a driver on another line gets one WARN at attach and this self-check.
+ * <p>The supported lines are pyproject.toml's pyspark requirement (4.0-4.3). The jar, compiled against
+ * 4.3, links on each: every member it references was checked against the bytecode of 4.0.5, 4.1.4,
+ * 4.2.1 and 4.3.0, and the few that differ between those lines are reached only through their handles,
+ * declared with each line's signature ({@code Handle.Registry.oneOf}, {@code Handle.onlyWith}). "4.3.0" in
+ * a note means checked against that release's bytecode and exercised by the live tests; "since" notes
+ * come from Spark's source history (JIRA where known). A driver outside the supported lines gets one
+ * WARN at attach and this self-check.
  */
 public final class Features {
   private static final Logger LOG = LoggerFactory.getLogger(Features.class);

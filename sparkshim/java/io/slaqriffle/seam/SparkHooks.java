@@ -6,6 +6,7 @@ import static io.slaqriffle.seam.Feature.METRICS;
 import static io.slaqriffle.seam.Feature.UI_TAB;
 
 import jakarta.servlet.http.HttpServletRequest;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.function.Function;
@@ -27,9 +28,10 @@ import scala.xml.Node;
 
 /**
  * What the products attach to a running context (all private[spark], as Spark's own SQL and Streaming
- * tabs, sources and plugins use them; checked against 4.3.0): the tabs in its Spark UI (UI_TAB), the
- * tabs' models on its listener bus and so in the event log (EVENT_LOG), metric sources in its
- * metrics system (METRICS), and a listener of its context cleaner (CLEANER).
+ * tabs, sources and plugins use them; checked against 4.0.5, 4.1.4, 4.2.1 and 4.3.0, where only
+ * {@code headerSparkPage}'s parameters differ): the tabs in its Spark UI (UI_TAB), the tabs' models on
+ * its listener bus and so in the event log (EVENT_LOG), metric sources in its metrics system (METRICS),
+ * and a listener of its context cleaner (CLEANER).
  */
 public final class SparkHooks {
   private static final Logger LOG = LoggerFactory.getLogger(SparkHooks.class);
@@ -103,14 +105,22 @@ public final class SparkHooks {
     return UIUtils.prependBaseUri(request, basePath, path);
   }
 
-  /** {@code UIUtils.headerSparkPage}. */
-  private static final Handle HEADER_SPARK_PAGE = HANDLES.method(Set.of(UI_TAB), UI_UTILS, "headerSparkPage",
-      "jakarta.servlet.http.HttpServletRequest", "java.lang.String", "scala.Function0", "org.apache.spark.ui.SparkUITab", "scala.Option",
-      "boolean", "boolean", "boolean");
+  /**
+   * {@code UIUtils.headerSparkPage(request, title, content, tab, helpText, showVisualization, useDataTables[, useTimeline])}:
+   * 4.2 added {@code useTimeline}, so it is called through the handle (a direct call links on one side only).
+   */
+  private static final Handle HEADER_SPARK_PAGE = HANDLES.oneOf(Set.of(UI_TAB), UI_UTILS, "headerSparkPage",
+      Handle.params("jakarta.servlet.http.HttpServletRequest", "java.lang.String", "scala.Function0", "org.apache.spark.ui.SparkUITab",
+          "scala.Option", "boolean", "boolean", "boolean"),  // 4.2, 4.3
+      Handle.params("jakarta.servlet.http.HttpServletRequest", "java.lang.String", "scala.Function0", "org.apache.spark.ui.SparkUITab",
+          "scala.Option", "boolean", "boolean"));  // 4.0, 4.1
 
-  /** A page with Spark's header, navigation and styles around {@code content}. */
+  /** A page with Spark's header, navigation and styles around {@code content} (no help text, every flag off). */
+  @SuppressWarnings("unchecked")
   public static Seq<Node> sparkPage(HttpServletRequest request, String title, Function0<Seq<Node>> content, SparkUITab tab) {
-    return UIUtils.headerSparkPage(request, title, content, tab, Option.empty(), false, false, false);
+    Object[] args = {request, title, content, tab, Option.empty(), false, false, false};
+    // the 7-parameter form is the 8-parameter one without the last flag
+    return (Seq<Node>) HEADER_SPARK_PAGE.call(null, Arrays.copyOf(args, HEADER_SPARK_PAGE.arity()));
   }
 
   // ---------------------------------------------------------------- EVENT_LOG

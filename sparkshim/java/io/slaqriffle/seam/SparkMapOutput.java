@@ -22,9 +22,10 @@ import scala.Option;
 
 /**
  * The map output tracker's internals Riffle's commit rewrites (COMMIT: {@code MapOutputTrackerMaster},
- * {@code ShuffleStatus}, {@code MapStatus}, all private[spark]; 4.3.0) and what AQE's skew-split plan
- * is read from (SKEW_SPLITS: sizes per block, SQL confs and Spark's own split functions; 4.3.0, the
- * smallPartitionFactor parameter since 3.3). The commit's callers hold COMMIT available.
+ * {@code ShuffleStatus}, {@code MapStatus}, all private[spark]; the statuses' checksum differs between
+ * 4.0 and 4.1+) and what AQE's skew-split plan is read from (SKEW_SPLITS: sizes per block, SQL confs and
+ * Spark's own split functions; the smallPartitionFactor parameter since 3.3). Checked against 4.0.5,
+ * 4.1.4, 4.2.1 and 4.3.0. The commit's callers hold COMMIT available.
  */
 public final class SparkMapOutput {
   private static final Handle.Registry HANDLES = new Handle.Registry();
@@ -86,15 +87,27 @@ public final class SparkMapOutput {
     return status.mapIdToMapIndex();
   }
 
-  /** {@code MapStatus.apply(loc, sizes, mapId, checksum)} and {@code location()/mapId()/checksumValue()} (checksums since 4.0). */
-  private static final Handle NEW_MAP_STATUS = HANDLES.method(Set.of(COMMIT), "org.apache.spark.scheduler.MapStatus$", "apply",
-      "org.apache.spark.storage.BlockManagerId", "[J", "long", "long");
+  /**
+   * {@code MapStatus.apply(loc, sizes, mapId[, checksumVal])} and {@code location()/mapId()/checksumValue()}:
+   * 4.1 added the map output's row checksum to the statuses (the 4-parameter apply, {@code checksumValue}), so
+   * both are called through their handles; on 4.0 statuses carry no checksum.
+   */
+  private static final Handle NEW_MAP_STATUS = HANDLES.oneOf(Set.of(COMMIT), "org.apache.spark.scheduler.MapStatus$", "apply",
+      Handle.params("org.apache.spark.storage.BlockManagerId", "[J", "long", "long"),  // 4.1-4.3
+      Handle.params("org.apache.spark.storage.BlockManagerId", "[J", "long"));  // 4.0
   private static final Handle LOCATION = HANDLES.method(Set.of(COMMIT), MAP_STATUS, "location");
   private static final Handle MAP_ID = HANDLES.method(Set.of(COMMIT), MAP_STATUS, "mapId");
-  private static final Handle CHECKSUM = HANDLES.method(Set.of(COMMIT), MAP_STATUS, "checksumValue");
+  private static final Handle CHECKSUM = HANDLES.method(Set.of(COMMIT), MAP_STATUS, "checksumValue").onlyWith(NEW_MAP_STATUS, 4);
 
+  /**
+   * A status at {@code location} carrying {@code checksum} where statuses carry one (4.1+: a 0 there
+   * would not match the original output's checksum when the map re-runs, so callers pass the
+   * original's, {@link #checksum}); on 4.0 the checksum is dropped.
+   */
   public static MapStatus newMapStatus(BlockManagerId location, long[] sizes, long mapId, long checksum) {
-    return MapStatus$.MODULE$.apply(location, sizes, mapId, checksum);
+    return (MapStatus) (NEW_MAP_STATUS.arity() == 4
+        ? NEW_MAP_STATUS.call(MapStatus$.MODULE$, location, sizes, mapId, checksum)
+        : NEW_MAP_STATUS.call(MapStatus$.MODULE$, location, sizes, mapId));
   }
 
   public static long mapId(MapStatus status) {
@@ -105,8 +118,9 @@ public final class SparkMapOutput {
     return status.location();
   }
 
+  /** The row checksum {@code status} was registered with; 0 on 4.0, whose statuses carry none. */
   public static long checksum(MapStatus status) {
-    return status.checksumValue();
+    return NEW_MAP_STATUS.arity() == 4 ? (Long) CHECKSUM.call(status) : 0L;
   }
 
   /** {@code ShuffleStatus.invalidateSerializedMapOutputStatusCache()}, {@code MapOutputTrackerMaster.incrementEpoch()}. */

@@ -89,8 +89,8 @@ public final class SparkScheduler {
   }
 
   /**
-   * {@code TaskSchedulerImpl.CPUS_PER_TASK}: an Int in the 3.x line, a {@code scala.math.BigDecimal}
-   * on 4.3.0; read by name, either accepted.
+   * {@code TaskSchedulerImpl.CPUS_PER_TASK}: an Int on 4.0-4.2, a {@code scala.math.BigDecimal} on 4.3;
+   * read by name, either accepted.
    */
   private static final Handle CPUS_PER_TASK = HANDLES.method(Set.of(POOLS), TS, "CPUS_PER_TASK");
 
