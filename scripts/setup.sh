@@ -4,14 +4,18 @@
 # Idempotent: a second run only checks. Used by the README, CI (.ci/run) and docker/.
 #   --merger-only (or RIFFLE_MERGER_ONLY=1): a node that only runs riffle-merger; no JDK needed, the Java
 #   shim, the Spark start-up hook and the lab are skipped, and so are pyspark, numpy and scipy.
+#   --spark-lines: also the pyspark of every older Spark line CI tests (pyproject's ci-spark-lines), each in
+#   .spark-lines/<version> (about 470 MB each), which scripts/test.sh puts first on PYTHONPATH for that line's run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MERGER_ONLY=${RIFFLE_MERGER_ONLY:-0}
+SPARK_LINES=0
 for arg in "$@"; do
   case "$arg" in
     --merger-only) MERGER_ONLY=1 ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
-    *) echo "setup: unknown argument $arg (known: --merger-only)" >&2; exit 2 ;;
+    --spark-lines) SPARK_LINES=1 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "setup: unknown argument $arg (known: --merger-only, --spark-lines)" >&2; exit 2 ;;
   esac
 done
 
@@ -66,4 +70,15 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -
   apt-get install -y --no-install-recommends chromium >/dev/null || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
 fi
 [ -x /usr/bin/chromium ] || echo "setup: no /usr/bin/chromium: tests/spark/test_ui_tab.py will fail (apt-get install chromium)" >&2
+if [ "$SPARK_LINES" = 1 ]; then
+  mkdir -p .spark-lines
+  .venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["tool"]["slaq-riffle"]["ci-spark-lines"]))' > .spark-lines/lines
+  for version in $(cat .spark-lines/lines); do
+    if [ ! -f ".spark-lines/$version/pyspark/version.py" ] || ! grep -Fq "'$version'" ".spark-lines/$version/pyspark/version.py"; then
+      echo "setup: installing pyspark $version into .spark-lines/$version (its tests run on it; ~450 MB)"
+      rm -rf ".spark-lines/$version"
+      .venv/bin/python -m pip install --quiet --no-deps --target ".spark-lines/$version" "pyspark==$version"
+    fi
+  done
+fi
 echo "setup: ready (.venv/bin/slaq, .venv/bin/riffle, .venv/bin/riffle-merger)"

@@ -56,6 +56,22 @@ def installed_wheel(tmp_path_factory):
 
 
 SLOW_FOLDERS = ("spark", "cluster")
+# What can differ between Spark lines, run on every line CI tests (marker spark_line; scripts/test.sh), each test
+# whole or its module: SLAQ's pools and capture, merged RDD and SQL shuffles with results equal to Riffle off (row
+# checksums where the line has them), the plugin under spark-sql, both tabs live and in the History Server (test_history_server.py), and the
+# built wheel on a host without javac. docs/install.md's table says the same.
+SPARK_LINE_TESTS = (
+    "tests/spark/test_spark_internals.py",
+    "tests/spark/test_token_pools.py",
+    "tests/spark/test_zero_change_tuning.py::test_cross_validator_fits_are_separate_jobs_with_results_equal_to_slaq_off",
+    "tests/spark/test_mllib_capture.py",
+    "tests/spark/test_riffle_on_spark.py::test_reduce_by_key",
+    "tests/spark/test_riffle_on_spark.py::test_sql_group_by_and_join",
+    "tests/spark/test_riffle_skew_checksum.py::test_row_checksums_pass_on_merged_shuffles",
+    "tests/spark/test_plugin.py::test_spark_sql_cli_merges_with_only_jars_and_confs",
+    "tests/spark/test_history_server.py",
+    "tests/spark/test_wheel_attach.py::test_installed_wheel_attaches_without_javac",
+)
 
 
 def _folder(item: pytest.Item) -> str:
@@ -73,4 +89,6 @@ def pytest_collection_modifyitems(session, config, items):
             item.add_marker(pytest.mark.slow)
         if folder == "cluster":
             item.add_marker(pytest.mark.cluster)
+        if item.nodeid.startswith(SPARK_LINE_TESTS):
+            item.add_marker(pytest.mark.spark_line)
     items.sort(key=lambda item: 0 if _folder(item) == "cluster" else 1)

@@ -38,7 +38,7 @@ def documented_commands(repo: Path = REPO) -> list[Documented]:
         for block in FENCE.findall(doc.read_text()):
             found += [Documented(str(doc.relative_to(repo)), c) for c in commands_in(block)]
     for example in sorted((repo / "examples").glob("*.py")):
-        doc = ast.get_docstring(ast.parse(example.read_text()), clean=False) or ""
-        indented = "\n".join(line for line in doc.splitlines() if line.startswith("    "))
+        docstring = ast.get_docstring(ast.parse(example.read_text()), clean=False) or ""
+        indented = "\n".join(line for line in docstring.splitlines() if line.startswith("    "))
         found += [Documented(str(example.relative_to(repo)), c) for c in commands_in(indented) if c.split()[0] in COMMAND_WORDS]
     return found

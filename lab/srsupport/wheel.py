@@ -2,9 +2,10 @@
 
 The wheel is built from a clean copy of the checkout's sources (what git tracks or would track), so
 nothing generated in the checkout (stubs, the jar) can leak into it. The fresh venv gets the wheel
-itself (``--no-deps``); its third-party dependencies (pyspark among them) are borrowed from this
-environment's site-packages through a ``.pth`` line, which runs none of this environment's start-up
-hooks and exposes none of its editable installs, so the products can only come from the wheel.
+itself (``--no-deps``); its third-party dependencies are borrowed through ``.pth`` lines: pyspark from
+where this process imports it (an older Spark line's own directory when scripts/test.sh runs that line),
+the rest from this environment's site-packages. That runs none of this environment's start-up hooks and
+exposes none of its editable installs, so the products can only come from the wheel.
 """
 
 from __future__ import annotations
@@ -46,12 +47,20 @@ def build_wheel(tmp: Path) -> Path:
     return next((tmp / "dist").glob("slaq_riffle-*.whl"))
 
 
+def pyspark_home() -> Path:
+    """The pyspark this process runs on (its package directory: Spark's jars and launchers)."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
 def fresh_venv(tmp: Path, wheel: Path) -> Path:
     """A new virtual environment under ``tmp`` with ``wheel`` installed alone (``--no-deps``)."""
     venv = tmp / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
     site = Path(run(venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
-    (site / "borrowed_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    borrowed = dict.fromkeys([str(pyspark_home().parent), sysconfig.get_paths()["purelib"]])  # pyspark's first: it wins
+    (site / "borrowed_deps.pth").write_text("".join(f"{path}\n" for path in borrowed))
     run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "--no-deps", "--no-index", "--quiet", wheel)
     return venv
 
@@ -84,10 +93,10 @@ class InstalledWheel:
     def user_env(self, *, javac: bool = True) -> dict[str, str]:
         """A user's shell with this venv activated and pip pyspark's launchers on PATH (``spark-submit``,
         ``spark-sql``, ``spark-class``), no PYTHONPATH and, unless ``javac``, no JDK tool but ``java``."""
-        pyspark_home = Path(sysconfig.get_paths()["purelib"]) / "pyspark"
+        home = pyspark_home()
         path = os.environ.get("PATH", "") if javac else path_without_javac(Path(tempfile.mkdtemp(dir=self.tmp)) / "bin")
         env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PYTHONPATH", "SPARK_HOME", "VIRTUAL_ENV")}
-        env.update(PATH=os.pathsep.join([str(self.bin), str(pyspark_home / "bin"), path]), SPARK_HOME=str(pyspark_home),
+        env.update(PATH=os.pathsep.join([str(self.bin), str(home / "bin"), path]), SPARK_HOME=str(home),
                    VIRTUAL_ENV=str(self.venv), SPARK_LOCAL_IP="127.0.0.1",
                    PYSPARK_PYTHON=str(self.bin / "python"), PYSPARK_DRIVER_PYTHON=str(self.bin / "python"))
         return env

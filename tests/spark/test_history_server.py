@@ -55,7 +55,8 @@ def replayed(tmp_path_factory):
             started = json.loads(line)
             ui = started["ui"]
             live = {"slaq": slaq_messages.decode(get(ui + "/slaq/json/")), "riffle": riffle_messages.decode(get(ui + "/riffle/json/")),
-                    "riffle_page": get(ui + "/riffle/"), "app": get_json(ui + "/api/v1/applications")[0]["id"], "shuffles": started["shuffles"]}
+                    "riffle_page": get(ui + "/riffle/"), "slaq_page": get(ui + "/slaq/"),
+                    "app": get_json(ui + "/api/v1/applications")[0]["id"], "shuffles": started["shuffles"]}
             proc.stdin.close()
             assert proc.wait(120) == 0, (tmp / "driver.log").read_text()[-4000:]
         with history_server(events, live["app"], tmp / "history.log", env) as url:
@@ -88,6 +89,7 @@ def test_history_riffle_json_equals_the_live_one(replayed):
 
 
 def test_history_pages_render_in_sparks_frame(replayed):
+    assert 'id="slaq-jobs"' in replayed["slaq_page"] and "/static/bootstrap.min.css" in replayed["slaq_page"]  # the live page
     slaq = get(replayed["url"] + "/slaq/")
     assert 'id="slaq-jobs"' in slaq and "/static/bootstrap.min.css" in slaq and 'data-job="short &lt;j&gt;"' in slaq
     riffle = get(replayed["url"] + "/riffle/")

@@ -1,13 +1,17 @@
-"""The seam to Spark's internals on the Spark this project pins: every handle resolves, so no feature
-is switched off, and no shim class but the seam's handle type uses reflection."""
+"""The seam to Spark's internals on the Spark line this run uses (scripts/test.sh runs these on every supported
+line): every handle resolves, so no feature is switched off; the sources compile against that line's jars too
+(one jar, whichever line it is built on); and no shim class but the seam's handle type uses reflection."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pyspark
+
 from riffle.product import PRODUCT as RIFFLE
 from sparkshim.bridge import call_static, shim_for
+from sparkshim.build import SPARK_VERSION_ATTR, compile_jar, jar_manifest, pyspark_jars
 
 JAVA = Path(__file__).parents[2] / "sparkshim" / "java"
 
@@ -17,6 +21,11 @@ def test_self_check_finds_every_internal_on_this_spark(spark, gateway):
     missing = call_static(gateway, "seam.Features", "selfCheck", ["org.apache.spark.SparkContext"], sc._jsc.sc())
     assert missing.isEmpty(), str(missing)
     assert shim_for(sc).component(RIFFLE.shim_component).unavailableReason() is None
+
+
+def test_the_shim_compiles_against_this_lines_jars(tmp_path):
+    jar = compile_jar(tmp_path / "shim.jar", pyspark_jars())
+    assert jar_manifest(jar)[SPARK_VERSION_ATTR] == pyspark.__version__
 
 
 def test_reflection_lives_in_the_seam_handle_only():

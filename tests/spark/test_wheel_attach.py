@@ -14,6 +14,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from srsupport.daemons import DaemonProcess
@@ -23,6 +24,8 @@ from srsupport.wheel import REPO, run
 APP = """
 import json, time, urllib.request
 from operator import add
+from pyspark.ml.classification import LogisticRegression
+from pyspark.ml.linalg import Vectors
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.getOrCreate()
 sc = spark.sparkContext
@@ -35,11 +38,20 @@ from srsupport.riffle_watch import wait_idle
 r = riffle.runtime.current()
 s = slaq.api._runtimes.current()
 wait_idle(r.scheduler, 60)
-report = messages.decode(json.dumps(json.load(urllib.request.urlopen(sc.uiWebUrl + "/slaq/json/", timeout=30))))
+committed = sum(st["merges_committed"] for st in r.scheduler.stats.values())  # before Spark may clean the shuffle up
+rows = [(float(i % 2), Vectors.dense([i % 7 - 3.0, (i * 13) % 5 - 2.0])) for i in range(200)]
+LogisticRegression(maxIter=5).fit(spark.createDataFrame(rows, ["label", "features"]))  # a spark.ml fit: a SLAQ job by itself
+deadline = time.monotonic() + 60
+while True:  # the fit's job is in the tab's finished rows once an epoch has seen it end
+    report = messages.decode(json.dumps(json.load(urllib.request.urlopen(sc.uiWebUrl + "/slaq/json/", timeout=30))))
+    if report.finished or time.monotonic() > deadline:
+        break
+    time.sleep(0.2)
 print("RESULT " + json.dumps({
-    "rdd": rdd, "committed": sum(st["merges_committed"] for st in r.scheduler.stats.values()),
-    "riffle": r is not None and r.enabled, "slaq": s is not None and s.enabled and s.attached,
-    "slaq_page": type(report).__name__, "jar": str(sparkshim.bridge.packaged_jar()), "modules": [riffle.__file__, slaq.__file__]}))
+    "rdd": rdd, "committed": committed,
+    "riffle": r is not None and r.enabled, "slaq": s is not None and s.enabled and s.attached, "spark": spark.version,
+    "slaq_page": type(report).__name__, "slaq_jobs": [j.job for j in report.finished],
+    "jar": str(sparkshim.bridge.packaged_jar()), "modules": [riffle.__file__, slaq.__file__]}))
 spark.stop()
 """
 
@@ -76,7 +88,9 @@ def test_installed_wheel_attaches_without_javac(installed_wheel, tmp_path):
     assert line, proc.stderr[-4000:]
     out = json.loads(line[len("RESULT "):])
     assert out["riffle"] and out["slaq"], out
+    assert out["spark"] == pyspark.__version__, out  # the line this run tests (an older one's under scripts/test.sh)
     assert out["slaq_page"] == "StatusReport", out  # the jar's UI tab answers on the driver's UI
+    assert [j.split("[")[0] for j in out["slaq_jobs"]] == ["LogisticRegression"], out  # the fit, as a SLAQ job in /slaq/json/
     assert out["jar"] == jar and all(m.startswith(str(venv)) for m in out["modules"]), out
     assert dict(out["rdd"]) == {k: sum(x for x in range(4000) if x % 41 == k) for k in range(41)}
     assert out["committed"] > 0, proc.stderr[-4000:]

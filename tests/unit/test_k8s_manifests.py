@@ -104,11 +104,11 @@ def test_prometheus_scrapes_the_metrics_port_by_annotation():
     assert port in {p["containerPort"] for p in merger_container()["ports"]}
 
 
-def spark_kubernetes_strings() -> set[str]:
-    """The string constants of Spark-on-Kubernetes' config class in pip pyspark's jars: its conf keys and key parts."""
+def spark_kubernetes_strings(cls: str = "Config$") -> set[str]:
+    """The string constants of a Spark-on-Kubernetes class in pip pyspark's jars (the config class: its conf keys and key parts)."""
     (jar,) = pyspark_jars().glob("spark-kubernetes_*.jar")
     with zipfile.ZipFile(jar) as z:
-        data = z.read("org/apache/spark/deploy/k8s/Config$.class")
+        data = z.read(f"org/apache/spark/deploy/k8s/{cls}.class")
     return {m.decode() for m in re.findall(rb"[A-Za-z][A-Za-z0-9._-]+", data)}
 
 
@@ -166,3 +166,21 @@ def test_the_spark_confs_and_the_manifests_agree():
     assert conf["spark.kubernetes.executor.podTemplateContainerName"] in {c["name"] for c in template["spec"]["containers"]}
     assert conf["spark.kubernetes.executor.podTemplateFile"].endswith("/k8s/executor-pod-template.yaml")
     assert by_kind("DaemonSet")["metadata"]["namespace"] == conf["spark.kubernetes.namespace"] == by_kind("Namespace")["metadata"]["name"]
+
+
+def test_the_drivers_egress_to_the_mergers_and_the_submitters_role_fit_spark_and_the_confs():
+    """Spark 4.2+'s executor NetworkPolicy needs the submitter to manage NetworkPolicies; a namespace that denies egress
+    needs the drivers' gRPC to the mergers allowed: on the mergers' port, from the pods Spark labels as drivers."""
+    conf = entries(PROPERTIES)[0]
+    policy = by_kind("NetworkPolicy")
+    assert policy["metadata"]["namespace"] == conf["spark.kubernetes.namespace"] and policy["spec"]["policyTypes"] == ["Egress"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == {"spark-role": "driver"}
+    assert {"spark-role", "driver"} <= spark_kubernetes_strings("Constants$")  # Spark's driver pod label and its value
+    ((rule,),) = [e["ports"] for e in policy["spec"]["egress"]]
+    assert rule == {"protocol": "TCP", "port": int(conf["spark.riffle.mergerPort"])}
+    role = by_kind("Role")
+    assert role["metadata"]["namespace"] == conf["spark.kubernetes.namespace"]
+    (grant,) = role["rules"]
+    assert grant["apiGroups"] == ["networking.k8s.io"] and grant["resources"] == ["networkpolicies"]
+    assert {"get", "create", "patch"} <= set(grant["verbs"])  # what a server-side apply takes
+    assert "spark.kubernetes.driver.pod.excludedFeatureSteps" in spark_kubernetes_strings()  # the documented way out
