@@ -20,6 +20,9 @@ pytest_run() {  # pytest with the given arguments; exit 5 (nothing collected) is
   return "$rc"
 }
 
+# one wheel for the whole run: the first session builds it, every Spark line's wheel tests install that file
+export SLAQ_RIFFLE_WHEEL_DIR="$PWD/.spark-lines/wheel"
+rm -rf "$SLAQ_RIFFLE_WHEEL_DIR"
 pytest_run "$@"
 rc=$?
 if [ -n "$lines" ]; then

@@ -102,7 +102,22 @@ class InstalledWheel:
         return env
 
 
+def the_wheel(tmp: Path) -> Path:
+    """The wheel to install: built under ``tmp``, or, with ``SLAQ_RIFFLE_WHEEL_DIR`` set (scripts/test.sh sets it and
+    empties it first), the one wheel built there by the run's first session, so every Spark line installs the same file."""
+    shared = os.environ.get("SLAQ_RIFFLE_WHEEL_DIR")
+    if not shared:
+        return build_wheel(tmp)
+    found = sorted(Path(shared).glob("slaq_riffle-*.whl"))
+    if found:
+        return found[0]
+    Path(shared).mkdir(parents=True, exist_ok=True)
+    built = build_wheel(tmp)
+    shutil.copy2(built, Path(shared) / built.name)
+    return Path(shared) / built.name
+
+
 def install(tmp: Path) -> InstalledWheel:
-    """Builds the wheel and installs it into a fresh venv, both under ``tmp``."""
-    wheel = build_wheel(tmp)
+    """Builds (or takes, see :func:`the_wheel`) the wheel and installs it into a fresh venv under ``tmp``."""
+    wheel = the_wheel(tmp)
     return InstalledWheel(wheel, fresh_venv(tmp, wheel), tmp)
