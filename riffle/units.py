@@ -8,6 +8,11 @@ import argparse
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
 
 
+def parse_spark_size(text: str) -> int:
+    """A size as Spark writes it (``64MB``, ``1m``, ``67108864``): :func:`parse_size` with an optional ``b`` after the unit."""
+    return parse_size(text.lower().removesuffix("b") if text.lower().endswith(("kb", "mb", "gb", "tb")) else text)
+
+
 def parse_size(text: str) -> int:
     """``4m``, ``2g``, ``512k``, ``3t`` or a plain byte count.
 

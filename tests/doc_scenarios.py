@@ -24,11 +24,12 @@ SCENARIOS: dict[str, list[tuple[str, str]]] = {
                   (INSTALL, 'spark-sql --jars "$(slaq-riffle jar)" --conf spark.plugins=io.slaqriffle.SlaqRifflePlugin '
                             "--conf spark.local.dir=/tmp/spark-local --conf spark.riffle.enabled=true "
                             "--conf spark.riffle.mergers=127.0.0.1:7338 "
+                            "--conf spark.riffle.cost.enabled=false "
                             "-e 'SELECT id % 10 AS k, count(*) AS n FROM range(0, 1000000, 1, 8) GROUP BY k ORDER BY k'")],
     "sql_example": [*((SQL_EXAMPLE, c) for c in MERGER),
                     (SQL_EXAMPLE, 'spark-submit --master "local-cluster[2,1,1024]" --conf spark.local.dir=/tmp/spark-local '
                                   "--conf spark.riffle.enabled=true --conf spark.riffle.mergers=127.0.0.1:7338 "
-                                  "examples/sql_shuffle_with_riffle.py")],
+                                  "--conf spark.riffle.cost.enabled=false examples/sql_shuffle_with_riffle.py")],
     "train_example": [(TRAIN_EXAMPLE, 'spark-submit --master "local-cluster[2,1,1024]" --conf spark.scheduler.mode=FAIR '
                                       "--conf spark.slaq.enabled=true examples/train_with_report_loss.py")],
     "tune_example": [(TUNE_EXAMPLE, 'spark-submit --master "local-cluster[2,1,1024]" --conf spark.scheduler.mode=FAIR '

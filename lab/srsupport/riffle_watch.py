@@ -55,8 +55,8 @@ class _Settled(SchedulerObserver):
 RECHECK_SECONDS = 0.02  # how often wait_idle looks again without a settle event (the old poll's period)
 
 def idle(scheduler: MergeScheduler) -> bool:
-    """Every held shuffle the scheduler tracks has settled."""
-    return all(s.settled or not s.held for s in list(scheduler.shuffles.values()))
+    """Every shuffle the scheduler tracks has settled (merging ones: held, or waiting for the cost model to decide)."""
+    return all(s.settled for s in list(scheduler.shuffles.values()))
 
 
 def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:

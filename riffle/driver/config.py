@@ -10,7 +10,7 @@ from riffle.driver.cost import CostConfig, StorageCost
 from riffle.driver.policy import MERGE_POLICIES
 from riffle.merger.client import INSECURE_ENV, sends_token_in_cleartext
 from riffle.merger.config import MAX_FAN_IN
-from riffle.units import format_size, parse_size
+from riffle.units import format_size, parse_size, parse_spark_size
 from sparkshim.conf import ConfigError, ConfReader
 from sparkshim.safe_read import FileRefused, read_config_file, read_config_text
 
@@ -76,10 +76,10 @@ class RiffleConfig:
 
 
 def _cost_config(conf: ConfReader, get: Callable[[str], str | None]) -> CostConfig:
-    """``spark.riffle.cost.*``, and how adaptive execution will coalesce the reducers (Spark's own keys and defaults)."""
+    """``spark.riffle.cost.*``, and how adaptive execution coalesces a SQL exchange's reducers by the application's conf (Spark's
+    own keys and defaults; a query's job carries its session's, which :func:`riffle.driver.cost.for_shuffle` prefers)."""
     d, s = CostConfig(), StorageCost()
     sql = ConfReader(get, "spark.sql.adaptive.")
-    size = (lambda text: parse_size(text.lower().removesuffix("b") if text.lower().endswith(("kb", "mb", "gb")) else text))
     storage = StorageCost(  # a storage's times from a microsecond to a minute, its bandwidth from 1 KiB/s to 1 TiB/s
         request_seconds=conf.seconds("cost.requestTime", s.request_seconds, 1e-6, 60.0),
         byte_seconds=1.0 / conf.size("cost.bandwidth", int(1 / s.byte_seconds), parse_size, 1 << 10, 1 << 40, format_size,
@@ -89,6 +89,6 @@ def _cost_config(conf: ConfReader, get: Callable[[str], str | None]) -> CostConf
     return CostConfig(
         enabled=conf.boolean("cost.enabled", d.enabled), storage=storage,
         coalesce=sql.boolean("enabled", True) and sql.boolean("coalescePartitions.enabled", True),
-        advisory_bytes=sql.parsed("advisoryPartitionSizeInBytes", d.advisory_bytes, size, "a size such as 64MB"),
-        min_partition_bytes=sql.parsed("coalescePartitions.minPartitionSize", d.min_partition_bytes, size, "a size such as 1MB"),
+        advisory_bytes=sql.parsed("advisoryPartitionSizeInBytes", d.advisory_bytes, parse_spark_size, "a size such as 64MB"),
+        min_partition_bytes=sql.parsed("coalescePartitions.minPartitionSize", d.min_partition_bytes, parse_spark_size, "a size such as 1MB"),
         parallelism_first=sql.boolean("coalescePartitions.parallelismFirst", d.parallelism_first))

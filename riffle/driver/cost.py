@@ -4,18 +4,21 @@ A merge of ``k`` outputs saves the reducers ``(k - 1)`` read requests per reduce
 them, and costs a sequential read and write of the group's ``T`` bytes (``2 T / s`` requests with the
 merger's buffer ``s``) plus a fixed cost per merge (its RPCs and commit) and one per output merged. The thesis counts requests; on
 storage where a request is cheap the bytes dominate, so both are priced in seconds with this node's
-storage parameters. Reduce tasks are the shuffle's partitions, or, when Spark's adaptive execution
-coalesces them, about as many as the coalescing would make of the shuffle's estimated bytes.
+storage parameters. Reduce tasks are an RDD shuffle's partitions; a Spark SQL exchange's, when adaptive
+execution coalesces them, are about as many as the coalescing would make of the shuffle's estimated bytes.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from riffle.units import parse_spark_size
 
 WORTH_IT = "worth_it"
 NOT_WORTH_IT = "not_worth_it"
@@ -40,11 +43,11 @@ class StorageCost:
 
 @dataclass(frozen=True)
 class CostConfig:
-    """``spark.riffle.cost.*``: off by default (every group the policy forms is merged)."""
+    """``spark.riffle.cost.*``: on by default (off: every group the policy forms is merged, every mergeable shuffle held)."""
 
-    enabled: bool = False
+    enabled: bool = True
     storage: StorageCost = StorageCost()
-    coalesce: bool = False  # the reducers' partitions are coalesced (adaptive execution)
+    coalesce: bool = True  # a SQL exchange's partitions are coalesced (adaptive execution, on by Spark's defaults)
     advisory_bytes: int = 64 << 20  # spark.sql.adaptive.advisoryPartitionSizeInBytes
     min_partition_bytes: int = 1 << 20  # spark.sql.adaptive.coalescePartitions.minPartitionSize
     parallelism_first: bool = True  # spark.sql.adaptive.coalescePartitions.parallelismFirst
@@ -56,6 +59,31 @@ class Decision:
     reason: str  # WORTH_IT or NOT_WORTH_IT
     saved_seconds: float
     cost_seconds: float
+
+
+def for_shuffle(base: CostConfig, sql: bool, adaptive: Mapping[str, str]) -> CostConfig:
+    """The model for one shuffle: an RDD shuffle's reducers are never coalesced; a Spark SQL exchange's are when its
+    job's ``spark.sql.adaptive.*`` (``adaptive``, the session's settings) or else the application's conf say so. A value
+    Spark would not have accepted leaves the application's."""
+    if not sql:
+        return replace(base, coalesce=False)
+    prefix = "spark.sql.adaptive."
+
+    def flag(key: str) -> bool:
+        return str(adaptive.get(prefix + key, "true")).strip().lower() == "true"
+
+    def size(key: str, default: int) -> int:
+        try:
+            return parse_spark_size(adaptive[prefix + key]) if prefix + key in adaptive else default
+        except (ValueError, argparse.ArgumentTypeError):
+            return default
+
+    keys = (prefix + "enabled", prefix + "coalescePartitions.enabled")
+    coalesce = flag("enabled") and flag("coalescePartitions.enabled") if any(k in adaptive for k in keys) else base.coalesce
+    first = adaptive.get(prefix + "coalescePartitions.parallelismFirst")
+    return replace(base, coalesce=coalesce, advisory_bytes=size("advisoryPartitionSizeInBytes", base.advisory_bytes),
+                   min_partition_bytes=size("coalescePartitions.minPartitionSize", base.min_partition_bytes),
+                   parallelism_first=base.parallelism_first if first is None else first.strip().lower() == "true")
 
 
 def reduce_tasks(partitions: int, shuffle_bytes: float, config: CostConfig, parallelism: int) -> int:

@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from riffle import messages
-from riffle.driver.cost import Decision
+from riffle.driver.cost import CostConfig, Decision
 from riffle.driver.policy import MapOutput, MergePolicy
 
 
@@ -71,7 +71,7 @@ class ShuffleState:
     stage_id: int
     num_maps: int
     num_partitions: int
-    held: bool
+    held: bool  # its reducers are held (the cost model found its merges can pay, or it is off)
     policy: MergePolicy | None
     outputs: dict[int, MapOutput] = field(default_factory=dict)
     merges: list[Merge] = field(default_factory=list)
@@ -84,6 +84,7 @@ class ShuffleState:
     unsent: Counter[str] = field(default_factory=Counter)  # groups never sent to a merger, by cause
     decisions: list[Decision] = field(default_factory=list)  # the cost model's, one per group the policy formed
     reduce_tasks: int | None = None  # the cost model's estimate, made at the shuffle's first decision
+    cost: CostConfig = CostConfig()  # the cost model for this shuffle (an RDD shuffle's or a SQL exchange's reducers)
 
 
 def settle_reason(map_done_at: float | None, states: Sequence[MergeState], now: float, best_effort: float,

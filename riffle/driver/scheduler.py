@@ -26,7 +26,23 @@ from riffle.driver.fleet import MergerFleet, WarnOnce
 from riffle.driver.merges import Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.observer import SchedulerObserver
 from riffle.driver.policy import MapOutput, has_data, make_merge_policy
-from riffle.driver.status import MERGER_DOWN, OTHER, add_to_totals, cause_of_release, cleaned, no_totals, policy_label, riffle_status, seen, shuffle_row
+from riffle.driver.status import (
+    MERGER_DOWN,
+    MERGING_OFF,
+    NOT_WORTH_IT,
+    OTHER,
+    READER_RUNNING,
+    RETRIED,
+    add_to_totals,
+    cause_of_release,
+    cleaned,
+    never_held,
+    no_totals,
+    policy_label,
+    riffle_status,
+    seen,
+    shuffle_row,
+)
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 
 log = logging.getLogger("riffle.driver")
@@ -154,13 +170,15 @@ class MergeScheduler:
         elif isinstance(e, messages.MapStageDone):
             s = self.shuffles.get(e.shuffle)
             if s is not None and not s.finalized and e.stage == s.stage_id:
-                if e.succeeded:
+                if not e.succeeded:
+                    self._abandon(s, "map stage failed", RETRIED)
+                elif not s.held:  # the cost model saw no output with data: nothing to merge
+                    self._finalize(s, commit=False, reason="no map output had data", cause=NOT_WORTH_IT)
+                else:
                     s.map_done_at = time.monotonic()
                     if s.policy is not None:
                         for group in s.policy.flush():
                             self._submit(s, group)
-                else:
-                    self._abandon(s, "map stage failed")
         elif isinstance(e, messages.HoldExpired):
             s = self.shuffles.get(e.shuffle)
             if s is not None and not s.finalized:
@@ -177,19 +195,46 @@ class MergeScheduler:
         if e.shuffle in self.shuffles or e.shuffle in self.rows:
             old = self.shuffles.get(e.shuffle)
             if old is not None and not old.finalized:
-                self._abandon(old, "map stage retried")
+                self._abandon(old, "map stage retried", RETRIED)
             return
-        policy = make_merge_policy(self.config.policy, self.config.nway, self.config.target_block_bytes, e.partitions) if e.held else None
-        s = self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, e.held, policy, name=e.name)
-        self.totals = seen(self.totals, "" if e.held else e.not_held)
+        policy = make_merge_policy(self.config.policy, self.config.nway, self.config.target_block_bytes, e.partitions) if e.mergeable else None
+        s = self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, False, policy, name=e.name,
+                                                    cost=cost.for_shuffle(self.config.cost, e.sql, e.adaptive))
+        self.totals = seen(self.totals, "" if e.mergeable else e.not_held)
         self._changed = True
-        if e.held:
+        if e.mergeable:
             self.rows[e.shuffle] = None  # merging: its row is built from its state until it settles
+            if not s.cost.enabled:
+                self._hold(s)  # every group is merged: hold from the map stage's submission
+            elif (fan_in := self._fan_in(s, None)) and not (best := cost.decide([0] * fan_in, max(s.num_partitions, 1), s.cost.storage)).merge:
+                self._decline(s, best, fan_in, "at the map stage's submission, whatever its bytes")
             return
         log.info("Riffle: shuffle %d is left unmerged: %s", e.shuffle, e.why)
         s.finalized = s.settled = True  # nothing to merge or release: it only counts its outputs
         self._list(shuffle_row(s, None, "", e.why))
         self._prune_settled()
+
+    def _hold(self, s: ShuffleState) -> bool:
+        """Asks the shim to hold the shuffle's reducers; if a reader already runs, the shuffle is left unmerged."""
+        s.held = bool(self.tracker.hold(s.shuffle_id))
+        if not s.held:
+            self._finalize(s, commit=False, reason="a stage reading the shuffle was already running", cause=READER_RUNNING)
+        return s.held
+
+    def _fan_in(self, s: ShuffleState, first: MapOutput | None) -> int:
+        """Outputs a full group of this shuffle holds: N for N-way; for block size, as many outputs of ``first``'s size
+        as make the target block (every map output when no size is known yet)."""
+        if self.config.policy == "nway":
+            return min(self.config.nway, max(s.num_maps, 2))
+        if first is None:
+            return max(s.num_maps, 2)
+        return min(max(2, -(-self.config.target_block_bytes * max(s.num_partitions, 1) // max(first.bytes, 1))), max(s.num_maps, 2))
+
+    def _decline(self, s: ShuffleState, best: cost.Decision, fan_in: int, when: str) -> None:
+        """The cost model found no group of the shuffle can pay: it is never held (or no longer), nothing of it merged."""
+        s.decisions.append(best)
+        self._finalize(s, commit=False, reason=f"not worth merging ({when}): a group of {fan_in} would save {best.saved_seconds * 1e3:.1f} ms, "
+                                               f"cost {best.cost_seconds * 1e3:.1f} ms", cause=NOT_WORTH_IT)
 
     def _map_output(self, e: Any) -> None:
         s = self.shuffles.get(e.shuffle)
@@ -250,30 +295,24 @@ class MergeScheduler:
         if s.reduce_tasks is None:
             sizes = [o.bytes for o in s.outputs.values() if o.bytes > 0]
             estimate = (sum(sizes) / len(sizes)) * max(s.num_maps, len(s.outputs)) if sizes else 0.0
-            s.reduce_tasks = cost.reduce_tasks(s.num_partitions, estimate, self.config.cost, self._parallelism())
+            s.reduce_tasks = cost.reduce_tasks(s.num_partitions, estimate, s.cost, self._parallelism())
         return s.reduce_tasks
 
     def _shuffle_pays(self, s: ShuffleState, first: MapOutput) -> bool:
-        """At the shuffle's first output with data: whether a full group of outputs that size could pay at all. If
-        not, nothing of it is merged and its reducers are released at once (they need not wait for the map
-        stage's end to be seen here)."""
-        model = self.config.cost
-        if not model.enabled or s.decisions or any(o is not first and has_data(o) for o in s.outputs.values()):
-            return True
-        fan_in = self.config.nway if self.config.policy == "nway" else \
-            max(2, -(-self.config.target_block_bytes * max(s.num_partitions, 1) // max(first.bytes, 1)))
-        best = cost.decide([first.bytes] * min(fan_in, max(s.num_maps, 2)), self._estimate_reduce_tasks(s), model.storage)
+        """At the shuffle's first output with data, if it is not held yet: whether a full group of outputs that size could
+        pay at all. If so its reducers are held from now on; if not, nothing of it is merged and nothing waits for it."""
+        if s.held or s.decisions or any(o is not first and has_data(o) for o in s.outputs.values()):
+            return s.held
+        fan_in = self._fan_in(s, first)
+        best = cost.decide([first.bytes] * fan_in, self._estimate_reduce_tasks(s), s.cost.storage)
         if best.merge:
-            return True
-        s.decisions.append(best)
-        s.unsent[best.reason] += 1
-        self._finalize(s, commit=False, reason=f"not worth merging: a group of {min(fan_in, max(s.num_maps, 2))} would save "
-                                               f"{best.saved_seconds * 1e3:.1f} ms, cost {best.cost_seconds * 1e3:.1f} ms")
+            return self._hold(s)
+        self._decline(s, best, fan_in, "at its first output")
         return False
 
     def _worth_it(self, s: ShuffleState, group: list[MapOutput]) -> bool:
         """The cost model's decision on ``group`` (always yes when it is off), kept on ``s`` and counted by reason."""
-        model = self.config.cost
+        model = s.cost
         if not model.enabled:
             return True
         decision = cost.decide([o.bytes for o in group], self._estimate_reduce_tasks(s), model.storage)
@@ -313,10 +352,12 @@ class MergeScheduler:
         if reason is not None:
             self._finalize(s, commit=True, reason=reason)
 
-    def _abandon(self, s: ShuffleState, reason: str) -> None:
-        self._finalize(s, commit=False, reason=reason)
+    def _abandon(self, s: ShuffleState, reason: str, cause: str = MERGING_OFF) -> None:
+        self._finalize(s, commit=False, reason=reason, cause=cause)
 
-    def _finalize(self, s: ShuffleState, commit: bool, reason: str) -> None:
+    def _finalize(self, s: ShuffleState, commit: bool, reason: str, cause: str = MERGING_OFF) -> None:
+        """Settles a mergeable shuffle: commits what finished (if held and ``commit``), cancels the rest and lets its readers
+        go. ``cause``: why a shuffle that was never held stays unmerged (one of ``messages.NOT_HELD_CAUSES``)."""
         s.finalized = True
         for m in s.merges:
             if m.state is MergeState.RUNNING:
@@ -330,22 +371,25 @@ class MergeScheduler:
             if committed < 0:
                 reason += "; commit refused (the reducers were already running)"
                 committed = 0
-        if s.held:
-            self.tracker.release(s.shuffle_id)
+        self.tracker.release(s.shuffle_id)  # held or not: the shim forgets the shuffle
         s.committed = committed
-        self._record(s, reason)
+        self._record(s, reason, cause)
         s.settled = True
         self._prune_settled()
         for observer in tuple(self.observers):
             observer.on_settled(s)
 
-    def _record(self, s: ShuffleState, reason: str) -> None:
+    def _record(self, s: ShuffleState, reason: str, cause: str) -> None:
         stats = self.stats[s.shuffle_id] = shuffle_stats(s, reason, time.monotonic())
         _cap(self.stats)
         if s.held:
             row = shuffle_row(s, stats, self._policy_label())
             self.totals = add_to_totals(self.totals, row)
-            self._list(row)
+        else:
+            row = shuffle_row(s, None, "", reason)
+            self.totals = never_held(self.totals, cause)
+            log.info("Riffle: shuffle %d is left unmerged: %s", s.shuffle_id, reason)
+        self._list(row)
         self._changed = True
         if s.held:
             log.info("Riffle: shuffle %d: %d merges requested, %d committed, %d cancelled, %d failed; map files %d -> %d "

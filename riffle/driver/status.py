@@ -29,6 +29,9 @@ DELETED_FILE = "deleted_file"  # a map output file was gone when the merger read
 BEST_EFFORT = "best_effort"  # cancelled: enough merges had finished (the best-effort fraction)
 NOT_WORTH_IT = cost.NOT_WORTH_IT  # never sent: the cost model found the merge would cost more than it saves
 OTHER = "other"  # map stage failed or retried, Riffle stopped, commit refused, local dirs unknown, merge error
+MERGING_OFF = "merging_off"  # never held: Riffle stopped (or had stopped) merging before it was
+READER_RUNNING = "reader_running"  # never held: a stage reading the shuffle was already running
+RETRIED = "retried"  # never held: its map stage failed or was retried first
 CAUSES: tuple[str, ...] = messages.FALLBACK_CAUSES
 assert set(CAUSES) == {MERGER_DOWN, REFUSED, TIMED_OUT, DELETED_FILE, BEST_EFFORT, NOT_WORTH_IT, OTHER}, CAUSES
 
@@ -76,12 +79,14 @@ def bytes_merged(s: ShuffleState) -> int:
 
 
 def shuffle_row(s: ShuffleState, stats: Mapping[str, Any] | None, policy: str, why: str = "") -> Any:
-    """One shuffle's ``riffle_shuffle``: settled (``stats`` recorded), merging (held), or unmerged (never held, for ``why``)."""
-    state = SETTLED if stats is not None else (MERGING if s.held else UNMERGED)
+    """One shuffle's ``riffle_shuffle``: settled (``stats`` recorded), merging (held, or mergeable and not yet decided), or
+    unmerged (never held, for ``why``)."""
+    merging = s.held or (s.policy is not None and not s.finalized)
+    state = SETTLED if stats is not None else (MERGING if merging else UNMERGED)
     blocks = len(s.outputs) * max(s.num_partitions, 0)
     return messages.RiffleShuffle(
         shuffle=s.shuffle_id, stage=s.stage_id, name=s.name, maps=s.num_maps, reducers=max(s.num_partitions, 0),
-        policy=policy if s.held else "none", state=state, groups_merged=s.committed if stats is not None else 0,
+        policy=policy if merging else "none", state=state, groups_merged=s.committed if stats is not None else 0,
         groups_fell_back=fell_back(s), bytes_merged=bytes_merged(s) if stats is not None else 0,
         blocks_unmerged=int(stats["blocks_before"]) if stats is not None else blocks,
         blocks_merged=int(stats["blocks_after"]) if stats is not None else blocks,
@@ -100,6 +105,13 @@ def seen(totals: Any, not_held: str) -> Any:
     unmerged = Counter(totals.unmerged)
     unmerged[not_held] += 1
     return dataclasses.replace(totals, shuffles=totals.shuffles + 1, unmerged=dict(unmerged))
+
+
+def never_held(totals: Any, cause: str) -> Any:
+    """``totals`` once a mergeable shuffle (counted as merging when seen) ended without being held, for ``cause``."""
+    unmerged = Counter(totals.unmerged)
+    unmerged[cause] += 1
+    return dataclasses.replace(totals, merging=max(totals.merging - 1, 0), unmerged=dict(unmerged))
 
 
 def add_to_totals(totals: Any, row: Any) -> Any:

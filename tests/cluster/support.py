@@ -28,7 +28,8 @@ def cluster_session(cluster: Cluster, name: str, conf: dict[str, str] | None = N
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver names and binds loopback only
     settings = cluster.layout.driver_conf(riffle=riffle) | {"spark.scheduler.mode": "FAIR"}
     if riffle:
-        settings |= {"spark.riffle.enabled": "true", "spark.riffle.nway": "3", "spark.riffle.bestEffort": "1.0"}
+        settings |= {"spark.riffle.enabled": "true", "spark.riffle.nway": "3", "spark.riffle.bestEffort": "1.0",
+                     "spark.riffle.cost.enabled": "false"}  # merge every group: the tests' shuffles are too small to pay
     master = settings.pop("spark.master")
     try:
         with spark_session(name, master, settings | (conf or {})) as spark:

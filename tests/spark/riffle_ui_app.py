@@ -25,6 +25,7 @@ import riffle
 import slaq
 from riffle import messages
 from riffle.driver.config import RiffleConfig
+from riffle.driver.cost import CostConfig
 from slaq.ml import logistic_regression, synthetic_blocks
 from srsupport.riffle_watch import on_events, use_config, wait_cleaned, wait_idle
 
@@ -49,7 +50,8 @@ def main() -> int:
     blocks = synthetic_blocks(sc, 2, 100, 5, seed=3, cache=True)
     with slaq.job(SLAQ_JOB):
         logistic_regression(blocks, 12)
-    config = RiffleConfig(enabled=True, mergers=(up, down), nway=2, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0)
+    config = RiffleConfig(enabled=True, mergers=(up, down), nway=2, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0,
+                          cost=CostConfig(enabled=False))
     scheduler = riffle.attach(spark, config).scheduler
     assert scheduler is not None
     data = sc.parallelize(range(6000), 6)
@@ -64,7 +66,7 @@ def main() -> int:
         (shuffles[key],) = set(scheduler.stats) - before
         kept += [counts] if key == "B" else []  # A's RDD is garbage once `counts` is B's: Spark cleans shuffle A up
     unheld: list[int] = []
-    with on_events(scheduler, lambda e: unheld.append(e.shuffle) if isinstance(e, messages.MapStageSubmitted) and not e.held else None):
+    with on_events(scheduler, lambda e: unheld.append(e.shuffle) if isinstance(e, messages.MapStageSubmitted) and not e.mergeable else None):
         items = sc._jvm.java.util.ArrayList()
         for i in range(40):
             items.add(f"c{i}")

@@ -11,6 +11,7 @@ import pytest
 
 import riffle
 from riffle.driver.config import RiffleConfig
+from riffle.driver.cost import CostConfig
 from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES
 from srsupport.daemons import DaemonProcess
 from srsupport.riffle_watch import jvm_state_sizes, state_sizes, wait_idle
@@ -21,7 +22,8 @@ ROUNDS, JVM_SHUFFLES, PYTHON_SHUFFLES = 2, 400, 8  # 800 shuffles: over three ti
 @pytest.fixture(scope="module")
 def scheduler(spark, spark_local_root):
     daemon = DaemonProcess([spark_local_root])
-    s = riffle.attach(spark, RiffleConfig(enabled=True, mergers=(daemon.address,), nway=2, best_effort=1.0, hold_timeout=30.0)).scheduler
+    s = riffle.attach(spark, RiffleConfig(enabled=True, mergers=(daemon.address,), nway=2, best_effort=1.0, hold_timeout=30.0,
+                                            cost=CostConfig(enabled=False))).scheduler
     yield s
     riffle.detach(spark)
     daemon.stop()

@@ -171,7 +171,7 @@ def plugin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     merger = DaemonProcess([local], "--no-fsync")
     port, ui = free_port(), free_port()
     confs = [f"spark.plugins={PLUGIN}", "spark.slaq.enabled=true", "spark.slaq.epoch=0.5s", "spark.scheduler.mode=FAIR",
-             "spark.riffle.enabled=true", f"spark.riffle.mergers={merger.address}", "spark.riffle.nway=3",
+             "spark.riffle.enabled=true", f"spark.riffle.mergers={merger.address}", "spark.riffle.nway=3", "spark.riffle.cost.enabled=false",
              f"spark.local.dir={local}", f"spark.ui.port={ui}", "spark.connect.grpc.binding.address=127.0.0.1",
              f"spark.connect.grpc.binding.port={port}", "spark.sql.shuffle.partitions=6", "spark.sql.adaptive.enabled=false"]
     cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local-cluster[2,1,1024]", "--driver-memory", "1g",

@@ -80,7 +80,7 @@ def test_sql_job_reads_merged_files_and_returns_the_same_rows(tmp_path):
     merger = DaemonProcess([local], "--no-fsync")
     try:
         merged, _ = submit(tmp_path, "sql_shuffle_with_riffle.py", f"spark.local.dir={local}", "spark.riffle.enabled=true",
-                           f"spark.riffle.mergers={merger.address}")
+                           f"spark.riffle.mergers={merger.address}", "spark.riffle.cost.enabled=false")
         completed = probe(merger.address, None, None, 5.0)["completed"]
     finally:
         merger.stop()

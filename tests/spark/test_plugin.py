@@ -149,6 +149,7 @@ def confs(local: Path, *extra: str) -> list[str]:
 def plugin_confs(merger: DaemonProcess, *extra: str) -> list[str]:
     return ["--jars", str(PACKAGED_JAR), "--conf", f"spark.plugins={PLUGIN}", "--conf", "spark.riffle.enabled=true",
             "--conf", f"spark.riffle.mergers={merger.address}", "--conf", "spark.riffle.nway=3",
+            "--conf", "spark.riffle.cost.enabled=false",  # merge every group: these shuffles are too small to pay on a local disk
             *[a for c in extra for a in ("--conf", c)]]
 
 
@@ -372,8 +373,7 @@ def test_the_brains_gateway_closes_connections_without_the_secret_and_holds_few_
 
 def test_a_stopped_brain_is_found_out_and_fails_open(stuck_brain, vanilla):
     log = stuck_brain["log"]
-    assert stuck_brain["steps"][1], log[-4000:]  # the held reducers ran after their timeout, with the brain stopped
-    assert "did not finish in time" in log, log[-4000:]
+    assert stuck_brain["steps"][1], log[-4000:]  # the reducers ran with the brain stopped: the shim holds only what it asks
     assert stuck_brain["brain_ended"], log[-4000:]
     stuck = [line for line in log.splitlines() if "WARN" in line and "plugin: the brain" in line and "stopped answering" in line]
     assert len(stuck) == 1 and "SLAQ and Riffle fail open" in stuck[0], log[-4000:]

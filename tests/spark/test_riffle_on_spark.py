@@ -17,6 +17,7 @@ import pytest
 
 import riffle
 from riffle.driver.config import RiffleConfig
+from riffle.driver.cost import CostConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from srsupport.daemons import DaemonProcess
 from srsupport.riffle_watch import mark_all_up, set_merging, use_config, wait_idle
@@ -33,7 +34,7 @@ def merged_files(root: Path, shuffle_id: int | None = None) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def base_config(merger):
-    return RiffleConfig(enabled=True, mergers=(merger.address,), nway=3, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0)
+    return RiffleConfig(enabled=True, mergers=(merger.address,), nway=3, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0, cost=CostConfig(enabled=False))
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +120,31 @@ def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, ba
     assert dict(result) == {k: 0 + 3 + 6 + 9 for k in range(40)}
     assert sum(s["merges_failed"] for s in stats) == 0, stats
     assert sum(s["merges_committed"] for s in stats) >= 1, stats  # 4 outputs with data on 2 executors, 2 per group
+
+
+def test_the_default_cost_model_tells_a_sql_exchange_from_an_rdd_shuffle(spark, scheduler, base_config):
+    """The cost model on, as by default, with this disk's costs. An RDD shuffle of 400 reducers pays for 3-way merges: it is
+    held and merged. A SQL exchange of the same 400 partitions, which adaptive execution coalesces to a reduce task or two,
+    cannot pay: the shim is never asked to hold it (nothing waits for it) and it counts as unmerged, not worth it."""
+    use_config(scheduler, dataclasses.replace(base_config, cost=CostConfig()))
+    spark.conf.set("spark.sql.shuffle.partitions", "400")
+    try:
+        before = set(scheduler.shuffles)
+        rdd = spark.sparkContext.parallelize(range(6000), 6).map(lambda x: (x % 400, 1))
+        result, stats = compare(scheduler, lambda: sorted(rdd.reduceByKey(add, 400).collect()))
+        assert dict(result) == {k: 15 for k in range(400)}
+        rdd_shuffles = [s for sid, s in scheduler.shuffles.items() if sid not in before and s.policy is not None]
+        assert rdd_shuffles and all(s.held and not s.cost.coalesce for s in rdd_shuffles)
+        before = set(scheduler.shuffles)
+        rows = spark.range(0, 20000, 1, 12).selectExpr("id % 400 as k", "id as v")
+        result, stats = compare(scheduler, lambda: sorted(tuple(r) for r in rows.groupBy("k").count().collect()), expect_merge=False)
+        assert result == [(k, 50) for k in range(400)]
+        sql = [s for sid, s in scheduler.shuffles.items() if sid not in before and s.policy is not None]
+        assert sql and all(s.cost.coalesce and not s.held and s.merges == [] for s in sql), sql
+        assert all(s["hold_seconds"] is None and s["merges_requested"] == 0 and "not worth merging" in s["reason"] for s in stats), stats
+        assert scheduler.status().totals.unmerged.get("not_worth_it", 0) >= len(sql)
+    finally:
+        spark.conf.unset("spark.sql.shuffle.partitions")
 
 
 @pytest.mark.parametrize("aqe", ["true", "false"])

@@ -14,6 +14,7 @@ import pytest
 
 import riffle
 from riffle.driver.config import RiffleConfig
+from riffle.driver.cost import CostConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from sparkshim.bridge import major_minor
 from srlab.riffle_bench.skew import stage_read
@@ -32,7 +33,7 @@ CHECKSUM_CONF = {"spark.sql.shuffle.orderIndependentChecksum.enabled": "true",
 
 @pytest.fixture(scope="module")
 def scheduler(spark, merger):
-    config = RiffleConfig(enabled=True, mergers=(merger.address,), nway=2, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0)
+    config = RiffleConfig(enabled=True, mergers=(merger.address,), nway=2, best_effort=1.0, hold_timeout=30.0, rpc_timeout=30.0, cost=CostConfig(enabled=False))
     s = riffle.attach(spark, config).scheduler
     assert s is not None
     set_merging(s, True)

@@ -47,7 +47,8 @@ def test_spark_submit_with_only_confs(tmp_path):
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         proc = subprocess.run([str(submit), "--master", "local-cluster[2,1,1024]", "--conf", f"spark.local.dir={local}",
                                "--conf", "spark.ui.enabled=false", "--conf", "spark.riffle.enabled=true",
-                               "--conf", f"spark.riffle.mergers={merger.address}", "--conf", "spark.riffle.nway=3", str(app)],
+                               "--conf", f"spark.riffle.mergers={merger.address}", "--conf", "spark.riffle.nway=3",
+                               "--conf", "spark.riffle.cost.enabled=false", str(app)],
                               capture_output=True, text=True, timeout=300, env=env)
     finally:
         merger.stop()

@@ -80,7 +80,8 @@ def test_installed_wheel_attaches_without_javac(installed_wheel, tmp_path):
         proc = subprocess.run([str(pyspark_home / "bin" / "spark-submit"), "--master", "local-cluster[2,1,1024]",
                                "--conf", f"spark.local.dir={local}",
                                "--conf", "spark.slaq.enabled=true", "--conf", "spark.scheduler.mode=FAIR",
-                               "--conf", "spark.riffle.enabled=true", "--conf", f"spark.riffle.mergers={merger.address}", str(app)],
+                               "--conf", "spark.riffle.enabled=true", "--conf", f"spark.riffle.mergers={merger.address}",
+                               "--conf", "spark.riffle.cost.enabled=false", str(app)],
                               capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     finally:
         merger.stop()

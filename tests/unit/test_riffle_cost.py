@@ -64,9 +64,10 @@ def test_probe_measures_positive_costs(tmp_path):
 
 
 def test_conf_keys_and_adaptive_defaults():
-    off = RiffleConfig.from_conf({}.get).cost
-    assert not off.enabled and off.coalesce and off.advisory_bytes == 64 << 20
-    conf = {"spark.riffle.cost.enabled": "true", "spark.riffle.cost.requestTime": "2ms", "spark.riffle.cost.bandwidth": "200m",
+    default = RiffleConfig.from_conf({}.get).cost
+    assert default.enabled and default.coalesce and default.advisory_bytes == 64 << 20
+    assert not RiffleConfig.from_conf({"spark.riffle.cost.enabled": "false"}.get).cost.enabled
+    conf = { "spark.riffle.cost.requestTime": "2ms", "spark.riffle.cost.bandwidth": "200m",
             "spark.riffle.cost.mergeTime": "10ms", "spark.riffle.cost.mergeInputTime": "1ms", "spark.sql.adaptive.enabled": "false",
             "spark.sql.adaptive.advisoryPartitionSizeInBytes": "32MB"}
     on = RiffleConfig.from_conf(conf.get).cost
@@ -88,8 +89,9 @@ def test_skipped_groups_count_as_not_worth_it():
     assert fell_back(s) == {NOT_WORTH_IT: 3}
 
 
-def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int):
-    """A scheduler (no mergers listed, so no merger is reachable) fed one shuffle's events: 4 outputs, 2-way merges."""
+def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int, sql: bool = True, adaptive: dict | None = None,
+                   holdable: bool = True, outputs: int = 4):
+    """A scheduler (no mergers listed, so no merger is reachable) fed one shuffle's events: ``outputs`` outputs, 2-way merges."""
     import dataclasses
 
     from riffle import messages
@@ -97,34 +99,67 @@ def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int):
     from tests.unit.test_riffle_driver_units import TrackerStandIn
 
     class Tracker(TrackerStandIn):
-        released: list[int] = []
-
-        def release(self, shuffle):
-            self.released.append(shuffle)
+        def hold(self, shuffle):
+            self.holds.append(shuffle)
+            return holdable
 
     tracker = Tracker()
     sched = MergeScheduler(None, tracker, dataclasses.replace(RiffleConfig(enabled=True, nway=2), cost=cost_config))
-    tracker.events = [messages.MapStageSubmitted(3, 5, "q", 0, 4, partitions, True, "", "")]
-    tracker.events += [messages.MapOutput(3, 5, 0, i, i, "1", "h", nbytes) for i in range(4)]
+    tracker.events = [messages.MapStageSubmitted(3, 5, "q", 0, 4, partitions, True, sql, adaptive or {}, "", "")]
+    tracker.events += [messages.MapOutput(3, 5, 0, i, i, "1", "h", nbytes) for i in range(outputs)]
     sched.step()
-    return sched.shuffles[3], tracker.released
+    return sched.shuffles[3], tracker, sched
 
 
-def test_a_shuffle_that_cannot_pay_is_released_at_its_first_output_and_counted_once():
-    s, released = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=200, nbytes=1 << 20)
-    assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.merges == [] and released == [3] and s.finalized
-    assert fell_back(s) == {NOT_WORTH_IT: 1} and s.reduce_tasks == 1  # 4 MB over one core (no context here): one task
+def test_a_sql_exchange_that_cannot_pay_is_never_held():
+    """Coalesced to one reduce task (4 MB over one core), no merge of it can pay: decided at its first output, before
+    anything waited for it; it counts as unmerged, not worth it, and the shim forgets it."""
+    s, tracker, sched = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=200, nbytes=1 << 20)
+    assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.merges == [] and s.finalized and not s.held
+    assert tracker.holds == [] and tracker.released == [3] and s.reduce_tasks == 1
+    assert (sched.totals.merging, sched.totals.unmerged) == (0, {NOT_WORTH_IT: 1})
+    row = sched.status().shuffles[0]
+    assert (row.state, row.policy, row.gate_wait_seconds) == ("unmerged", "none", 0.0) and "at its first output" in row.reason
 
 
-def test_the_scheduler_sends_groups_worth_merging():
-    s, released = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=False), partitions=2000, nbytes=100_000)
-    assert [d.reason for d in s.decisions] == [cost.WORTH_IT] * 2 and released == []
-    assert NOT_WORTH_IT not in fell_back(s)  # sent on (here no merger is reachable: merger_down)
+def test_an_rdd_shuffle_is_priced_by_its_partitions_even_when_sql_exchanges_coalesce():
+    s, tracker, _ = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=2000, nbytes=100_000, sql=False)
+    assert [d.reason for d in s.decisions] == [cost.WORTH_IT] * 2 and tracker.holds == [3] and s.held and tracker.released == []
+    assert s.reduce_tasks == 2000 and NOT_WORTH_IT not in fell_back(s)  # sent on (here no merger is reachable: merger_down)
 
 
-def test_without_the_cost_model_every_group_is_sent():
-    s, _ = _scheduler_run(CostConfig(enabled=False), partitions=200, nbytes=1 << 20)
+def test_a_shuffle_that_cannot_pay_whatever_its_bytes_is_declined_at_its_map_stages_submission():
+    s, tracker, sched = _scheduler_run(CostConfig(), partitions=3, nbytes=1 << 20, outputs=0)
+    assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.finalized and tracker.holds == [] and tracker.released == [3]
+    assert sched.totals.unmerged == {NOT_WORTH_IT: 1} and "submission" in sched.status().shuffles[0].reason
+
+
+def test_a_shuffle_whose_reader_already_runs_is_left_unmerged():
+    s, tracker, sched = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=False), partitions=2000, nbytes=100_000,
+                                       holdable=False)
+    assert tracker.holds == [3] and not s.held and s.finalized and s.merges == [] and sched.totals.unmerged == {"reader_running": 1}
+
+
+def test_without_the_cost_model_every_mergeable_shuffle_is_held_at_submission_and_every_group_sent():
+    s, tracker, _ = _scheduler_run(CostConfig(enabled=False), partitions=200, nbytes=1 << 20, outputs=0)
+    assert tracker.holds == [3] and s.held and s.decisions == []
+    s, _, _ = _scheduler_run(CostConfig(enabled=False), partitions=200, nbytes=1 << 20)
     assert s.decisions == [] and NOT_WORTH_IT not in fell_back(s)
+
+
+@pytest.mark.parametrize("adaptive, expected", [
+    ({}, (True, 64 << 20, 1 << 20, True)),  # the application's (here Spark's defaults)
+    ({"spark.sql.adaptive.enabled": "false"}, (False, 64 << 20, 1 << 20, True)),
+    ({"spark.sql.adaptive.coalescePartitions.enabled": "FALSE"}, (False, 64 << 20, 1 << 20, True)),
+    ({"spark.sql.adaptive.advisoryPartitionSizeInBytes": "8MB", "spark.sql.adaptive.coalescePartitions.minPartitionSize": "512k",
+      "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false"}, (True, 8 << 20, 512 << 10, False)),
+    ({"spark.sql.adaptive.advisoryPartitionSizeInBytes": "lots"}, (True, 64 << 20, 1 << 20, True)),  # Spark would refuse it
+])
+def test_a_sql_exchange_is_priced_with_its_sessions_adaptive_settings(adaptive, expected):
+    base = RiffleConfig.from_conf({}.get).cost
+    c = cost.for_shuffle(base, True, adaptive)
+    assert (c.coalesce, c.advisory_bytes, c.min_partition_bytes, c.parallelism_first) == expected
+    assert not cost.for_shuffle(base, False, adaptive).coalesce
 
 
 def test_riffle_storage_prints_confs_the_config_accepts(tmp_path, capsys):

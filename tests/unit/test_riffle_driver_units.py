@@ -11,6 +11,7 @@ import pytest
 
 from riffle import messages
 from riffle.driver.config import RiffleConfig
+from riffle.driver.cost import CostConfig
 from riffle.driver.fleet import MergerFleet
 from riffle.driver.merges import IllegalTransition, Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.observer import SchedulerObserver
@@ -88,6 +89,7 @@ class TrackerStandIn:
         self.events: list = []
         self.lookups = 0
         self.released: list[int] = []
+        self.holds: list[int] = []
 
     def applicationId(self):
         return "app-1"
@@ -103,8 +105,15 @@ class TrackerStandIn:
     def publishStatus(self, text):
         self.published = messages.decode(text)
 
+    def hold(self, shuffle):
+        self.holds.append(shuffle)
+        return True
+
     def release(self, shuffle):
         self.released.append(shuffle)
+
+
+HOLD_ALL = RiffleConfig(enabled=True, cost=CostConfig(enabled=False))  # every mergeable shuffle held at its map stage's submission
 
 
 def test_executor_removed_invalidates_cached_local_dirs():
@@ -123,7 +132,7 @@ def test_observers_see_each_event_before_it_is_handled_and_each_settled_shuffle(
     from riffle.driver.scheduler import MergeScheduler
 
     tracker = TrackerStandIn()
-    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
+    s = MergeScheduler(None, tracker, HOLD_ALL)
     seen: list = []
 
     class Watch(SchedulerObserver):
@@ -135,7 +144,7 @@ def test_observers_see_each_event_before_it_is_handled_and_each_settled_shuffle(
 
     assert wait_idle(s, 0.0)  # nothing held
     with watching(s, Watch()):
-        tracker.events = [messages.MapStageSubmitted(4, 9, "stage", 0, 2, 3, True, "", "")]
+        tracker.events = [messages.MapStageSubmitted(4, 9, "stage", 0, 2, 3, True, False, {}, "", "")]
         s.step()
         assert not idle(s) and not wait_idle(s, 0.05)  # held, not settled: the deadline passes
         tracker.events = [messages.HoldExpired(4)]
@@ -151,15 +160,16 @@ def test_the_tab_keeps_the_latest_finished_shuffles_after_spark_cleans_them_and_
     from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES, MergeScheduler
 
     tracker = TrackerStandIn()
-    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
+    s = MergeScheduler(None, tracker, HOLD_ALL)
     n = MAX_SETTLED_SHUFFLES + 40
     for sid in range(n):  # every third never held (unsafe), the others held until the hold expires; all cleaned up
         held = sid % 3 != 0
-        tracker.events.append(messages.MapStageSubmitted(sid, sid, f"stage {sid}", 0, 2, 3, held, "" if held else "unsafe",
+        tracker.events.append(messages.MapStageSubmitted(sid, sid, f"stage {sid}", 0, 2, 3, held, False, {}, "" if held else "unsafe",
                                                          "" if held else "unsafe to merge: serializer X"))
         tracker.events += [messages.HoldExpired(sid)] if held else []
         tracker.events.append(messages.ShuffleCleaned(sid))
-    tracker.events += [messages.MapStageSubmitted(n, n, "held", 0, 2, 3, True, "", ""), messages.MapStageSubmitted(n + 1, n + 1, "gone", 0, 2, 3, True, "", ""),
+    tracker.events += [messages.MapStageSubmitted(n, n, "held", 0, 2, 3, True, False, {}, "", ""),
+                       messages.MapStageSubmitted(n + 1, n + 1, "gone", 0, 2, 3, True, False, {}, "", ""),
                        messages.ShuffleCleaned(n + 1)]  # still merging; cleaned up before it settled
     s.step()
     model = tracker.published

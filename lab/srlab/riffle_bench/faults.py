@@ -392,7 +392,8 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
     app = workdir / "killed_driver_app.py"
     app.write_text(DRIVER_APP)
     confs = cluster.layout.driver_conf() | {"spark.ui.enabled": "false", "spark.riffle.enabled": "true", "spark.riffle.nway": "2",
-                                            "spark.riffle.bestEffort": "1.0", "spark.scheduler.mode": "FAIR"}
+                                            "spark.riffle.bestEffort": "1.0", "spark.scheduler.mode": "FAIR",
+                                            "spark.riffle.cost.enabled": "false"}  # every group merged: the faults need merges
     args = [str(Path(sys.executable).parent / "spark-submit"), "--master", confs.pop("spark.master")]
     for k, v in confs.items():
         args += ["--conf", f"{k}={v}"]
@@ -454,7 +455,8 @@ def bench_faults(base_dir: Path, repeat: int = 1) -> dict:
                     "rpc_timeout_seconds": RPC_TIMEOUT, "cases": []}
     with fault_cluster(base_dir / "cluster") as cluster:
         report["driver_killed"] = run_driver_killed(cluster, base_dir)
-        settings = cluster.layout.driver_conf() | SESSION_CONF | {"spark.scheduler.mode": "FAIR", "spark.riffle.enabled": "true"}
+        settings = cluster.layout.driver_conf() | SESSION_CONF | {"spark.scheduler.mode": "FAIR", "spark.riffle.enabled": "true",
+                                                                  "spark.riffle.cost.enabled": "false"}  # the faults need merges
         try:
             with spark_session("riffle-fault-bench", settings.pop("spark.master"), settings) as spark:
                 spark.sparkContext.setLogLevel("ERROR")

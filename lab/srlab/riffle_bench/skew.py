@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from riffle.driver.config import RiffleConfig
+from riffle.driver.cost import CostConfig
 from srsupport.daemons import DaemonProcess
 from srsupport.riffle_watch import set_merging, wait_idle
 
@@ -102,7 +103,7 @@ def bench_skew(maps: int = 32, rows_per_map: int = 20000, reducers: int = 16, sk
         daemon = stack.enter_context(DaemonProcess([root], "--no-fsync"))
         conf = skew_conf(reducers, advisory) | {"spark.local.dir": str(root), "spark.driver.memory": "1g",
                                                  "spark.shuffle.readHostLocalDisk": "false"}
-        config = RiffleConfig(enabled=True, mergers=(daemon.address,), nway=nway, best_effort=1.0, hold_timeout=120.0)
+        config = RiffleConfig(enabled=True, mergers=(daemon.address,), nway=nway, best_effort=1.0, hold_timeout=120.0, cost=CostConfig(enabled=False))
         runs: dict[str, list[dict]] = {"vanilla": [], "riffle": []}
         with spark_session("riffle-bench-skew", master, conf) as spark:
             scheduler = riffle.attach(spark, config).scheduler

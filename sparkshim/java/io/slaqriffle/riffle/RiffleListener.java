@@ -5,6 +5,7 @@ import io.slaqriffle.seam.SparkMapOutput;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.CleanerListener;
 import org.apache.spark.ShuffleDependency;
@@ -22,7 +23,8 @@ import org.apache.spark.scheduler.TaskInfo;
 
 /**
  * Riffle's eyes: turns Spark's listener and cleaner events into {@link Messages} for Python, feeds
- * the {@link StageGraph}, and starts and times the {@link ReducerGate}'s holds. Runs on Spark's
+ * the {@link StageGraph}, tells which shuffles may be held, and starts (when the driver asks) and times the
+ * {@link ReducerGate}'s holds. Runs on Spark's
  * listener-bus and cleaner threads.
  */
 final class RiffleListener extends SparkListener implements CleanerListener {
@@ -31,7 +33,8 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   private final StageGraph graph;
   private final ReducerGate gate;
   private final ShimClock clock;
-  private final Map<Integer, Integer> partitions = new ConcurrentHashMap<>(); // held shuffle -> reduce partitions
+  private final Map<Integer, Integer> partitions = new ConcurrentHashMap<>(); // mergeable shuffle -> reduce partitions, until settled
+  private final Set<Integer> mapDone = ConcurrentHashMap.newKeySet(); // mergeable shuffles whose map stage ended
 
   RiffleListener(SparkContext sc, RiffleTracker tracker, StageGraph graph, ReducerGate gate, ShimClock clock) {
     this.sc = sc;
@@ -66,19 +69,20 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     int shuffle = (Integer) info.shuffleDepId().get();
     ShuffleDependency<?, ?, ?> dep = SparkMapOutput.shuffleDependency(sc, shuffle);
     int parts = dep == null ? -1 : dep.partitioner().numPartitions();
-    NotHeld notHeld = hold(shuffle, info.attemptNumber(), dep);
+    NotHeld notHeld = notMergeable(info.attemptNumber(), dep);
     if (notHeld == null) {
       partitions.put(shuffle, parts);
     }
     tracker.emit(new RiffleMessages.MapStageSubmitted(shuffle, info.stageId(), info.name(), info.attemptNumber(), info.numTasks(), parts,
-        notHeld == null, notHeld == null ? "" : notHeld.cause(), notHeld == null ? "" : notHeld.why()));
+        notHeld == null, SqlExchange.isSqlExchange(dep), SqlExchange.adaptive(event.properties()), notHeld == null ? "" : notHeld.cause(),
+        notHeld == null ? "" : notHeld.why()));
   }
 
-  /** Why a shuffle's reducers are not held: one of {@link RiffleNames#NOT_HELD_CAUSES}, and the details. */
+  /** Why a shuffle's reducers are never held: one of {@link RiffleNames#NOT_HELD_CAUSES}, and the details. */
   private record NotHeld(String cause, String why) {}
 
-  /** Starts holding the shuffle's reducers and returns null, or returns why they are not held (every shuffle gets one or the other). */
-  private NotHeld hold(int shuffle, int attempt, ShuffleDependency<?, ?, ?> dep) {
+  /** Null when the driver may hold the shuffle's reducers, else why it may not (every shuffle gets one or the other). */
+  private NotHeld notMergeable(int attempt, ShuffleDependency<?, ?, ?> dep) {
     String unavailable = tracker.unavailableReason();
     if (unavailable != null) {
       return new NotHeld(RiffleNames.UNAVAILABLE, "Riffle cannot merge on this Spark: " + unavailable);
@@ -93,10 +97,29 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     if (attempt != 0) {
       return new NotHeld(RiffleNames.RETRIED, "map stage attempt " + attempt + ": Riffle holds a shuffle's first attempt only");
     }
-    if (!gate.hold(shuffle)) {
-      return new NotHeld(RiffleNames.READER_RUNNING, "a stage reading the shuffle was already running");
-    }
     return null;
+  }
+
+  /**
+   * Starts holding a mergeable shuffle's reducers, the driver having decided its merges can pay; false when it is not
+   * mergeable, already settled, or a reader already launched a task. A hold that starts after the map stage ended
+   * gets its deadline at once (the stage's end marks it done before it reads the gate; this holds before it reads the mark).
+   */
+  boolean hold(int shuffle) {
+    if (!partitions.containsKey(shuffle) || !gate.hold(shuffle)) {
+      return false;
+    }
+    if (!partitions.containsKey(shuffle)) { // Spark cleaned it up meanwhile: no hold may outlive its shuffle
+      gate.release(shuffle);
+      return false;
+    }
+    if (mapDone.contains(shuffle)) {
+      Long deadline = gate.mapStageDone(shuffle, clock.nanoTime());
+      if (deadline != null) {
+        tracker.expireAt(deadline);
+      }
+    }
+    return true;
   }
 
   @Override
@@ -121,6 +144,9 @@ final class RiffleListener extends SparkListener implements CleanerListener {
       return;
     }
     int shuffle = (Integer) info.shuffleDepId().get();
+    if (partitions.containsKey(shuffle)) {
+      mapDone.add(shuffle);
+    }
     Long deadline = gate.mapStageDone(shuffle, clock.nanoTime());
     if (deadline != null) {
       tracker.expireAt(deadline);
@@ -157,7 +183,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   @Override
   public void checkpointCleaned(long rddId) {}
 
-  /** Reduce partitions of a held shuffle (-1 when unknown). */
+  /** Reduce partitions of a mergeable shuffle (-1 when unknown). */
   int partitions(int shuffle) {
     return partitions.getOrDefault(shuffle, -1);
   }
@@ -165,6 +191,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   /** The shuffle is settled or gone: nothing about it is kept. */
   boolean forget(int shuffle) {
     partitions.remove(shuffle);
+    mapDone.remove(shuffle);
     return gate.release(shuffle);
   }
 }

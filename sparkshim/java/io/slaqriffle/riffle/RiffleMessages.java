@@ -12,10 +12,14 @@ import java.util.Map;
 public final class RiffleMessages {
   private RiffleMessages() {}
 
-  /** A map stage was submitted: its reducers are {@code held}, or not for cause {@code notHeld} ({@link RiffleNames#NOT_HELD_CAUSES}), {@code why}. */
+  /**
+   * A map stage was submitted: its reducers may be held when the driver asks ({@code mergeable}), or never for cause
+   * {@code notHeld} ({@link RiffleNames#NOT_HELD_CAUSES}), {@code why}. {@code sql}: a Spark SQL exchange, run under the
+   * {@code adaptive} settings ({@link SqlExchange}).
+   */
   @JsonTypeName("map_stage_submitted")
-  public record MapStageSubmitted(int shuffle, int stage, String name, int attempt, int tasks, int partitions, boolean held, String notHeld,
-      String why) implements Messages.Message {}
+  public record MapStageSubmitted(int shuffle, int stage, String name, int attempt, int tasks, int partitions, boolean mergeable, boolean sql,
+      Map<String, String> adaptive, String notHeld, String why) implements Messages.Message {}
 
   @JsonTypeName("map_output")
   public record MapOutput(int shuffle, int stage, int attempt, int mapIndex, long mapId, String executor, String host, long bytes)

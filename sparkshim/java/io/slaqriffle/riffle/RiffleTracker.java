@@ -24,8 +24,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What Riffle's Python merge scheduler calls in the driver JVM, a few coarse calls per poll:
- * {@link #drain} the events ({@link RiffleListener}), {@link #commit} finished merges
- * ({@link MapStatusCommit}) and {@link #release} the held reducers ({@link ReducerGate},
+ * {@link #drain} the events ({@link RiffleListener}), {@link #hold} the reducers of shuffles worth merging,
+ * {@link #commit} finished merges ({@link MapStatusCommit}) and {@link #release} the held reducers ({@link ReducerGate},
  * installed through {@link GateRootPool}), and look up executors' {@link #localDirs}. When the
  * self-check of {@link Features} finds the running Spark changed, merging is off (every shuffle
  * is reported unmerged with the reason) and nothing else changes.
@@ -150,6 +150,16 @@ public final class RiffleTracker implements Shim.FailOpen {
   /** A hold now ends at {@code deadline} (nanos on the tracker's clock): it is expired then even if Python stopped draining. */
   void expireAt(long deadline) {
     Backstop.after(deadline - clock.nanoTime() + 1_000_000L, this::expireDue);
+  }
+
+  /**
+   * Holds a mergeable shuffle's reducers (and, until their stages are known, any stage that may read it) until
+   * {@link #release}, a commit, or the hold timeout after its map stage. The driver asks only for shuffles whose
+   * merges can pay, so nothing waits for one that cannot. False when it cannot be held (no longer mergeable,
+   * Riffle not merging, or a reader already running): its reducers then read the original files.
+   */
+  public boolean hold(int shuffle) {
+    return unavailable == null && merging && listener.hold(shuffle);
   }
 
   /** Lets the shuffle's reducers run (after a commit, or when merging is abandoned). */
