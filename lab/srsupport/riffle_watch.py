@@ -15,7 +15,7 @@ from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet
 from riffle.driver.merges import ShuffleState
 from riffle.driver.observer import SchedulerObserver
-from riffle.driver.scheduler import MergeScheduler, shim_hold_seconds
+from riffle.driver.scheduler import MergeScheduler
 from riffle.driver.token_file import TokenFile
 from sparkshim.bridge import shim_class
 
@@ -60,18 +60,29 @@ def idle(scheduler: MergeScheduler) -> bool:
 
 
 def wait_idle(scheduler: MergeScheduler, timeout: float = 60.0) -> bool:
-    """True once every held shuffle settled (woken by each settling, a held shuffle Spark cleans up first included,
-    and looked at every RECHECK_SECONDS as well), False if ``timeout`` seconds pass first."""
+    """True once every shuffle settled (woken by each settling, a held shuffle Spark cleans up first included, and
+    looked at every RECHECK_SECONDS as well), False if ``timeout`` seconds pass first. With a live driver JVM, first
+    every event Spark posted so far reaches the shim, and then the scheduler has settled every shuffle the shim found
+    mergeable: a shuffle that is not held does not keep its job waiting, so the job can end before the scheduler saw it."""
     deadline = time.monotonic() + timeout
+    if scheduler.sc is not None:
+        scheduler.sc._jsc.sc().listenerBus().waitUntilEmpty(int(timeout * 1000))
     settled = _Settled()
     with watching(scheduler, settled):
         with settled.changed:
-            while not idle(scheduler):
+            while not idle(scheduler) or _undecided_in_jvm(scheduler):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 settled.changed.wait(min(left, RECHECK_SECONDS))
     return True
+
+
+def _undecided_in_jvm(scheduler: MergeScheduler) -> int:
+    """Shuffles the shim found mergeable that the scheduler has not settled and released yet (0 without a live JVM)."""
+    if scheduler.sc is None:
+        return 0
+    return int(_field(_field(scheduler.tracker, "listener"), "partitions").size())
 
 
 def wait_cleaned(scheduler: MergeScheduler, shuffle: int, timeout: float = 60.0) -> bool:
@@ -92,7 +103,7 @@ def wait_cleaned(scheduler: MergeScheduler, shuffle: int, timeout: float = 60.0)
 def set_merging(scheduler: MergeScheduler, on: bool) -> None:
     """Merge new shuffles or leave them to plain Spark (benchmarks compare both in one session), as the
     scheduler's start tells the driver JVM."""
-    scheduler.tracker.configure(bool(on), shim_hold_seconds(scheduler.config))
+    scheduler.configure_shim(bool(on))
 
 
 def use_config(scheduler: MergeScheduler, config: RiffleConfig) -> None:
@@ -103,6 +114,7 @@ def use_config(scheduler: MergeScheduler, config: RiffleConfig) -> None:
         forget_refusals(fleet)
         fleet.token = TokenFile(config.token, config.token_file)  # for the clients it opens from now on
     fleet.config = config
+    scheduler.configure_shim(scheduler.merging)  # the shim holds every mergeable shuffle at submission iff the cost model is off
 
 
 def mark_all_up(fleet: MergerFleet) -> None:

@@ -81,6 +81,7 @@ class MergeScheduler:
         self._published = float("-inf")
         self._changed = False
         self._started = time.monotonic()
+        self.merging = False  # what the driver JVM was told last (configure_shim)
 
     @property
     def config(self) -> RiffleConfig:
@@ -89,8 +90,16 @@ class MergeScheduler:
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        self.tracker.configure(True, shim_hold_seconds(self.config))
+        self.configure_shim(True)
         self._thread.start()
+
+    def configure_shim(self, merging: bool) -> None:
+        """Tells the driver JVM whether new shuffles may be merged, its own hold timeout (a backstop should this
+        scheduler stop deciding), and whether it holds every mergeable shuffle from its map stage's submission (the cost
+        model off: every group is merged, so no map stage may outrun the decision) or only those asked for."""
+        self.merging = merging
+        self.tracker.configure(merging, shim_hold_seconds(self.config) if merging else self.config.hold_timeout,
+                               merging and not self.config.cost.enabled)
 
     def stop(self, cleanup: bool = True) -> None:
         """Stops scheduling: releases every held shuffle unmerged and (by default) deletes merged files."""
@@ -98,7 +107,7 @@ class MergeScheduler:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(10)
         try:
-            self.tracker.configure(False, self.config.hold_timeout)
+            self.configure_shim(False)
             for s in list(self.shuffles.values()):
                 if not s.finalized:
                     self._abandon(s, "Riffle stopped")
@@ -205,7 +214,7 @@ class MergeScheduler:
         if e.mergeable:
             self.rows[e.shuffle] = None  # merging: its row is built from its state until it settles
             if not s.cost.enabled:
-                self._hold(s)  # every group is merged: hold from the map stage's submission
+                self._hold(s)  # every group is merged: the shim held it at its map stage's submission already
             elif (fan_in := self._fan_in(s, None)) and not (best := cost.decide([0] * fan_in, max(s.num_partitions, 1), s.cost.storage)).merge:
                 self._decline(s, best, fan_in, "at the map stage's submission, whatever its bytes")
             return

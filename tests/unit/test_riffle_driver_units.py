@@ -109,6 +109,9 @@ class TrackerStandIn:
         self.holds.append(shuffle)
         return True
 
+    def configure(self, merging, hold_timeout, hold_all):
+        self.configured = (merging, hold_timeout, hold_all)
+
     def release(self, shuffle):
         self.released.append(shuffle)
 

@@ -70,6 +70,9 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     ShuffleDependency<?, ?, ?> dep = SparkMapOutput.shuffleDependency(sc, shuffle);
     int parts = dep == null ? -1 : dep.partitioner().numPartitions();
     NotHeld notHeld = notMergeable(info.attemptNumber(), dep);
+    if (notHeld == null && tracker.holdAll() && !gate.hold(shuffle)) {
+      notHeld = new NotHeld(RiffleNames.READER_RUNNING, "a stage reading the shuffle was already running");
+    }
     if (notHeld == null) {
       partitions.put(shuffle, parts);
     }

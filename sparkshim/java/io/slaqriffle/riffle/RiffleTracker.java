@@ -47,6 +47,7 @@ public final class RiffleTracker implements Shim.FailOpen {
   private final RiffleStatus status = new RiffleStatus();
   private final Outbox<Messages.Message> events = new Outbox<>(MAX_PENDING_EVENTS);
   private volatile boolean merging = true;
+  private volatile boolean holdAll = false;
 
   /** The features merging needs; CLEANER only tells when a shuffle's merged files can go. */
   private static final Set<Feature> MERGING = EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS);
@@ -87,8 +88,14 @@ public final class RiffleTracker implements Shim.FailOpen {
   }
 
   // ---------------------------------------------------------------- called from Python
-  public void configure(boolean merging, double holdTimeoutSeconds) {
+  /**
+   * Merge new shuffles or not, the shim's own hold timeout, and whether every mergeable shuffle is held from its map
+   * stage's submission ({@code holdAll}: the driver merges every group, so no map stage may outrun its decision) or
+   * only those the driver asks {@link #hold} for.
+   */
+  public void configure(boolean merging, double holdTimeoutSeconds, boolean holdAll) {
     this.merging = merging;
+    this.holdAll = holdAll;
     gate.setTimeout(holdTimeoutSeconds);
   }
 
@@ -204,6 +211,10 @@ public final class RiffleTracker implements Shim.FailOpen {
 
   boolean merging() {
     return merging;
+  }
+
+  boolean holdAll() {
+    return holdAll;
   }
 
   void emit(Messages.Message m) {
