@@ -262,7 +262,7 @@ class MergeScheduler:
             return True
         fan_in = self.config.nway if self.config.policy == "nway" else \
             max(2, -(-self.config.target_block_bytes * max(s.num_partitions, 1) // max(first.bytes, 1)))
-        best = cost.decide([first.bytes] * min(fan_in, max(s.num_maps, 2)), self._estimate_reduce_tasks(s), model.storage)
+        best = cost.decide([first.bytes] * min(fan_in, max(s.num_maps, 2)), self._estimate_reduce_tasks(s), self.fleet.storage_cost(first.host))
         if best.merge:
             return True
         s.decisions.append(best)
@@ -276,7 +276,7 @@ class MergeScheduler:
         model = self.config.cost
         if not model.enabled:
             return True
-        decision = cost.decide([o.bytes for o in group], self._estimate_reduce_tasks(s), model.storage)
+        decision = cost.decide([o.bytes for o in group], self._estimate_reduce_tasks(s), self.fleet.storage_cost(group[0].host))
         s.decisions.append(decision)
         if not decision.merge:
             s.unsent[decision.reason] += 1
