@@ -69,6 +69,22 @@ def test_a_read_inside_the_read_ahead_buffer_costs_nothing_more(disk):
     assert statistics.median(hits) < 0.2 * PROFILE.seek_seconds, hits
 
 
+def test_spark_index_files_read_as_if_cached(disk):
+    """Every fetch of a block reads its map output's index: a few hot KiB a node keeps in memory."""
+    (disk / "shuffle_0_1_0.index").write_bytes(bytes(8 * 401))
+    (disk / "shuffle_0_1_0.data").write_bytes(bytes(8 * 401))
+    reads: dict[str, list[float]] = {"index": [], "data": []}
+    for reducer in (300, 200, 100, 0):
+        for kind in reads:
+            with open(disk / f"shuffle_0_1_0.{kind}", "rb", buffering=0) as f:  # a new handle per fetch, as Spark's
+                t = time.perf_counter()
+                f.seek(8 * reducer)
+                f.read(16)
+                reads[kind].append(time.perf_counter() - t)
+    assert statistics.median(reads["index"]) < 0.2 * PROFILE.seek_seconds, reads
+    assert statistics.median(reads["data"]) >= 0.8 * PROFILE.seek_seconds, reads  # the same reads of any other file: a seek each
+
+
 def test_the_calls_spark_and_the_merger_make_pass_through(disk, tmp_path):
     """Appends (Spark's block writer), temp file + hard link + rename (the merger's publish), an exclusive
     flock (its journal), a file unlinked while open (a shuffle cleaned while read), fsync of a dir."""

@@ -5,7 +5,10 @@ every byte the disk reads pays the transfer rate. A read that has to reach the d
 small buffer of its stream (one open file handle), so the stream's next small reads inside that buffer
 cost nothing more: concurrent readers of small pieces of one file (reducers of one map output, or of one
 merged file) then pay one seek per piece, not one per request, as they would on a real disk. Writes are
-not modelled (a node's buffered writes land in its page cache and reach the disk later).
+not modelled (a node's buffered writes land in its page cache and reach the disk later). Nor, by default,
+are reads of Spark's shuffle index files: a few KiB per map output, written just before and read at every
+fetch of one of its blocks, a node keeps them in memory (Spark's external shuffle service even caches
+them itself), so charging each a seek would double the seeks of every fetch, vanilla and merged alike.
 
 No clock and no I/O here: :class:`SeekModel` says how long each read takes; the FUSE layer
 (:mod:`srlab.storage.passthrough`) sleeps that long.
@@ -27,6 +30,7 @@ class DiskProfile:
     seek_ms: float = 8.0          # average seek plus rotational delay
     read_mbps: float = 150.0      # sustained transfer rate, MB/s
     readahead_kib: int = 128      # what a seek reads into its stream's buffer (0: no read-ahead)
+    index_files_cached: bool = True  # Spark's shuffle .index files read as if cached (see the module's docstring)
 
     def __post_init__(self) -> None:
         if self.seek_ms < 0 or self.read_mbps <= 0 or self.readahead_kib < 0:

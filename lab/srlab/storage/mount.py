@@ -91,7 +91,8 @@ def clean_stale() -> list[str]:
 
 def _serve_command(root: str, mountpoint: str, profile: DiskProfile) -> list[str]:
     return [sys.executable, "-m", "srlab.storage.serve", root, mountpoint, "--seek-ms", str(profile.seek_ms),
-            "--read-mbps", str(profile.read_mbps), "--readahead-kib", str(profile.readahead_kib), "--parent-pid", str(os.getpid())]
+            "--read-mbps", str(profile.read_mbps), "--readahead-kib", str(profile.readahead_kib), "--parent-pid", str(os.getpid()),
+            *(() if profile.index_files_cached else ("--charge-index-files",))]
 
 
 def _stop(proc: subprocess.Popen, mountpoint: str) -> None:

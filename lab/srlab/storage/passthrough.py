@@ -13,9 +13,12 @@ disk's lock, so they never wait behind reads.
 from __future__ import annotations
 
 import errno
+import json
 import os
+import sys
 import threading
 import time
+from dataclasses import asdict
 from typing import Any
 
 from fuse import FuseOSError, Operations
@@ -44,7 +47,7 @@ class SlowDisk(Operations):
         self.root = os.path.realpath(root)
         self.model = SeekModel(profile)
         self.busy = threading.Lock()  # the disk: one request at a time (not ``lock``: fusepy's name for POSIX locks)
-        self.inodes: dict[int, int] = {}  # open handle -> the backing file's inode (the head's "which file")
+        self.inodes: dict[int, int] = {}  # open handle of a charged file -> its inode (the head's "which file")
         self.idle_since = 0.0  # when the last read's charge ended (monotonic seconds)
 
     def _full(self, path: str) -> str:
@@ -53,10 +56,13 @@ class SlowDisk(Operations):
     # -- reads: the only charged call ---------------------------------------------------------
     def read(self, path: str | None, size: int, offset: int, fi: Any) -> bytes:
         fd = fi.fh
+        inode = self.inodes.get(fd)
+        if inode is None:  # a file read as if cached
+            return os.pread(fd, size, offset)
         with self.busy:
             now = time.monotonic()
             started = self.idle_since if now - self.idle_since < CREDIT else now
-            cost = self.model.read(fd, self.inodes.get(fd, fd), offset, size, os.fstat(fd).st_size)
+            cost = self.model.read(fd, inode, offset, size, os.fstat(fd).st_size)
             data = os.pread(fd, size, offset)
             self.idle_since = max(started + cost, now)
             left = self.idle_since - time.monotonic()
@@ -64,17 +70,22 @@ class SlowDisk(Operations):
                 time.sleep(left)
         return data
 
+    def destroy(self, path: str) -> None:
+        """At unmount: what the disk did, one line in its log (``<backing dir>.log``)."""
+        print(json.dumps({"disk": self.root, **asdict(self.model.counters)}), file=sys.stderr, flush=True)
+
     # -- files --------------------------------------------------------------------------------
-    def _opened(self, fd: int, fi: Any) -> int:
+    def _opened(self, path: str, fd: int, fi: Any) -> int:
         fi.fh = fd
-        self.inodes[fd] = os.fstat(fd).st_ino
+        if not (self.model.profile.index_files_cached and path.endswith(".index")):
+            self.inodes[fd] = os.fstat(fd).st_ino
         return 0
 
     def open(self, path: str, fi: Any) -> int:
-        return self._opened(os.open(self._full(path), fi.flags & ~OPEN_FLAGS_DROPPED), fi)
+        return self._opened(path, os.open(self._full(path), fi.flags & ~OPEN_FLAGS_DROPPED), fi)
 
     def create(self, path: str, mode: int, fi: Any) -> int:
-        return self._opened(os.open(self._full(path), (fi.flags & ~os.O_APPEND) | os.O_CREAT, mode), fi)
+        return self._opened(path, os.open(self._full(path), (fi.flags & ~os.O_APPEND) | os.O_CREAT, mode), fi)
 
     def write(self, path: str | None, data: bytes, offset: int, fi: Any) -> int:
         return os.pwrite(fi.fh, data, offset)

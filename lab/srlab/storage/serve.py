@@ -33,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seek-ms", type=float, default=DiskProfile.seek_ms)
     p.add_argument("--read-mbps", type=float, default=DiskProfile.read_mbps)
     p.add_argument("--readahead-kib", type=int, default=DiskProfile.readahead_kib)
+    p.add_argument("--charge-index-files", action="store_true", help="charge reads of Spark's .index files too (default: as if cached)")
     p.add_argument("--parent-pid", type=int, help="exit (and unmount) when this process, the one that mounted it, ends")
     args = p.parse_args(argv)
-    profile = DiskProfile("hdd", args.seek_ms, args.read_mbps, args.readahead_kib)
+    profile = DiskProfile("hdd", args.seek_ms, args.read_mbps, args.readahead_kib, not args.charge_index_files)
     if args.parent_pid:  # nothing stays mounted after a crashed bench: its death signals this process
         _linux_prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != args.parent_pid:
