@@ -69,11 +69,12 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _storage(args: argparse.Namespace) -> int:
-    from riffle.driver.cost import StorageCost, probe
+    from riffle.driver.cost import CostConfig, node_storage_cost
+    from riffle.storage_cost import NodeStorage, probe
 
-    measured, default = probe(args.dir), StorageCost()
-    # A reducer's fetch of a block costs at least the storage's request, plus Spark's own fetch path (in the default).
-    request = max(measured.request_seconds, default.request_seconds)
+    measured = probe(args.dir)
+    # priced as the driver prices a node whose merger measured this: a request costs at least Spark's own fetch path
+    request = node_storage_cost(CostConfig(), NodeStorage(measured.request_seconds, 1 / measured.byte_seconds)).request_seconds
     print(json.dumps({"dir": args.dir, "request_seconds": measured.request_seconds, "bytes_per_second": round(1 / measured.byte_seconds),
                       "conf": {"spark.riffle.cost.requestTime": f"{request * 1e3:.3f}ms",
                                "spark.riffle.cost.bandwidth": f"{max(int(1 / measured.byte_seconds) >> 20, 1)}m"}}, indent=2))

@@ -70,6 +70,11 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -
   apt-get install -y --no-install-recommends chromium >/dev/null || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
 fi
 [ -x /usr/bin/chromium ] || echo "setup: no /usr/bin/chromium: tests/spark/test_ui_tab.py will fail (apt-get install chromium)" >&2
+# libfuse 2 for the benches' simulated disks (--storage hdd; tests/cluster/test_storage_profile.py); fusepy comes with the lab.
+if ! ldconfig -p 2>/dev/null | grep -q 'libfuse\.so\.2' && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "setup: installing Debian's libfuse2 (simulated disks of the benches' --storage hdd)"
+  apt-get install -y --no-install-recommends libfuse2 >/dev/null || { apt-get update >/dev/null && apt-get install -y --no-install-recommends libfuse2 >/dev/null; }
+fi
 if [ "$SPARK_LINES" = 1 ]; then
   mkdir -p .spark-lines
   .venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["tool"]["slaq-riffle"]["ci-spark-lines"]))' > .spark-lines/lines

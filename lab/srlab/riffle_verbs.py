@@ -8,6 +8,18 @@ import sys
 from typing import Any
 
 from sparkshim.commands import emit_json, positive
+from srlab.storage.options import add_storage_args
+
+
+def _storage(args: argparse.Namespace, nodes: int | None) -> Any:
+    """The ``--storage`` profile (None: local), checked before anything starts; a ValueError is one error line, exit 2."""
+    from srlab.riffle_bench.spark_shuffle import NEEDS_NODES
+    from srlab.storage.options import storage_profile
+
+    profile = storage_profile(args)
+    if profile is not None and not nodes:
+        raise ValueError(NEEDS_NODES)
+    return profile
 
 
 def cmd_bench_merge(args: argparse.Namespace) -> int:
@@ -27,7 +39,7 @@ def cmd_bench_spark(args: argparse.Namespace) -> int:
         return 2
     fracs = [float(x) for x in args.best_effort.split(",") if x.strip()]
     emit_json(bench_spark(args.maps, args.reducers, nways, args.repeat, args.rows_per_map, args.payload, args.master, fracs,
-                          args.merger_fsync, args.nodes))
+                          args.merger_fsync, args.nodes, _storage(args, args.nodes)))
     return 0
 
 
@@ -53,8 +65,9 @@ def cmd_bench_faults(args: argparse.Namespace) -> int:
 
     from srlab.riffle_bench.faults import bench_faults
 
+    storage = _storage(args, 3)
     with tempfile.TemporaryDirectory(prefix="riffle-faults-", dir=args.dir) as base:
-        emit_json(bench_faults(Path(base), args.repeat))
+        emit_json(bench_faults(Path(base), args.repeat, storage))
     return 0
 
 
@@ -69,8 +82,9 @@ def cmd_bench_sql(args: argparse.Namespace) -> int:
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
     queries = [int(q) for q in args.queries.split(",") if q.strip()] if args.queries else None
     extra = dict(kv.split("=", 1) for kv in args.conf)
+    storage = _storage(args, args.nodes)
     emit_json(bench_tpcds(args.scale, args.nodes, args.repeat, configs, Path(args.data_dir) if args.data_dir else None, queries, extra,
-                          args.budget_minutes, Path(args.raw_out) if args.raw_out else None))
+                          args.budget_minutes, Path(args.raw_out) if args.raw_out else None, storage))
     return 0
 
 
@@ -124,6 +138,7 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     spark.add_argument("--nodes", type=positive(int), help="start an N-node standalone cluster on loopback (a merger per node) for the run")
     spark.add_argument("--merger-fsync", action="store_true", help="let the mergers fsync merged files (vanilla Spark does not)")
     spark.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
+    add_storage_args(spark)
     spark.set_defaults(func=cmd_bench_spark)
     skew = bench.add_parser("skew", help="largest split of a skewed join under AQE, vanilla vs Riffle",
                             description="A skewed sort-merge join with AQE's skew-join splitting on local-cluster Spark and a "
@@ -147,6 +162,7 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     faults.add_argument("--repeat", type=positive(int), default=1)
     faults.add_argument("--dir", help="where the cluster's dirs go (default: system temp dir)")
     faults.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
+    add_storage_args(faults)
     faults.set_defaults(func=cmd_bench_faults)
     sql = bench.add_parser("sql", help="TPC-DS on a loopback cluster (token + TLS), Riffle off and on side by side",
                            description="Generates TPC-DS data (DuckDB's tpcds extension, cached as Parquet), then runs every query "
@@ -163,6 +179,7 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     sql.add_argument("--from-raw", metavar="RAW_JSON", help="run nothing: summarize a --raw-out file (e.g. of a run cut short)")
     sql.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="an extra Spark conf (repeatable)")
     sql.add_argument("--json", action="store_true", help="print JSON (the default and only format)")
+    add_storage_args(sql)
     sql.set_defaults(func=cmd_bench_sql)
     rep = verbs.add_parser("reproduce", help="regenerate the thesis's Fig. 4.9/4.10 on local-cluster Spark (PNG + JSON)",
                            description="Runs `bench spark` once and writes out/<figure>.png and .json (starts Spark).")

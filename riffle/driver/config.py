@@ -10,6 +10,7 @@ from riffle.driver.cost import CostConfig, StorageCost
 from riffle.driver.policy import MERGE_POLICIES
 from riffle.merger.client import INSECURE_ENV, sends_token_in_cleartext
 from riffle.merger.config import MAX_FAN_IN
+from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE
 from riffle.units import format_size, parse_size, parse_spark_size
 from sparkshim.conf import ConfigError, ConfReader
 from sparkshim.safe_read import FileRefused, read_config_file, read_config_text
@@ -80,14 +81,15 @@ def _cost_config(conf: ConfReader, get: Callable[[str], str | None]) -> CostConf
     own keys and defaults; a query's job carries its session's, which :func:`riffle.driver.cost.for_shuffle` prefers)."""
     d, s = CostConfig(), StorageCost()
     sql = ConfReader(get, "spark.sql.adaptive.")
-    storage = StorageCost(  # a storage's times from a microsecond to a minute, its bandwidth from 1 KiB/s to 1 TiB/s
-        request_seconds=conf.seconds("cost.requestTime", s.request_seconds, 1e-6, 60.0),
-        byte_seconds=1.0 / conf.size("cost.bandwidth", int(1 / s.byte_seconds), parse_size, 1 << 10, 1 << 40, format_size,
+    storage = StorageCost(  # each within the range a storage's figures may have (riffle.storage_cost)
+        request_seconds=conf.seconds("cost.requestTime", s.request_seconds, *SECONDS_RANGE),
+        byte_seconds=1.0 / conf.size("cost.bandwidth", int(1 / s.byte_seconds), parse_size, *BANDWIDTH_RANGE, format_size,
                                     "bytes per second such as 500m"),
-        merge_seconds=conf.seconds("cost.mergeTime", s.merge_seconds, 1e-6, 60.0),
-        input_seconds=conf.seconds("cost.mergeInputTime", s.input_seconds, 1e-6, 60.0), buffer_bytes=s.buffer_bytes)
+        merge_seconds=conf.seconds("cost.mergeTime", s.merge_seconds, *SECONDS_RANGE),
+        input_seconds=conf.seconds("cost.mergeInputTime", s.input_seconds, *SECONDS_RANGE), buffer_bytes=s.buffer_bytes)
     return CostConfig(
         enabled=conf.boolean("cost.enabled", d.enabled), storage=storage,
+        request_time_set=conf.text("cost.requestTime") is not None, bandwidth_set=conf.text("cost.bandwidth") is not None,
         coalesce=sql.boolean("enabled", True) and sql.boolean("coalescePartitions.enabled", True),
         advisory_bytes=sql.parsed("advisoryPartitionSizeInBytes", d.advisory_bytes, parse_spark_size, "a size such as 64MB"),
         min_partition_bytes=sql.parsed("coalescePartitions.minPartitionSize", d.min_partition_bytes, parse_spark_size, "a size such as 1MB"),

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
+from riffle.storage_cost import NodeStorage, StorageCost
+from riffle.storage_cost import probe as probe  # defined once there (a merger measures its node with it); the model's callers find it here
 from riffle.units import parse_spark_size
 
 WORTH_IT = "worth_it"
@@ -25,28 +24,15 @@ NOT_WORTH_IT = "not_worth_it"
 
 
 @dataclass(frozen=True)
-class StorageCost:
-    """A node's storage, in seconds: per read request (seek, open, the fetch's round trip) and per byte moved.
-
-    The defaults are those ``riffle bench spark --nodes 3`` measured on a two-core machine with a fast local
-    disk: 150,596 fewer blocks fetched saved 1.77 s of a reduce stage on three cores (35 us a block), and
-    merging the same 400 outputs in 81, 42 and 21 merges (N = 5, 10, 20) added 1.83, 1.22 and 1.44 s to the
-    map stage: a least-squares fit gives 7.5 ms a merge plus 2.8 ms an output merged (a fixed 70 ms a merge,
-    fitted to N=20 alone, overpriced small groups 3-fold). On spinning disks a request costs ms."""
-
-    request_seconds: float = 35e-6
-    byte_seconds: float = 1 / 500e6
-    merge_seconds: float = 7.5e-3  # fixed per merge: its RPCs, the merged index, the commit
-    input_seconds: float = 2.8e-3  # per output merged: opening it, reading its index, its segments' copy setup
-    buffer_bytes: int = 4 << 20  # the merger's I/O buffer: a sequential pass costs one request per buffer
-
-
-@dataclass(frozen=True)
 class CostConfig:
-    """``spark.riffle.cost.*``: on by default (off: every group the policy forms is merged, every mergeable shuffle held)."""
+    """``spark.riffle.cost.*``: on by default (off: every group the policy forms is merged, every mergeable shuffle held).
+    ``storage`` is every node's unless its merger reports its own (:func:`node_storage_cost`); a time per request or
+    bandwidth set in the conf (``*_set``) is every node's whatever its merger reports."""
 
     enabled: bool = True
     storage: StorageCost = StorageCost()
+    request_time_set: bool = False  # spark.riffle.cost.requestTime was given
+    bandwidth_set: bool = False  # spark.riffle.cost.bandwidth was given
     coalesce: bool = True  # a SQL exchange's partitions are coalesced (adaptive execution, on by Spark's defaults)
     advisory_bytes: int = 64 << 20  # spark.sql.adaptive.advisoryPartitionSizeInBytes
     min_partition_bytes: int = 1 << 20  # spark.sql.adaptive.coalescePartitions.minPartitionSize
@@ -117,6 +103,24 @@ def merge_cost_seconds(k: int, total: float, storage: StorageCost) -> float:
             + io_seconds(merge_requests(k, total, storage), 2 * max(total, 0), storage))
 
 
+def node_storage_cost(config: CostConfig, node: NodeStorage | None) -> StorageCost:
+    """The storage a group on a node is priced with: the conf's, with the time per request and the bandwidth its
+    merger reported (``node``; None or a figure unknown: the conf's) unless the conf sets them. A reducer's fetch of a
+    block costs at least Spark's own per-block fetch path (the conf's time per request), so a node's request is never
+    priced below it; nor is its bandwidth above the conf's (a probe may have read the page cache, not the disk). The
+    costs per merge and per output merged are always the conf's."""
+    s = config.storage
+    if node is None:
+        return s
+    request = s.request_seconds
+    if node.request_seconds is not None and not config.request_time_set:
+        request = max(request, node.request_seconds)
+    per_byte = s.byte_seconds
+    if node.bytes_per_second is not None and not config.bandwidth_set:  # a probe that hits the page cache must not make merges cheap
+        per_byte = max(per_byte, 1 / node.bytes_per_second)
+    return replace(s, request_seconds=request, byte_seconds=per_byte)
+
+
 def decide(group_bytes: Sequence[int], readers: int, storage: StorageCost) -> Decision:
     """Merge a group of outputs (their sizes in bytes) read by ``readers`` reduce tasks, if it saves more than it costs."""
     k = len(group_bytes)
@@ -135,30 +139,3 @@ def summary(decisions: Sequence[Decision]) -> str:
         cost = sum(d.cost_seconds for d in decisions) * 1e3
         text += f" (all groups: would save {saved:.1f} ms of reads, cost {cost:.1f} ms of merging)"
     return text
-
-
-def probe(directory: str | os.PathLike[str], file_bytes: int = 8 << 20, requests: int = 64) -> StorageCost:
-    """Measures ``directory``'s storage once: one sequential write and read of ``file_bytes`` (per byte), then
-    ``requests`` small reads at spread offsets of a reopened file (per request). Page cache included, as the
-    shuffle sees it. Takes well under a second on a local disk."""
-    path = Path(directory) / f".riffle-cost-probe-{os.getpid()}"
-    chunk = os.urandom(1 << 20)
-    try:
-        t = time.perf_counter()
-        with open(path, "wb") as f:
-            for _ in range(max(file_bytes >> 20, 1)):
-                f.write(chunk)
-        with open(path, "rb") as f:
-            while f.read(1 << 20):
-                pass
-        per_byte = (time.perf_counter() - t) / (2 * max(file_bytes >> 20, 1) * (1 << 20))
-        size = path.stat().st_size
-        t = time.perf_counter()
-        for i in range(requests):
-            with open(path, "rb") as f:
-                f.seek((i * 7919 * 4096) % max(size - 4096, 1))
-                f.read(4096)
-        per_request = (time.perf_counter() - t) / requests
-    finally:
-        path.unlink(missing_ok=True)
-    return StorageCost(request_seconds=per_request, byte_seconds=per_byte)

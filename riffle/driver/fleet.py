@@ -17,12 +17,15 @@ from typing import Any, TypeVar
 import grpc
 
 from riffle.driver.config import RiffleConfig
+from riffle.driver.cost import StorageCost, node_storage_cost
 from riffle.driver.merges import Merge, MergeState
 from riffle.driver.placement import candidates, two_choices
 from riffle.driver.status import DOWN, OTHER, REFUSED, UP, cause_of_code, merger_row
 from riffle.driver.token_file import TokenFile
 from riffle.merger.client import MergerClient
 from riffle.merger.paths import OUTSIDE_ROOTS
+from riffle.merger.storage import reported
+from riffle.storage_cost import NodeStorage
 
 log = logging.getLogger("riffle.driver")
 # merge errors that will repeat for every merge on that merger (wrong token, TLS, version or roots)
@@ -67,6 +70,7 @@ class MergerFleet:
         self.token = TokenFile(config.token, config.token_file)
         self._loads: dict[str, tuple[float, float]] = {}
         self._queues: dict[str, tuple[int, int]] = {}  # merger -> (queued, running) at its last status call
+        self._storage: dict[str, NodeStorage] = {}  # merger -> its node's storage, as its last status call reported it
         self.outcomes: dict[str, Counter[str]] = {}  # merger -> its merges by final state (done, failed, cancelled)
         self._rng = random.Random(0)
         self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
@@ -92,7 +96,27 @@ class MergerFleet:
             return None
         return two_choices(options, self._load, self._rng)
 
+    def storage_cost(self, host: str) -> StorageCost:
+        """The storage a group of outputs on ``host`` is priced with: the conf's, with the figures a reachable merger
+        there reported (:func:`riffle.driver.cost.node_storage_cost`). Each merger is asked once (a status call), and
+        again after it was down (it may have restarted with other flags)."""
+        for address in self.reachable(host):
+            if address not in self._storage:
+                self._load(address)
+            if address in self._storage:
+                return node_storage_cost(self.config.cost, self._storage[address])
+        return self.config.cost.storage
+
+    def priciest_storage(self) -> StorageCost | None:
+        """Of the listed mergers' nodes, the storage whose read request costs most (where merging saves most): what a
+        shuffle whose outputs' nodes are not known yet is priced with at best. None when mergers are found per executor
+        host, so not all are known before a shuffle's outputs arrive."""
+        if not self.config.mergers:
+            return None
+        return max((self.storage_cost(a.rpartition(":")[0]) for a in self.config.mergers), key=lambda s: s.request_seconds)
+
     def mark_down(self, address: str, why: str) -> None:
+        self._storage.pop(address, None)
         if self.down_until.get(address, 0.0) <= time.monotonic():
             log.warning("Riffle: merger %s unavailable (%s); leaving its outputs unmerged for %.0f s", address, why, DOWN_SECONDS)
         self.down_until[address] = time.monotonic() + DOWN_SECONDS
@@ -152,6 +176,7 @@ class MergerFleet:
             status = self._authenticated(client, client.status)
             load = float(status.load)
             self._queues[address] = (int(status.queued), int(status.running))
+            self._storage[address] = reported(status)
         except grpc.RpcError as exc:
             self._failed(address, exc)
             load = float("inf")

@@ -215,8 +215,11 @@ class MergeScheduler:
             self.rows[e.shuffle] = None  # merging: its row is built from its state until it settles
             if not s.cost.enabled:
                 self._hold(s)  # every group is merged: the shim held it at its map stage's submission already
-            elif (fan_in := self._fan_in(s, None)) and not (best := cost.decide([0] * fan_in, max(s.num_partitions, 1), s.cost.storage)).merge:
-                self._decline(s, best, fan_in, "at the map stage's submission, whatever its bytes")
+            elif (storage := self.fleet.priciest_storage()) is not None:
+                fan_in = self._fan_in(s, None)
+                best = cost.decide([0] * fan_in, max(s.num_partitions, 1), storage)
+                if not best.merge:
+                    self._decline(s, best, fan_in, "at the map stage's submission, whatever its bytes and node")
             return
         log.info("Riffle: shuffle %d is left unmerged: %s", e.shuffle, e.why)
         s.finalized = s.settled = True  # nothing to merge or release: it only counts its outputs
@@ -309,11 +312,12 @@ class MergeScheduler:
 
     def _shuffle_pays(self, s: ShuffleState, first: MapOutput) -> bool:
         """At the shuffle's first output with data, if it is not held yet: whether a full group of outputs that size could
-        pay at all. If so its reducers are held from now on; if not, nothing of it is merged and nothing waits for it."""
+        pay at all (priced with the storage of the output's node). If so its reducers are held from now on; if not, nothing
+        of it is merged and nothing waits for it."""
         if s.held or s.decisions or any(o is not first and has_data(o) for o in s.outputs.values()):
             return s.held
         fan_in = self._fan_in(s, first)
-        best = cost.decide([first.bytes] * fan_in, self._estimate_reduce_tasks(s), s.cost.storage)
+        best = cost.decide([first.bytes] * fan_in, self._estimate_reduce_tasks(s), self.fleet.storage_cost(first.host))
         if best.merge:
             return self._hold(s)
         self._decline(s, best, fan_in, "at its first output")
@@ -324,7 +328,7 @@ class MergeScheduler:
         model = s.cost
         if not model.enabled:
             return True
-        decision = cost.decide([o.bytes for o in group], self._estimate_reduce_tasks(s), model.storage)
+        decision = cost.decide([o.bytes for o in group], self._estimate_reduce_tasks(s), self.fleet.storage_cost(group[0].host))
         s.decisions.append(decision)
         if not decision.merge:
             s.unsent[decision.reason] += 1

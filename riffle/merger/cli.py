@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from riffle.merger.addresses import is_loopback
-from riffle.units import parse_size
+from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE
+from riffle.units import format_size, parse_size
 from riffle.version import package_version
+from sparkshim.conf import ConfReader
 from sparkshim.safe_read import read_config_text
 
 
@@ -71,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
                        help="fsync merged files before they are reported (default on; --no-fsync matches Spark, which never "
                             "fsyncs shuffle files: a merged file lost in a crash is recomputed like any lost map output)")
+    serve.add_argument("--storage-request-time", metavar="DURATION",
+                       help="the node's storage time per read request, for the driver's merge cost model: e.g. 8ms for spinning "
+                            "disks (default: measured once at start)")
+    serve.add_argument("--storage-bandwidth", metavar="SIZE", help="the node's storage bytes per second, e.g. 150m (default: "
+                                                                    "measured once at start)")
+    serve.add_argument("--storage-probe", action=argparse.BooleanOptionalAction, default=True,
+                       help="measure the storage figures not given above once at start, in at most half a second (default on; "
+                            "--no-storage-probe reports them unknown, and the driver prices merges here with its spark.riffle.cost.*)")
     serve.add_argument("--grace", type=float, default=10.0, help="seconds running merges get to finish on SIGTERM; the process exits within this plus 5 s")
     serve.add_argument("--log-format", choices=["json", "text"], default="json")
     serve.add_argument("--log-level", default="INFO", type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -123,6 +133,16 @@ def check_ranges(args: argparse.Namespace) -> None:
     _in_range("--max-apps", args.max_apps, 1, MAX_APPS)
 
 
+def storage_flags(args: argparse.Namespace) -> tuple[float | None, float | None]:
+    """``--storage-request-time`` and ``--storage-bandwidth`` (None when not given), read like the driver's
+    ``spark.riffle.cost.requestTime`` and ``.bandwidth``, in the same ranges."""
+    flags = ConfReader({"--storage-request-time": args.storage_request_time, "--storage-bandwidth": args.storage_bandwidth}.get, "--")
+    request = flags.seconds("storage-request-time", 0.0, *SECONDS_RANGE) if args.storage_request_time is not None else None
+    bandwidth = flags.size("storage-bandwidth", 0, parse_size, *BANDWIDTH_RANGE, format_size, "bytes per second such as 150m") \
+        if args.storage_bandwidth is not None else None
+    return request, bandwidth
+
+
 def check_exposure(listen: str, token: str | None, tls: bool, insecure: bool) -> None:
     """Secure by default: off loopback the daemon needs a token, and a token needs TLS, unless --insecure."""
     if insecure or is_loopback(listen):
@@ -147,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
 
         check_ranges(args)
+        storage_request, storage_bandwidth = storage_flags(args)
         token = (read_config_text(args.token_file, "--token-file", private=True) if args.token_file
                  else os.environ.get("RIFFLE_MERGER_TOKEN") or None)
         check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
@@ -159,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
                           max_queue_memory=args.max_queue_memory,
                           fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env(),
-                          app_lease=args.app_lease, max_apps=args.max_apps),
+                          app_lease=args.app_lease, max_apps=args.max_apps, storage_request_seconds=storage_request,
+                          storage_bytes_per_second=storage_bandwidth, storage_probe=args.storage_probe),
             token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
             metrics_listen=args.metrics_listen, prune_interval=args.prune_interval))
     except Exception as exc:  # every start-up failure is one line and exit code 2, never a traceback

@@ -26,6 +26,9 @@ class Config:
     faults: Faults = NO_FAULTS  # crash injection for the crash tests; riffle-merger serve reads it from the environment
     app_lease: float = DEFAULT_APP_LEASE
     max_apps: int = DEFAULT_MAX_APPS
+    storage_request_seconds: float | None = None  # the node's storage as declared; None: measured at start (riffle.merger.storage)
+    storage_bytes_per_second: float | None = None
+    storage_probe: bool = True  # measure the figures not declared
 
     @property
     def lease_check_seconds(self) -> float:

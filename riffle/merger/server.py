@@ -22,6 +22,7 @@ from riffle.merger.paths import Roots
 from riffle.merger.publish import remove_stale_temps
 from riffle.merger.requests import MAX_LOCAL_DIRS
 from riffle.merger.service import MergerService
+from riffle.merger.storage import node_storage
 from riffle.protocol import SERVER_MESSAGE_LIMITS, pb_grpc
 from sparkshim.safe_read import read_config_file
 
@@ -142,10 +143,11 @@ class MergerDaemon:
             raise ListenError(f"cannot listen on {o.listen}: {why}") from exc
         if self.port == 0:
             raise ListenError(f"cannot listen on {o.listen}: {why}")
+        c = o.config  # the node's storage, once every start-up refusal is past and before any call is answered
+        self.service.storage = node_storage(self.roots.paths, c.storage_request_seconds, c.storage_bytes_per_second, c.storage_probe)
         await server.start()
         for name in ("", SERVICE_NAME):
             await health_service.set(name, health_pb2.HealthCheckResponse.SERVING)
-        c = o.config
         log.info("riffle merger %s listening on %s (port %d), local dirs %s, state %s, memory %d MiB, read buffer %d KiB, "
                  "write buffer %d KiB, %d merge threads, max queue %d (%d MiB), max fan-in %d, app lease %.0fs (at most %d held without "
                  "merged files), auth %s, tls %s, metrics %s",

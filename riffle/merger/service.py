@@ -28,6 +28,7 @@ from riffle.merger.metrics import Metrics
 from riffle.merger.paths import Roots
 from riffle.merger.refusals import answers_refusals
 from riffle.protocol import pb, pb_grpc
+from riffle.storage_cost import NodeStorage
 from riffle.version import package_version
 
 log = logging.getLogger("riffle.merger")
@@ -37,6 +38,7 @@ CLEANUP_THREADS = 2
 class MergerService(pb_grpc.MergerServicer):
     def __init__(self, roots: Roots, journal: Journal, config: Config):
         self.roots, self.config = roots, config
+        self.storage = NodeStorage()  # the node's storage, as the daemon found it at start (riffle.merger.storage)
         self.counters = Counters()
         self.admission = a = Admission(self.counters, config.memory, config.fd_budget, config.merge_threads, config.max_queue,
                                        config.max_queue_memory)
@@ -76,7 +78,10 @@ class MergerService(pb_grpc.MergerServicer):
             merges_rejected=c.overloaded, requests_queued_total=c.queued_total, bytes_merged=c.bytes_out,
             queue_seconds_total=c.queue_seconds, merge_seconds_total=c.merge_seconds,
             peak_memory_in_use=c.peak_memory, load=float(queued + running) + pending / float(1 << 30),
-            version=self.version, max_queue=a.max_queue, max_fan_in=self.config.max_fan_in)
+            version=self.version, max_queue=a.max_queue, max_fan_in=self.config.max_fan_in,
+            # a figure unknown (None) is left unset
+            storage_request_seconds=self.storage.request_seconds, storage_bytes_per_second=self.storage.bytes_per_second,
+            storage_source=self.storage.source)
 
     @answers_refusals
     async def Cleanup(self, request: pb.CleanupRequest, context: grpc.aio.ServicerContext) -> pb.CleanupResponse:

@@ -18,11 +18,12 @@ from riffle.version import package_version
 
 REPO = Path(__file__).resolve().parents[2]
 ABSENT_ON_MERGER_NODES = ("pyspark", "numpy", "scipy", "matplotlib", "slaq", "sparkshim")
-# the floor's version module (in the wheel, importing nothing but importlib.metadata) is the daemon's --version, and its
-# reader of configured files (the standard library only) reads the daemon's token and TLS files
-FLOOR_ON_MERGER_NODES = ("sparkshim", "sparkshim.version", "sparkshim.safe_read")
+# the floor's version module (in the wheel, importing nothing but importlib.metadata) is the daemon's --version, its
+# reader of configured files (the standard library only) reads the daemon's token and TLS files, and its conf parser (the
+# standard library only) reads the storage flags as the driver reads spark.riffle.cost.*
+FLOOR_ON_MERGER_NODES = ("sparkshim", "sparkshim.version", "sparkshim.safe_read", "sparkshim.conf")
 DAEMON_PACKAGES = ("riffle.merger", "riffle.shuffle", "riffle.v1")
-DAEMON_MODULES = ("riffle.protocol", "riffle.units", "riffle.version")
+DAEMON_MODULES = ("riffle.protocol", "riffle.units", "riffle.version", "riffle.storage_cost")
 
 PRELUDE = f"""
 import atexit, importlib.abc, json, sys

@@ -66,6 +66,9 @@ def refusals(root, tmp_path, token_file):
         "unknown log level": (["--log-level", "chatty", *r], "argument --log-level: invalid choice"),
         "negative queue": (["--max-queue", "-1", *r], "--max-queue must be in 0.."),
         "no application leases": (["--max-apps", "0", *r], "--max-apps must be in 1.."),
+        "storage request time not a duration": (["--storage-request-time", "fast", *r],
+                                                "--storage-request-time='fast': expected a duration such as 2s or 500ms in [0.001ms, 60s]"),
+        "storage bandwidth over the range": (["--storage-bandwidth", "2t", *r], "--storage-bandwidth='2t': expected bytes per second"),
     }
 
 

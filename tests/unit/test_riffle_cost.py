@@ -90,7 +90,7 @@ def test_skipped_groups_count_as_not_worth_it():
 
 
 def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int, sql: bool = True, adaptive: dict | None = None,
-                   holdable: bool = True, outputs: int = 4):
+                   holdable: bool = True, outputs: int = 4, mergers: tuple[str, ...] = ()):
     """A scheduler (no mergers listed, so no merger is reachable) fed one shuffle's events: ``outputs`` outputs, 2-way merges."""
     import dataclasses
 
@@ -104,7 +104,7 @@ def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int, sql: b
             return holdable
 
     tracker = Tracker()
-    sched = MergeScheduler(None, tracker, dataclasses.replace(RiffleConfig(enabled=True, nway=2), cost=cost_config))
+    sched = MergeScheduler(None, tracker, dataclasses.replace(RiffleConfig(enabled=True, nway=2, mergers=mergers), cost=cost_config))
     tracker.events = [messages.MapStageSubmitted(3, 5, "q", 0, 4, partitions, True, sql, adaptive or {}, "", "")]
     tracker.events += [messages.MapOutput(3, 5, 0, i, i, "1", "h", nbytes) for i in range(outputs)]
     sched.step()
@@ -128,10 +128,17 @@ def test_an_rdd_shuffle_is_priced_by_its_partitions_even_when_sql_exchanges_coal
     assert s.reduce_tasks == 2000 and NOT_WORTH_IT not in fell_back(s)  # sent on (here no merger is reachable: merger_down)
 
 
-def test_a_shuffle_that_cannot_pay_whatever_its_bytes_is_declined_at_its_map_stages_submission():
-    s, tracker, sched = _scheduler_run(CostConfig(), partitions=3, nbytes=1 << 20, outputs=0)
+def test_a_shuffle_that_cannot_pay_whatever_its_bytes_and_node_is_declined_at_its_map_stages_submission():
+    """With the mergers listed, the priciest node's storage is known before any output (here the listed merger is down:
+    the conf's); with mergers found per executor host it is not, and the decision waits for the first output."""
+    from tests.unit.test_riffle_driver_units import closed_port
+
+    s, tracker, sched = _scheduler_run(CostConfig(), partitions=3, nbytes=1 << 20, outputs=0, mergers=(closed_port(),))
     assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.finalized and tracker.holds == [] and tracker.released == [3]
     assert sched.totals.unmerged == {NOT_WORTH_IT: 1} and "submission" in sched.status().shuffles[0].reason
+    sched.fleet.close()
+    s, tracker, sched = _scheduler_run(CostConfig(), partitions=3, nbytes=1 << 20, outputs=0)
+    assert s.decisions == [] and not s.finalized and not s.held and tracker.holds == []
 
 
 def test_a_shuffle_whose_reader_already_runs_is_left_unmerged():
@@ -172,3 +179,53 @@ def test_riffle_storage_prints_confs_the_config_accepts(tmp_path, capsys):
     conf = out["conf"] | {"spark.riffle.cost.enabled": "true"}
     parsed = RiffleConfig.from_conf(conf.get).cost
     assert parsed.enabled and parsed.storage.request_seconds >= StorageCost().request_seconds and parsed.storage.byte_seconds > 0
+
+
+def test_a_group_is_priced_with_the_storage_of_the_node_that_holds_it():
+    from riffle.storage_cost import NodeStorage
+
+    conf = CostConfig(enabled=True)
+    group, readers = [100_000] * 2, 200
+    slow = cost.node_storage_cost(conf, NodeStorage(8e-3, 150 << 20, "flags"))
+    fast = cost.node_storage_cost(conf, NodeStorage(1e-6, 1 << 40, "measured"))
+    assert cost.decide(group, readers, slow).merge and not cost.decide(group, readers, fast).merge
+    assert fast.request_seconds == conf.storage.request_seconds  # a fetch costs at least Spark's own per-block path
+    assert slow.byte_seconds == 1 / (150 << 20) and (slow.merge_seconds, slow.input_seconds) == (conf.storage.merge_seconds,
+                                                                                                  conf.storage.input_seconds)
+    assert cost.node_storage_cost(conf, None) == conf.storage == cost.node_storage_cost(conf, NodeStorage())  # unknown: the conf's
+    partly = cost.node_storage_cost(conf, NodeStorage(8e-3, None, "flags"))
+    assert (partly.request_seconds, partly.byte_seconds) == (8e-3, conf.storage.byte_seconds)
+
+
+def test_a_request_time_or_bandwidth_set_in_the_conf_wins_over_the_nodes():
+    from riffle.storage_cost import NodeStorage
+
+    node = NodeStorage(8e-3, 150 << 20, "flags")
+    base = {"spark.riffle.cost.enabled": "true"}
+    request_set = RiffleConfig.from_conf((base | {"spark.riffle.cost.requestTime": "0.035ms"}).get).cost
+    priced = cost.node_storage_cost(request_set, node)
+    assert (priced.request_seconds, priced.byte_seconds) == (pytest.approx(35e-6), 1 / (150 << 20))
+    bandwidth_set = RiffleConfig.from_conf((base | {"spark.riffle.cost.bandwidth": "1g"}).get).cost
+    priced = cost.node_storage_cost(bandwidth_set, node)
+    assert (priced.request_seconds, priced.byte_seconds) == (8e-3, 1 / (1 << 30))
+
+
+def test_a_merger_whose_storage_cannot_be_measured_reports_it_unknown_and_starts(tmp_path, caplog):
+    from riffle.merger.storage import node_storage
+    from riffle.storage_cost import NodeStorage
+
+    gone = str(tmp_path / "gone")
+    assert node_storage([gone], None, None) == NodeStorage()
+    assert "node storage: unknown" in caplog.text and gone in caplog.text
+    assert node_storage([gone], 8e-3, None) == NodeStorage(8e-3, None, "flags")
+    assert node_storage([gone], 8e-3, 150 << 20) == NodeStorage(8e-3, 150 << 20, "flags")  # nothing to measure
+    measured = node_storage([str(tmp_path)], 8e-3, None)
+    assert measured.request_seconds == 8e-3 and measured.bytes_per_second and measured.source == "flags and measured"
+
+
+def test_probe_stops_at_its_time_budget(tmp_path):
+    import time
+
+    started = time.monotonic()
+    measured = cost.probe(tmp_path, requests=10**7, seconds=0.05)  # ten million requests would take a minute
+    assert time.monotonic() - started < 5 and measured.request_seconds > 0 and list(tmp_path.iterdir()) == []

@@ -19,11 +19,13 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srlab.cluster.layout import MASTER_HOST, ClusterLayout, NodeLayout, plan
+from srlab.cluster.layout import MASTER_HOST, ClusterLayout, NodeLayout, node_local_dir, plan
+from srlab.storage.disks import LOCAL, node_disks
+from srlab.storage.model import DiskProfile
 
 log = logging.getLogger("srlab.cluster")
 START_TIMEOUT = 120.0
@@ -122,6 +124,7 @@ class Cluster:
 
     layout: ClusterLayout
     pids: dict[str, int] = field(default_factory=dict)
+    storage: dict = field(default_factory=lambda: dict(LOCAL))  # what the nodes' disks are (srlab.storage.disks.report)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -130,12 +133,7 @@ class Cluster:
            progress: Callable[[str], None] = log.info) -> Cluster:
         """Start a master, ``nodes`` workers and one merger per node; returns once all are ready."""
         base = Path(base_dir) if base_dir else default_base_dir()
-        state = base / "cluster.json"
-        if state.exists():
-            existing = cls.load(base)
-            if existing.running():
-                raise ClusterError(f"a cluster is already running in {base} (stop it with `down`, or pick another --dir)")
-            existing.down(progress=lambda _: None)
+        cls.claim(base)
         hosts = [MASTER_HOST] + [f"127.0.0.{i + 1}" for i in range(1, nodes + 1)]
         ports = free_ports(3 + int(shuffle_service) + nodes, hosts)
         layout = plan(base, nodes, ports, cores_per_node, memory_per_node, tls, shuffle_service)
@@ -147,6 +145,15 @@ class Cluster:
             cluster.down(progress=lambda _: None)
             raise
         return cluster
+
+    @classmethod
+    def claim(cls, base: Path) -> None:
+        """Makes ``base`` free for a new cluster: refuses if one is running there, stops what a dead one left."""
+        if (base / "cluster.json").exists():
+            existing = cls.load(base)
+            if existing.running():
+                raise ClusterError(f"a cluster is already running in {base} (stop it with `down`, or pick another --dir)")
+            existing.down(progress=lambda _: None)
 
     @classmethod
     def load(cls, base_dir: str | Path | None = None) -> Cluster:
@@ -244,6 +251,10 @@ class Cluster:
         java = shutil.which("java") or "java"
         classpath = f"{pyspark_jars()}/*:{lab_jar()}"
         self._spawn(f"shuffle-{node.index}", self.layout.shuffle_service_command(java, classpath, node))
+
+    def driver_conf(self, riffle: bool = True) -> dict[str, str]:
+        """The layout's driver confs and what Spark needs on the nodes' disks (the same for every configuration)."""
+        return self.layout.driver_conf(riffle) | self.storage.get("spark_conf", {})
 
     # -- readiness and status ----------------------------------------------------------------
     def master_state(self) -> dict | None:
@@ -373,13 +384,21 @@ class Cluster:
 
 
 @contextmanager
-def running_cluster(nodes: int = 3, **kwargs) -> Iterator[Cluster]:
-    """A cluster for the length of a ``with`` block (tests, benchmarks and ``--nodes N`` demos)."""
-    cluster = Cluster.up(nodes=nodes, **kwargs)
-    try:
+def running_cluster(nodes: int = 3, storage: DiskProfile | None = None, **kwargs) -> Iterator[Cluster]:
+    """A cluster for the length of a ``with`` block (tests, benchmarks and ``--nodes N`` demos). With ``storage``,
+    every node's local dir is a simulated disk of its own, mounted before the cluster starts and unmounted after
+    it stops."""
+    with ExitStack() as stack:
+        report = dict(LOCAL)
+        if storage is not None:
+            base = Path(kwargs.pop("base_dir", None) or default_base_dir())
+            Cluster.claim(base)  # before mounting over a running cluster's dirs
+            report = stack.enter_context(node_disks([node_local_dir(base, i) for i in range(1, nodes + 1)], storage))
+            kwargs["base_dir"] = base
+        cluster = Cluster.up(nodes=nodes, **kwargs)
+        cluster.storage = report
+        stack.callback(cluster.down, progress=lambda _: None)
         yield cluster
-    finally:
-        cluster.down(progress=lambda _: None)
 
 
 @dataclass
@@ -400,7 +419,7 @@ def spark_target(master: str, nodes: int | None = None, progress: Callable[[str]
         return
     os.environ["SPARK_LOCAL_IP"] = MASTER_HOST  # the driver binds and names loopback only
     with running_cluster(nodes, progress=progress, **cluster_kwargs) as cluster:
-        conf = cluster.layout.driver_conf(riffle=False)
+        conf = cluster.driver_conf(riffle=False)
         yield SparkTarget(conf.pop("spark.master"), conf, cluster)
 
 

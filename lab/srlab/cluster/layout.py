@@ -24,6 +24,12 @@ def node_address(index: int) -> str:
     return f"127.0.0.{index + 1}"
 
 
+def node_local_dir(base_dir: str | Path, index: int) -> Path:
+    """Node ``index``'s local dir under a cluster's base dir (known before the cluster is planned: a storage
+    profile mounts a disk there first)."""
+    return Path(base_dir).resolve() / f"node-{index}" / "local"
+
+
 def is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -173,7 +179,7 @@ def plan(base_dir: str | Path, nodes: int, ports: list[int], cores_per_node: int
     ess = next(it) if shuffle_service else None
     base = Path(base_dir).resolve()
     node_list = tuple(
-        NodeLayout(index=i, host=node_address(i), local_dir=str(base / f"node-{i}" / "local"), work_dir=str(base / f"node-{i}" / "work"),
+        NodeLayout(index=i, host=node_address(i), local_dir=str(node_local_dir(base, i)), work_dir=str(base / f"node-{i}" / "work"),
                    worker_webui_port=next(it))
         for i in range(1, nodes + 1))
     return ClusterLayout(base_dir=str(base), master_port=master, master_webui_port=webui, merger_port=merger, nodes=node_list,

@@ -36,7 +36,9 @@ from riffle.merger.faults import FAIL_ENV, PAUSE_ENV
 from riffle.merger.publish import TEMP_PREFIX
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from srlab.cluster.harness import Cluster, running_cluster, wait_executors
-from srlab.cluster.layout import NodeLayout
+from srlab.cluster.layout import NodeLayout, node_local_dir
+from srlab.storage.disks import backing_dir
+from srlab.storage.model import DiskProfile
 from srsupport.riffle_watch import forget_refusals, mark_all_up, on_events, set_merging, use_config, wait_idle
 
 log = logging.getLogger("srlab.faults")
@@ -130,17 +132,20 @@ def can_mount_tmpfs(where: Path) -> bool:
 
 
 @contextmanager
-def fault_cluster(base_dir: Path, small_disk: bool | None = None) -> Iterator[Cluster]:
-    """Three nodes (token + TLS, short application lease); node 3's local dir a ``DISK_MB`` tmpfs when allowed."""
+def fault_cluster(base_dir: Path, small_disk: bool | None = None, storage: DiskProfile | None = None) -> Iterator[Cluster]:
+    """Three nodes (token + TLS, short application lease); node 3's local dir a ``DISK_MB`` tmpfs when allowed
+    (with ``storage``, every node's local dir a simulated disk, node 3's backed by that tmpfs)."""
     base_dir = Path(base_dir)
-    disk = base_dir / "node-3" / "local"
+    local = node_local_dir(base_dir, 3)
+    disk = backing_dir(local) if storage else local
     if small_disk is None:  # SRLAB_FAULTS_SMALL_DISK=0 forces the injected variant (what a CI runner without root gets)
         small_disk = os.environ.get("SRLAB_FAULTS_SMALL_DISK") != "0" and can_mount_tmpfs(base_dir / "probe")
     if small_disk:
         disk.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m,mode=0755", "tmpfs", str(disk)], check=True)
     try:
-        with running_cluster(nodes=3, base_dir=base_dir, tls=True, merger_args=("--no-fsync", "--app-lease", str(APP_LEASE))) as c:
+        with running_cluster(nodes=3, base_dir=base_dir, tls=True, merger_args=("--no-fsync", "--app-lease", str(APP_LEASE)),
+                             storage=storage) as c:
             c.small_disk = small_disk  # type: ignore[attr-defined]
             yield c
     finally:
@@ -391,9 +396,9 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
     watches = [LogWatch(cluster, f"merger-{n.index}") for n in cluster.layout.nodes]
     app = workdir / "killed_driver_app.py"
     app.write_text(DRIVER_APP)
-    confs = cluster.layout.driver_conf() | {"spark.ui.enabled": "false", "spark.riffle.enabled": "true", "spark.riffle.nway": "2",
-                                            "spark.riffle.bestEffort": "1.0", "spark.scheduler.mode": "FAIR",
-                                            "spark.riffle.cost.enabled": "false"}  # every group merged: the faults need merges
+    confs = cluster.driver_conf() | {"spark.ui.enabled": "false", "spark.riffle.enabled": "true", "spark.riffle.nway": "2",
+                                     "spark.riffle.bestEffort": "1.0", "spark.scheduler.mode": "FAIR",
+                                     "spark.riffle.cost.enabled": "false"}  # every group merged: the faults need merges
     args = [str(Path(sys.executable).parent / "spark-submit"), "--master", confs.pop("spark.master")]
     for k, v in confs.items():
         args += ["--conf", f"{k}={v}"]
@@ -444,19 +449,21 @@ def run_driver_killed(cluster: Cluster, workdir: Path, pause: float = 2.0) -> di
 
 
 # ---------------------------------------------------------------- the benchmark
-def bench_faults(base_dir: Path, repeat: int = 1) -> dict:
+def bench_faults(base_dir: Path, repeat: int = 1, storage: DiskProfile | None = None) -> dict:
     """Every case timed against an undisturbed run of the same job (and merge width) just before it, in one
-    session; medians over ``repeat`` pairs, slowdown the median of the pairs' ratios."""
+    session; medians over ``repeat`` pairs, slowdown the median of the pairs' ratios. ``storage``: every node's
+    local dir a simulated disk of that profile."""
     import riffle
     from srsupport.session import shutdown_gateway, spark_session
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     report: dict = {"job": {"rows": ROWS, "maps": MAPS, "reducers": REDUCERS, "nodes": 3}, "app_lease_seconds": APP_LEASE,
                     "rpc_timeout_seconds": RPC_TIMEOUT, "cases": []}
-    with fault_cluster(base_dir / "cluster") as cluster:
+    with fault_cluster(base_dir / "cluster", storage=storage) as cluster:
+        report["storage_profile"] = cluster.storage
         report["driver_killed"] = run_driver_killed(cluster, base_dir)
-        settings = cluster.layout.driver_conf() | SESSION_CONF | {"spark.scheduler.mode": "FAIR", "spark.riffle.enabled": "true",
-                                                                  "spark.riffle.cost.enabled": "false"}  # the faults need merges
+        settings = cluster.driver_conf() | SESSION_CONF | {"spark.scheduler.mode": "FAIR", "spark.riffle.enabled": "true",
+                                                           "spark.riffle.cost.enabled": "false"}  # the faults need merges
         try:
             with spark_session("riffle-fault-bench", settings.pop("spark.master"), settings) as spark:
                 spark.sparkContext.setLogLevel("ERROR")

@@ -18,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from riffle.driver.config import RiffleConfig
+from srlab.storage.disks import LOCAL
+from srlab.storage.model import DiskProfile
 from srsupport.daemons import DaemonProcess
 from srsupport.riffle_watch import set_merging, use_config, wait_idle
+
+NEEDS_NODES = ("--storage hdd needs a standalone cluster (--nodes N): local-cluster executors share one machine's dirs, so "
+               "no node would have a disk of its own")
 
 
 def _shuffle_job(spark: Any, maps: int, reducers: int, rows_per_map: int, payload: int) -> tuple[int, int]:
@@ -47,9 +52,13 @@ def _metrics(listener: Any, stage: int) -> dict:
 
 def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, rows_per_map: int = 2000, payload: int = 20,
                 master: str = "local-cluster[2,1,1024]", best_effort: list[float] | None = None, fsync: bool = False,
-                nodes: int | None = None) -> dict:
-    """With ``nodes``, an N-node standalone cluster (a merger per node, token auth) is started for the run;
-    otherwise ``master`` (local-cluster) with one loopback merger."""
+                nodes: int | None = None, storage: DiskProfile | None = None) -> dict:
+    """With ``nodes``, an N-node standalone cluster (a merger per node, token auth) is started for the run, its
+    nodes' local dirs on simulated disks of ``storage`` if given; otherwise ``master`` (local-cluster) with one
+    loopback merger."""
+    if storage is not None and not nodes:
+        raise ValueError(NEEDS_NODES)
+    profile = LOCAL
     with ExitStack() as stack:
         # vanilla Spark never fsyncs its shuffle files; by default the mergers do not either, like for like
         fsync_flag = "--fsync" if fsync else "--no-fsync"
@@ -58,9 +67,9 @@ def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, ro
         if nodes:
             from srlab.cluster import spark_target
 
-            target = stack.enter_context(spark_target(master, nodes, merger_args=(fsync_flag,)))
+            target = stack.enter_context(spark_target(master, nodes, merger_args=(fsync_flag,), storage=storage))
             assert target.cluster is not None
-            layout = target.cluster.layout
+            layout, profile = target.cluster.layout, target.cluster.storage
             master, conf = target.master, conf | target.conf
             base = RiffleConfig(enabled=True, mergers=tuple(layout.merger_address(n) for n in layout.nodes), best_effort=1.0,
                                 hold_timeout=120.0, token=Path(layout.token_file).read_text().strip())
@@ -71,7 +80,7 @@ def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, ro
             conf |= {"spark.local.dir": str(root), "spark.shuffle.readHostLocalDisk": "false"}
             base = RiffleConfig(enabled=True, mergers=(daemon.address,), best_effort=1.0, hold_timeout=120.0)
         runs = _run_configs(maps, reducers, nways, repeats, rows_per_map, payload, master, conf, base, best_effort, nodes or 0)
-    return _summary(runs, maps, reducers, rows_per_map, payload, master, nodes, fsync, repeats)
+    return _summary(runs, maps, reducers, rows_per_map, payload, master, nodes, fsync, repeats) | {"storage_profile": profile}
 
 
 def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_per_map: int, payload: int, master: str,

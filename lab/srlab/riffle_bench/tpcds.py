@@ -26,6 +26,7 @@ from typing import Any
 from riffle.driver import cost
 from riffle.driver.merges import MergeState
 from srlab.riffle_bench import tpcds_queries as tq
+from srlab.storage.model import DiskProfile
 from srsupport.riffle_watch import set_merging, use_config, wait_idle
 
 log = logging.getLogger("srlab.tpcds")
@@ -102,9 +103,10 @@ def _with_cost(config: Any, enabled: bool) -> Any:
 
 def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[str, ...] = ("off", "on"),
                 data_dir: Path | None = None, queries: list[int] | None = None, extra_conf: dict[str, str] | None = None,
-                budget_minutes: float | None = None, raw_out: Path | None = None) -> dict:
+                budget_minutes: float | None = None, raw_out: Path | None = None, storage: DiskProfile | None = None) -> dict:
     """Runs the suite; returns the report (see docs/benchmarks.md, "TPC-DS"). Past ``budget_minutes`` no further
-    query starts (the report lists them); ``raw_out`` gets every run so far after each query."""
+    query starts (the report lists them); ``raw_out`` gets every run so far after each query. ``storage``: every
+    node's local dir a simulated disk of that profile."""
     import riffle
     from srlab.cluster.harness import running_cluster, wait_executors
     from srsupport.session import lab_instance, shutdown_gateway, spark_session
@@ -122,8 +124,10 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
     skipped: list[int] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="riffle-tpcds-cluster-") as base, \
-            running_cluster(nodes=nodes, base_dir=base, tls=True, memory_per_node="1g", merger_args=("--no-fsync",)) as cluster:
-        settings = cluster.layout.driver_conf() | {"spark.riffle.enabled": "true", "spark.executor.memory": EXECUTOR_MEMORY,
+            running_cluster(nodes=nodes, base_dir=base, tls=True, memory_per_node="1g", merger_args=("--no-fsync",),
+                            storage=storage) as cluster:
+        profile = cluster.storage
+        settings = cluster.driver_conf() | {"spark.riffle.enabled": "true", "spark.executor.memory": EXECUTOR_MEMORY,
                                                    "spark.driver.memory": "1g"} | SESSION_CONF | (extra_conf or {})
         try:
             with spark_session("riffle-bench-tpcds", settings.pop("spark.master"), settings) as spark:
@@ -156,12 +160,13 @@ def bench_tpcds(scale: float, nodes: int = 3, repeats: int = 3, configs: tuple[s
                 riffle.detach(spark)
         finally:
             shutdown_gateway()
-    storage = {"probed_request_seconds": probed.request_seconds, "probed_byte_seconds": probed.byte_seconds,
+    cost_model = {"probed_request_seconds": probed.request_seconds, "probed_byte_seconds": probed.byte_seconds,
                "model": dataclasses.asdict(scheduler.config.cost.storage)}
     runs = {n: v for n, v in runs.items() if n not in skipped}
     head = {"suite": "tpcds", "scale": scale, "nodes": nodes, "tls": True, "token": True, "repeats": repeats,
             "generate_seconds": round(gen_seconds, 1), "bench_seconds": round(time.perf_counter() - started, 1),
-            "conf": SESSION_CONF | (extra_conf or {}), "storage": storage, "queries_not_run_over_budget": skipped,
+            "conf": SESSION_CONF | (extra_conf or {}), "storage": cost_model, "storage_profile": profile,
+            "queries_not_run_over_budget": skipped,
             "queries_left_out": {str(k): v for k, v in tq.LEFT_OUT.items()}}
     return summarize(runs, configs, head)
 
