@@ -115,3 +115,13 @@ def make_merge_policy(name: str, nway: int, target_block_bytes: int, num_partiti
     except KeyError:
         raise ValueError(f"unknown merge policy {name!r}; expected one of {', '.join(MERGE_POLICIES)}") from None
     return factory(nway, target_block_bytes, num_partitions)
+
+
+def full_group(policy: str, nway: int, target_block_bytes: int, maps: int, partitions: int, output_bytes: int | None) -> int:
+    """Outputs a full group of a shuffle holds: N for N-way; for block size, as many outputs of ``output_bytes`` as make
+    the target block (every map output when no size is known yet). Never more than the shuffle's outputs, never under 2."""
+    if policy == "nway":
+        return min(nway, max(maps, 2))
+    if output_bytes is None:
+        return max(maps, 2)
+    return min(max(2, -(-target_block_bytes * max(partitions, 1) // max(output_bytes, 1))), max(maps, 2))

@@ -21,28 +21,13 @@ from typing import Any
 
 from riffle import messages
 from riffle.driver import cost
+from riffle.driver import status as causes
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet, WarnOnce
 from riffle.driver.merges import Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
 from riffle.driver.observer import SchedulerObserver
-from riffle.driver.policy import MapOutput, has_data, make_merge_policy
-from riffle.driver.status import (
-    MERGER_DOWN,
-    MERGING_OFF,
-    NOT_WORTH_IT,
-    OTHER,
-    READER_RUNNING,
-    RETRIED,
-    add_to_totals,
-    cause_of_release,
-    cleaned,
-    never_held,
-    no_totals,
-    policy_label,
-    riffle_status,
-    seen,
-    shuffle_row,
-)
+from riffle.driver.policy import MapOutput, full_group, has_data, make_merge_policy
+from riffle.driver.status import add_to_totals, cause_of_release, cleaned, never_held, no_totals, policy_label, riffle_status, seen, shuffle_row
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 
 log = logging.getLogger("riffle.driver")
@@ -180,9 +165,9 @@ class MergeScheduler:
             s = self.shuffles.get(e.shuffle)
             if s is not None and not s.finalized and e.stage == s.stage_id:
                 if not e.succeeded:
-                    self._abandon(s, "map stage failed", RETRIED)
+                    self._abandon(s, "map stage failed", causes.RETRIED)
                 elif not s.held:  # the cost model saw no output with data: nothing to merge
-                    self._finalize(s, commit=False, reason="no map output had data", cause=NOT_WORTH_IT)
+                    self._finalize(s, commit=False, reason="no map output had data", cause=causes.NOT_WORTH_IT)
                 else:
                     s.map_done_at = time.monotonic()
                     if s.policy is not None:
@@ -204,7 +189,7 @@ class MergeScheduler:
         if e.shuffle in self.shuffles or e.shuffle in self.rows:
             old = self.shuffles.get(e.shuffle)
             if old is not None and not old.finalized:
-                self._abandon(old, "map stage retried", RETRIED)
+                self._abandon(old, "map stage retried", causes.RETRIED)
             return
         policy = make_merge_policy(self.config.policy, self.config.nway, self.config.target_block_bytes, e.partitions) if e.mergeable else None
         s = self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, False, policy, name=e.name,
@@ -216,10 +201,7 @@ class MergeScheduler:
             if not s.cost.enabled:
                 self._hold(s)  # every group is merged: the shim held it at its map stage's submission already
             elif (storage := self.fleet.priciest_storage()) is not None:
-                fan_in = self._fan_in(s, None)
-                best = cost.decide([0] * fan_in, max(s.num_partitions, 1), storage)
-                if not best.merge:
-                    self._decline(s, best, fan_in, "at the map stage's submission, whatever its bytes and node")
+                self._can_pay(s, None, max(s.num_partitions, 1), storage, "at the map stage's submission, whatever its bytes and node")
             return
         log.info("Riffle: shuffle %d is left unmerged: %s", e.shuffle, e.why)
         s.finalized = s.settled = True  # nothing to merge or release: it only counts its outputs
@@ -230,23 +212,20 @@ class MergeScheduler:
         """Asks the shim to hold the shuffle's reducers; if a reader already runs, the shuffle is left unmerged."""
         s.held = bool(self.tracker.hold(s.shuffle_id))
         if not s.held:
-            self._finalize(s, commit=False, reason="a stage reading the shuffle was already running", cause=READER_RUNNING)
+            self._finalize(s, commit=False, reason="a stage reading the shuffle was already running", cause=causes.READER_RUNNING)
         return s.held
 
-    def _fan_in(self, s: ShuffleState, first: MapOutput | None) -> int:
-        """Outputs a full group of this shuffle holds: N for N-way; for block size, as many outputs of ``first``'s size
-        as make the target block (every map output when no size is known yet)."""
-        if self.config.policy == "nway":
-            return min(self.config.nway, max(s.num_maps, 2))
-        if first is None:
-            return max(s.num_maps, 2)
-        return min(max(2, -(-self.config.target_block_bytes * max(s.num_partitions, 1) // max(first.bytes, 1))), max(s.num_maps, 2))
-
-    def _decline(self, s: ShuffleState, best: cost.Decision, fan_in: int, when: str) -> None:
-        """The cost model found no group of the shuffle can pay: it is never held (or no longer), nothing of it merged."""
-        s.decisions.append(best)
-        self._finalize(s, commit=False, reason=f"not worth merging ({when}): a group of {fan_in} would save {best.saved_seconds * 1e3:.1f} ms, "
-                                               f"cost {best.cost_seconds * 1e3:.1f} ms", cause=NOT_WORTH_IT)
+    def _can_pay(self, s: ShuffleState, first: MapOutput | None, readers: int, storage: cost.StorageCost, when: str) -> bool:
+        """Whether a full group of outputs of ``first``'s size (unknown: empty) read by ``readers`` reduce tasks could pay on
+        ``storage``. If not, the shuffle is never held (or no longer) and nothing of it is merged."""
+        c = self.config
+        fan_in = full_group(c.policy, c.nway, c.target_block_bytes, s.num_maps, s.num_partitions, None if first is None else first.bytes)
+        best = cost.decide([0 if first is None else first.bytes] * fan_in, readers, storage)
+        if not best.merge:
+            s.decisions.append(best)
+            self._finalize(s, commit=False, reason=f"not worth merging ({when}): a group of {fan_in} would save {best.saved_seconds * 1e3:.1f} "
+                                                   f"ms, cost {best.cost_seconds * 1e3:.1f} ms", cause=causes.NOT_WORTH_IT)
+        return best.merge
 
     def _map_output(self, e: Any) -> None:
         s = self.shuffles.get(e.shuffle)
@@ -316,12 +295,8 @@ class MergeScheduler:
         of it is merged and nothing waits for it."""
         if s.held or s.decisions or any(o is not first and has_data(o) for o in s.outputs.values()):
             return s.held
-        fan_in = self._fan_in(s, first)
-        best = cost.decide([first.bytes] * fan_in, self._estimate_reduce_tasks(s), self.fleet.storage_cost(first.host))
-        if best.merge:
-            return self._hold(s)
-        self._decline(s, best, fan_in, "at its first output")
-        return False
+        pays = self._can_pay(s, first, self._estimate_reduce_tasks(s), self.fleet.storage_cost(first.host), "at its first output")
+        return pays and self._hold(s)
 
     def _worth_it(self, s: ShuffleState, group: list[MapOutput]) -> bool:
         """The cost model's decision on ``group`` (always yes when it is off), kept on ``s`` and counted by reason."""
@@ -347,11 +322,11 @@ class MergeScheduler:
         dirs = self._local_dirs(executor)
         if not dirs:
             self.warn_once(f"dirs-{executor}", "Riffle: local dirs of executor %s unknown; its outputs stay unmerged", executor)
-            s.unsent[OTHER] += 1
+            s.unsent[causes.OTHER] += 1
             return
         address = self.fleet.choose(host)
         if address is None:
-            s.unsent[MERGER_DOWN] += 1
+            s.unsent[causes.MERGER_DOWN] += 1
             return
         merged_id = SYNTHETIC_MAP_ID_BASE + next(self._ids)
         m = Merge(f"{self.app_id}-{s.shuffle_id}-{uuid.uuid4().hex[:12]}", s.shuffle_id, list(group), merged_id, address, dirs)
@@ -365,10 +340,10 @@ class MergeScheduler:
         if reason is not None:
             self._finalize(s, commit=True, reason=reason)
 
-    def _abandon(self, s: ShuffleState, reason: str, cause: str = MERGING_OFF) -> None:
+    def _abandon(self, s: ShuffleState, reason: str, cause: str = causes.MERGING_OFF) -> None:
         self._finalize(s, commit=False, reason=reason, cause=cause)
 
-    def _finalize(self, s: ShuffleState, commit: bool, reason: str, cause: str = MERGING_OFF) -> None:
+    def _finalize(self, s: ShuffleState, commit: bool, reason: str, cause: str = causes.MERGING_OFF) -> None:
         """Settles a mergeable shuffle: commits what finished (if held and ``commit``), cancels the rest and lets its readers
         go. ``cause``: why a shuffle that was never held stays unmerged (one of ``messages.NOT_HELD_CAUSES``)."""
         s.finalized = True
