@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import statistics
 import tempfile
 import time
@@ -22,6 +23,8 @@ from srlab.storage.disks import LOCAL
 from srlab.storage.model import DiskProfile
 from srsupport.daemons import DaemonProcess
 from srsupport.riffle_watch import set_merging, use_config, wait_idle
+
+log = logging.getLogger("srlab.bench")
 
 NEEDS_NODES = ("--storage hdd needs a standalone cluster (--nodes N): local-cluster executors share one machine's dirs, so "
                "no node would have a disk of its own")
@@ -108,6 +111,7 @@ def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_
                 t0 = time.monotonic()
                 map_stage, reduce_stage = _shuffle_job(spark, maps, reducers, rows_per_map, payload)
                 job = time.monotonic() - t0
+                log.info("repeat %d/%d, %s: job %.2f s", r + 1, repeats, name, job)
                 wait_idle(scheduler)
                 last = next((s for s in scheduler.stats.values() if s["stage_id"] == map_stage), None) if cfg is not None else None
                 runs[name].append({"job_seconds": round(job, 3), "map_stage": _metrics(metrics, map_stage),
