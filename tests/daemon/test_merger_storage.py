@@ -83,8 +83,8 @@ def test_the_driver_prices_each_group_with_the_storage_of_its_node(tmp_path):
         tracker = TrackerStandIn()
         scheduler = MergeScheduler(None, tracker, RiffleConfig.from_conf(conf.get))
         try:
-            tracker.events = [messages.MapStageSubmitted(1, 5, "on slow", 0, 2, 200, True, "", ""),
-                              messages.MapStageSubmitted(2, 6, "on fast", 0, 2, 200, True, "", "")]
+            tracker.events = [messages.MapStageSubmitted(1, 5, "on slow", 0, 2, 200, True, False, {}, "", ""),
+                              messages.MapStageSubmitted(2, 6, "on fast", 0, 2, 200, True, False, {}, "", "")]
             tracker.events += [messages.MapOutput(1, 5, 0, i, i, "1", "127.0.0.2", 100_000) for i in range(2)]
             tracker.events += [messages.MapOutput(2, 6, 0, i, 10 + i, "2", "127.0.0.3", 100_000) for i in range(2)]
             scheduler.step()
