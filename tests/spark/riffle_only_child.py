@@ -49,7 +49,7 @@ def main() -> dict[str, Any]:
     sc = spark.sparkContext
     try:
         tracker = shim_for(sc).component(RIFFLE.shim_component)
-        tracker.configure(False, 30.0)  # nothing drains: hold no reducers
+        tracker.configure(False, 30.0, False)  # nothing drains: hold no reducers
         assert sorted(sc.parallelize(range(12), 3).map(lambda x: (x % 3, 1)).reduceByKey(add, 2).collect()) == [(0, 4), (1, 4), (2, 4)]
         drained = str(tracker.drain())
         result = {"classes": names, "riffle_only": loaded_shim_classes(sc._gateway, names), "unavailable": tracker.unavailableReason(),

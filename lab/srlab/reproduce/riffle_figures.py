@@ -67,7 +67,8 @@ def reproduce(names: list[str], out_dir: Path, size: ShuffleSize, master: str) -
     """Run the live benchmark once and write ``<figure>.png``/``.json`` for each of ``names``."""
     from srlab.riffle_bench.spark_shuffle import bench_spark
 
-    bench = bench_spark(size.maps, size.reducers, list(size.nways), size.repeats, master=master, best_effort=list(size.best_effort))
+    bench = bench_spark(size.maps, size.reducers, list(size.nways), size.repeats, master=master, best_effort=list(size.best_effort),
+                        cost_model=False)  # the thesis merges every group
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {}
     for name, data in figures_from(bench).items():

@@ -55,10 +55,11 @@ def _metrics(listener: Any, stage: int) -> dict:
 
 def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, rows_per_map: int = 2000, payload: int = 20,
                 master: str = "local-cluster[2,1,1024]", best_effort: list[float] | None = None, fsync: bool = False,
-                nodes: int | None = None, storage: DiskProfile | None = None) -> dict:
+                nodes: int | None = None, storage: DiskProfile | None = None, cost_model: bool = True) -> dict:
     """With ``nodes``, an N-node standalone cluster (a merger per node, token auth) is started for the run, its
     nodes' local dirs on simulated disks of ``storage`` if given; otherwise ``master`` (local-cluster) with one
-    loopback merger."""
+    loopback merger. ``cost_model`` False merges every group (the thesis's N-way figures), as Riffle does with
+    ``spark.riffle.cost.enabled=false``."""
     if storage is not None and not nodes:
         raise ValueError(NEEDS_NODES)
     profile = LOCAL
@@ -82,6 +83,7 @@ def bench_spark(maps: int, reducers: int, nways: list[int], repeats: int = 3, ro
             # one host emulates a cluster: blocks of the other executor travel over the network as on separate nodes
             conf |= {"spark.local.dir": str(root), "spark.shuffle.readHostLocalDisk": "false"}
             base = RiffleConfig(enabled=True, mergers=(daemon.address,), best_effort=1.0, hold_timeout=120.0)
+        base = dataclasses.replace(base, cost=dataclasses.replace(base.cost, enabled=cost_model))
         runs = _run_configs(maps, reducers, nways, repeats, rows_per_map, payload, master, conf, base, best_effort, nodes or 0)
     return _summary(runs, maps, reducers, rows_per_map, payload, master, nodes, fsync, repeats) | {"storage_profile": profile}
 
