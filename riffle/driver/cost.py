@@ -55,8 +55,9 @@ def for_shuffle(base: CostConfig, sql: bool, adaptive: Mapping[str, str]) -> Cos
         return replace(base, coalesce=False)
     prefix = "spark.sql.adaptive."
 
-    def flag(key: str) -> bool:
-        return str(adaptive.get(prefix + key, "true")).strip().lower() == "true"
+    def flag(key: str, default: bool = True) -> bool:  # Spark's default for both coalescing switches
+        value = adaptive.get(prefix + key)
+        return default if value is None else value.strip().lower() == "true"
 
     def size(key: str, default: int) -> int:
         try:
@@ -66,10 +67,9 @@ def for_shuffle(base: CostConfig, sql: bool, adaptive: Mapping[str, str]) -> Cos
 
     keys = (prefix + "enabled", prefix + "coalescePartitions.enabled")
     coalesce = flag("enabled") and flag("coalescePartitions.enabled") if any(k in adaptive for k in keys) else base.coalesce
-    first = adaptive.get(prefix + "coalescePartitions.parallelismFirst")
     return replace(base, coalesce=coalesce, advisory_bytes=size("advisoryPartitionSizeInBytes", base.advisory_bytes),
                    min_partition_bytes=size("coalescePartitions.minPartitionSize", base.min_partition_bytes),
-                   parallelism_first=base.parallelism_first if first is None else first.strip().lower() == "true")
+                   parallelism_first=flag("coalescePartitions.parallelismFirst", base.parallelism_first))
 
 
 def reduce_tasks(partitions: int, shuffle_bytes: float, config: CostConfig, parallelism: int) -> int:

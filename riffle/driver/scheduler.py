@@ -290,11 +290,12 @@ class MergeScheduler:
         return s.reduce_tasks
 
     def _shuffle_pays(self, s: ShuffleState, first: MapOutput) -> bool:
-        """At the shuffle's first output with data, if it is not held yet: whether a full group of outputs that size could
-        pay at all (priced with the storage of the output's node). If so its reducers are held from now on; if not, nothing
-        of it is merged and nothing waits for it."""
-        if s.held or s.decisions or any(o is not first and has_data(o) for o in s.outputs.values()):
-            return s.held
+        """Whether ``first`` (an output with data) may go into a merge group. A shuffle not held yet is undecided, so this is
+        its first output with data (an earlier one would have held or settled it): whether a full group of outputs that
+        size could pay at all, priced with the storage of the output's node. If so its reducers are held from now on; if
+        not, nothing of it is merged and nothing waits for it."""
+        if s.held:
+            return True
         pays = self._can_pay(s, first, self._estimate_reduce_tasks(s), self.fleet.storage_cost(first.host), "at its first output")
         return pays and self._hold(s)
 

@@ -2,7 +2,7 @@
 driver JVM shows: the Riffle tab of the Spark UI and its JSON, Riffle's metric source, and the
 summary logged at application end (``sparkshim/java/io/slaqriffle/riffle/RiffleStatus.java``).
 
-Every shuffle seen is in one state: ``merging`` (its reducers held now), ``settled`` (held, then released)
+Every shuffle seen is in one state: ``merging`` (its reducers held now, or mergeable and not decided yet), ``settled`` (held, then released)
 or ``unmerged`` (never held, for one cause of ``messages.NOT_HELD_CAUSES``); the totals count every one
 of them, the rows only the ones the scheduler still lists. Every group of map outputs of a settled
 shuffle either merged (and committed) or fell back to the original files for one cause of
@@ -34,6 +34,7 @@ READER_RUNNING = "reader_running"  # never held: a stage reading the shuffle was
 RETRIED = "retried"  # never held: its map stage failed or was retried first
 CAUSES: tuple[str, ...] = messages.FALLBACK_CAUSES
 assert set(CAUSES) == {MERGER_DOWN, REFUSED, TIMED_OUT, DELETED_FILE, BEST_EFFORT, NOT_WORTH_IT, OTHER}, CAUSES
+assert {MERGING_OFF, READER_RUNNING, RETRIED, NOT_WORTH_IT} <= set(messages.NOT_HELD_CAUSES), messages.NOT_HELD_CAUSES
 
 _CODE_CAUSES = {
     grpc.StatusCode.UNAVAILABLE: MERGER_DOWN, grpc.StatusCode.DEADLINE_EXCEEDED: TIMED_OUT, grpc.StatusCode.NOT_FOUND: DELETED_FILE,
