@@ -20,6 +20,7 @@ from slaq.enforce.pools import check_job_name
 from slaq.estimators import reports_loss
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.job import LiveJob
+from slaq.live.storage import input_bytes
 from slaq.live.target import Target
 from slaq.predict.prior import FitKey, fit_key
 from slaq.runtime import SlaqRuntime
@@ -47,8 +48,9 @@ def _fit_as_job(runtime: SlaqRuntime, estimator: Any, dataset: Any, fit: Callabl
     job = Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params),
               fit=fit_key(kind, params))
     job._track.tuning = tuning.place_of(estimator)  # its CrossValidator/TrainValidationSplit, shown grouped in the UI tab
+    job._track.input_bytes = input_bytes(dataset)  # what its set-up is predicted from (slaq.predict.setup)
     with job:
-        runtime.wait_for_storage(job.name, estimator, dataset)
+        runtime.wait_for_storage(job.name, estimator, job._track.input_bytes)
         return fit()
 
 

@@ -25,7 +25,7 @@ from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.observer import LoopObserver
-from slaq.live.storage import StorageCheck, input_bytes, memory_blocks_on_disk, read_storage
+from slaq.live.storage import StorageCheck, memory_blocks_on_disk, read_storage
 from slaq.predict.prior import fit_key
 from slaq.prune import Pruned
 from sparkshim.announce import announce, tab_location
@@ -91,7 +91,7 @@ class SlaqRuntime:
         self.admission = StorageAdmission(lambda: read_storage(sc), self._wake_loop) if config.storage_admission else None
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, clock_offset=self.pools.clock_offset(),
                               admit=self._admit_connect_fits, prior=config.prior,
-                              waiting=self.admission.waiting if self.admission is not None else None)
+                              waiting=self.admission.waiting if self.admission is not None else None, setup_order=config.setup_order)
         self.loop.observers.append(EpochPublisher(self))
 
     @property
@@ -179,15 +179,15 @@ class SlaqRuntime:
         if self.loop is not None and self.spark_alive():
             self.loop.poll()
 
-    def wait_for_storage(self, job: str, estimator: Any, dataset: Any) -> None:
-        """Before the spark.ml fit ``job`` of ``estimator`` on ``dataset`` starts (its thread): when the
-        estimator caches its training data, wait until storage memory holds that copy next to the
-        running fits' (slaq.live.admission). Returns at once for other estimators and while disabled."""
+    def wait_for_storage(self, job: str, estimator: Any, size: float | None) -> None:
+        """Before the spark.ml fit ``job`` of ``estimator`` on an input of ``size`` bytes (None: unknown)
+        starts (its thread): when the estimator caches its training data, wait until storage memory
+        holds that copy next to the running fits' (slaq.live.admission). Returns at once for other
+        estimators and while disabled."""
         kind = type(estimator).__name__
         factor = cache_factor(kind)
         if self.admission is None or factor is None or not self.attached:
             return
-        size = input_bytes(dataset)
         self.admission.arrive(job, training_cache_prefix(kind, estimator.uid), None if size is None else factor * size)
         self.admission.wait(job)
 

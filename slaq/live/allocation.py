@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
 from slaq.live.job import LiveJob
 from slaq.live.registry import NO_LOSS_EPOCHS
-from slaq.live.status import STORAGE, JobFigures, share_reason
+from slaq.live.status import QUEUED, SETUP, STORAGE, JobFigures, share_reason
 from slaq.policy import make_policy
 from slaq.policy.base import unit
 from slaq.predict.forecast import ForecastTable, JobForecast, job_forecast
 from slaq.predict.prior import PriorBook, build_prior, prior_forecast, reference, uses_prior
+from slaq.predict.setup import InSetup, SetupBook, setup_forecast, setup_queue
 
 log = logging.getLogger("slaq.loop")
 
@@ -63,6 +64,7 @@ class Decision:
     iterations: tuple[int, ...] = ()
     figures: tuple[JobFigures, ...] = ()
     held: frozenset[str] = frozenset()  # fits waiting for storage memory: no cores, not started
+    queued: frozenset[str] = frozenset()  # fits queued for set-up behind the head: no cores of their own
 
 
 NOTHING = Decision({})
@@ -70,15 +72,19 @@ NOTHING = Decision({})
 
 class Allocator:
     """The policy and what it decides with: the reserve, the epoch length and the application's
-    finished fits (the priors of the next ones, when ``prior`` is on)."""
+    finished fits (the priors of the next ones, when ``prior`` is on; their set-ups, when
+    ``setup_order`` is on and the policy ranks by predicted gain: slaq.predict.setup)."""
 
-    def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, prior: bool = False):
+    def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, prior: bool = False,
+                 setup_order: bool = False):
         self.policy_name = policy
         self.policy = make_policy(policy)
         self.epoch = float(epoch)
         self.reserve = float(reserve)
         self.prior = prior
+        self.setup_order = setup_order and self.policy.fitted_curves
         self.prior_book = PriorBook()  # the application's finished fits, for the next fits' priors
+        self.setup_book = SetupBook()  # the application's ended fits' set-ups, for the next fits' queue order
         self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
 
     def decide(self, jobs: Sequence[LiveJob], capacity: float, closed: Iterable[str], held: set[str], now: float) -> Decision:
@@ -93,7 +99,10 @@ class Allocator:
         alloc = fixed_shares([j for j in jobs if j.name not in held], closed, capacity)
         fixed = set(alloc)
         alloc.update(dict.fromkeys(held, 0.0))  # a fit waiting for storage memory has not started: no tasks to run
-        forecasts = [self._forecast(j, jobs) for j in jobs]  # all: the status shows them
+        heads, queued = self._setup_queue([j for j in jobs if j.name not in alloc], jobs, capacity, now)
+        alloc.update(dict.fromkeys(queued, 0.0))  # behind the head of the set-up queue: only cores nobody takes
+        forecasts = [setup_forecast(j.name, heads[j.name], j.weight, math.inf, j.order) if j.name in heads
+                     else self._forecast(j, jobs) for j in jobs]  # all: the status shows them
         steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
         minimum = 0.0
         if steered:
@@ -105,15 +114,30 @@ class Allocator:
             if self.policy.fitted_curves:  # a policy that steers by predicted gain; fair, fifo, ... keep their own shares
                 chosen = self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered)))
             alloc.update(chosen)
+        ruled = dict.fromkeys(held, STORAGE) | dict.fromkeys(queued, QUEUED) | dict.fromkeys(heads, SETUP)
         figures = []
         for j, f in zip(jobs, forecasts):
             j.cores = alloc[j.name]
-            why = STORAGE if j.name in held else share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
-                                                              self.policy.fitted_curves and self.policy.minimum_share)
+            why = ruled.get(j.name) or share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
+                                                    self.policy.fitted_curves and self.policy.minimum_share)
             figures.append(j.figures(f, why, now))
         return Decision(alloc, tuple(j.name for j in jobs), ForecastTable(forecasts, self.epoch) if jobs else None,
                         tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures),
-                        frozenset(held))
+                        frozenset(held), frozenset(queued))
+
+    def _setup_queue(self, steered: Sequence[LiveJob], jobs: Sequence[LiveJob], capacity: float,
+                     now: float) -> tuple[dict[str, float], set[str]]:
+        """The head of the set-up queue among ``steered`` (with its remaining set-up core-seconds) and
+        the fits queued behind it, predicted from the ended fits' and ``jobs``' set-ups
+        (slaq.predict.setup); none without set-up order."""
+        fits = [j for j in steered if j.in_setup()] if self.setup_order else []
+        if not fits:
+            return {}, set()
+        done = self.setup_book.done() + [d for j in jobs if (d := j.setup_done()) is not None]
+        queue = setup_queue([InSetup(j.name, j.fit.estimator if j.fit else "", j.input_bytes, j.consumed, j.added_at) for j in fits],
+                            done, capacity, now)
+        (head, left), rest = queue[0], queue[1:]
+        return {head.job: left}, {f.job for f, _ in rest}
 
     def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:
         """The policy's choice with driver-bound jobs held to what their executors use (said once per application)."""

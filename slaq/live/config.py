@@ -25,6 +25,9 @@ class SlaqConfig:
     # forecast a spark.ml fit from its estimator's other fits before its own losses carry a curve (slaq.predict.prior);
     # off by default: on real fits it delayed first losses (docs/mllib.md, "The prior before a fit's first losses")
     prior: bool = False
+    # serve spark.ml fits' set-up (the work before their first loss) in turn, shortest first (slaq.predict.setup);
+    # off by default: on the mllib sweep's fits, whose set-up is driver-bound, it delayed first losses (docs/mllib.md)
+    setup_order: bool = False
     prune: bool = False  # skip a CrossValidator candidate's remaining folds once it cannot beat the best (slaq.prune)
 
     @classmethod
@@ -41,5 +44,6 @@ class SlaqConfig:
             reserve_cores=conf.number("reserveCores", d.reserve_cores, 0, 1_000_000),
             prior=conf.boolean("prior", d.prior),
             prune=conf.boolean("prune", d.prune),
+            setup_order=conf.boolean("setupOrder", d.setup_order),
             storage_admission=conf.boolean("storageAdmission", d.storage_admission),
         )

@@ -19,6 +19,7 @@ from slaq.live.target import Target
 from slaq.metrics import NINETY, loss_reference, seconds_to_target, time_to_reduction
 from slaq.predict.forecast import CurveCache, JobForecast
 from slaq.predict.prior import FitKey
+from slaq.predict.setup import SetupDone
 from slaq.stats.history import JobHistory
 
 log = logging.getLogger("slaq")  # the lines a user reads about their own jobs
@@ -47,6 +48,8 @@ class LiveJob:
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
     driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
     skipped: int = 0  # NaN or infinite losses its owner reported: skipped, not in the history
+    input_bytes: float | None = None  # a spark.ml fit's input DataFrame's size, when Spark knows it
+    setup_core_seconds: float | None = None  # core-seconds its pool used until its first loss (its set-up)
 
     def record(self, loss: float) -> bool:
         """A loss that does not pass through the JVM joins the history here; True when it made the
@@ -72,6 +75,17 @@ class LiveJob:
         return JobFigures(why, now - self.added_at, self.consumed, seconds_to_target(self.added_at, self.satisfied_at), self.tuning,
                           self.driver.fraction(), None if ninety is None else max(ninety - self.added_at, 0.0),
                           self.target.describe(), first, floor)
+
+    def in_setup(self) -> bool:
+        """A spark.ml fit known to report losses that has reported none yet: its set-up is queued
+        (:mod:`slaq.predict.setup`)."""
+        return self.fit is not None and self.reports is True and not self.history.losses
+
+    def setup_done(self) -> SetupDone | None:
+        """Its set-up, once its first loss arrived (what later fits of its estimator are predicted from)."""
+        if self.fit is None or self.setup_core_seconds is None:
+            return None
+        return SetupDone(self.fit.estimator, self.input_bytes, self.setup_core_seconds)
 
     def check_target(self, now: float | None = None) -> bool:
         """Marks the job satisfied (at ``now``) once its history reached its target; True only that first time."""

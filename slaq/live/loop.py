@@ -38,15 +38,16 @@ class EpochLoop:
     def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
                  clock: Callable[[], float] = time.monotonic, clock_offset: float = 0.0,
                  admit: Callable[[], Callable[[], None] | None] | None = None, prior: bool = False,
-                 waiting: Callable[[], set[str]] | None = None, observers: Iterable[LoopObserver] = ()):
+                 waiting: Callable[[], set[str]] | None = None, observers: Iterable[LoopObserver] = (), setup_order: bool = False):
         """``clock_offset`` turns the JVM's report times into the Python process's clock. ``admit``
         runs before each drain (it adds jobs that started in the JVM, Spark Connect fits, so their
         first losses are not dropped) and returns what to run once the drain is ingested (it removes
         the jobs that ended there, after their last losses). ``prior``: forecast a spark.ml fit from
         its estimator's other fits until its own losses carry a curve (slaq.predict.prior).
-        ``waiting``: the fits waiting for storage memory (slaq.live.admission), given no cores."""
+        ``waiting``: the fits waiting for storage memory (slaq.live.admission), given no cores.
+        ``setup_order``: serve spark.ml fits' set-up in turn, shortest first (slaq.predict.setup)."""
         self.pools = pools
-        self.allocator = Allocator(policy, epoch, reserve, prior)
+        self.allocator = Allocator(policy, epoch, reserve, prior, setup_order)
         self.epoch = self.allocator.epoch
         self.prior_book = self.allocator.prior_book
         self._registry = JobRegistry(clock, clock_offset)
@@ -87,6 +88,8 @@ class EpochLoop:
         if job is not None:
             if job.fit is not None:
                 self.prior_book.record(job.fit, job.history)
+            if (setup := job.setup_done()) is not None:
+                self.allocator.setup_book.record(setup)
             self._notify("on_job_ended", job)
             ended_silently(job)
         return job

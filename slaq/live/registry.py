@@ -39,6 +39,7 @@ def ingest(jobs: Mapping[str, LiveJob], iterations: list[Any], clock_offset: flo
             at = it.t + clock_offset
             if job.last is None:
                 job.history.report(it.loss, at=at)
+                job.setup_core_seconds = it.core_seconds
             else:
                 wall = max(it.t - job.last[0], 1e-6)
                 used = max(it.core_seconds - job.last[1], 0.0)

@@ -32,7 +32,9 @@ POLICY = "policy's share"  # a policy that does not rank by predicted gain (fair
 ENDED = "ended"  # a finished job that did not reach a target
 PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.prune)
 STORAGE = "waiting for storage memory"  # a caching spark.ml fit not started yet: storage memory is full of running fits' caches
-WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED, STORAGE)
+SETUP = "set-up, shortest first"  # a spark.ml fit before its first loss, at the head of the set-up queue (slaq.predict.setup)
+QUEUED = "queued for set-up"  # a spark.ml fit before its first loss behind the head: only cores no other job takes
+WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED, STORAGE, SETUP, QUEUED)
 
 @dataclass(frozen=True)
 class Tuning:

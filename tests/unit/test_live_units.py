@@ -263,7 +263,7 @@ def test_unknown_keys_name_the_closest_known_one():
     assert said[1].endswith("did you mean spark.riffle.enabled?")
     assert "known keys: spark.riffle.authToken, " in said[2] and len(said) == 3
     assert keys_read(SlaqConfig.from_conf) == tuple("spark.slaq." + k for k in (
-        "enabled", "policy", "epoch", "workConserving", "failOpenEpochs", "reserveCores", "prior", "prune", "storageAdmission"))
+        "enabled", "policy", "epoch", "workConserving", "failOpenEpochs", "reserveCores", "prior", "prune", "setupOrder", "storageAdmission"))
 
 
 def test_unknown_keys_are_one_warn_each_once_per_context_at_attach_or_at_start(caplog):

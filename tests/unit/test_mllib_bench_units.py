@@ -107,3 +107,11 @@ def test_each_fit_gets_the_cores_its_slaq_job_had_before_its_first_loss():
     assert cores_before_first_loss(records, before, "zero-change") == {
         "cv-lr-p0-0": 0.5, "cv-lr-p0-1": 1.5, "cv-lr-p1-0": 2.0, "svc-00": None}
     assert cores_before_first_loss(records, {"svc-00": 3.0}, "explicit")["svc-00"] == 3.0
+
+
+def test_a_fits_task_time_is_split_at_its_first_loss():
+    from srlab.slaq_bench.fit_timing import cores_split
+
+    # started at 0, first loss at 4, ended at 10: two tasks before (1 + 2 s), one across it (1 s before, 2 after), one after (3 s)
+    before, cores_before, cores_after = cores_split([(0.0, 1.0), (1.0, 3.0), (3.0, 6.0), (7.0, 10.0)], 0.0, 4.0, 10.0)
+    assert before == 4.0 and cores_before == 1.0 and cores_after == 5.0 / 6.0

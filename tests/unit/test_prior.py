@@ -123,7 +123,7 @@ def test_before_any_loss_a_known_long_fit_gets_the_cores_a_known_short_one_canno
     allocations = {}
     for prior in (False, True):
         for policy in ("slaq", "slaq-maxmin"):
-            loop = EpochLoop(FakePools(), policy, 2.0, prior=prior)
+            loop = EpochLoop(FakePools(), policy, 2.0, prior=prior, setup_order=False)  # the prior alone: no set-up queue
             for name, key, losses in (("s0", short, curve(2.0, 1.0, 0.2, 5)), ("l0", long_, curve(2.0, 1.0, 0.93, 40))):
                 loop.add(LiveJob(name, 1.0, reports=True, history=history(losses), fit=key))
                 loop.remove(name)

@@ -121,6 +121,8 @@ def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
 
     ``in_jobs_s`` is the union of the fit's job intervals (submission to completion), so a fit's wall
     time minus it is time its thread spent outside Spark jobs: driver-side work between iterations.
+    ``task_intervals``: each of its tasks' ``(launch, end)`` in seconds since the epoch, what
+    :func:`cores_split` divides at the fit's first loss.
     """
     store = sc._jsc.sc().statusStore()
     stages: dict[int, StageCost] = {}
@@ -134,6 +136,10 @@ def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
         cost.tasks = max(cost.tasks, int(s.numTasks()))
         for task in scala_list(sc, store.taskList(s.stageId(), s.attemptId(), _ALL_TASKS)):
             cost.locality[task.taskLocality()] += 1
+            duration = task.duration()
+            if duration.isDefined():
+                launch = task.launchTime().getTime() / 1000.0
+                cost.intervals.append((launch, launch + float(duration.get()) / 1000.0))
     intervals: dict[str, list[tuple[float, float]]] = defaultdict(list)
     per_fit: dict[str, StageCost] = defaultdict(StageCost)
     tasks: dict[str, list[int]] = defaultdict(list)
@@ -155,7 +161,8 @@ def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
                    "executor_run_s": per_fit[name].run_ms / 1000.0, "executor_cpu_s": per_fit[name].cpu_ms / 1000.0,
                    "executor_gc_s": per_fit[name].gc_ms / 1000.0,
                    "tasks_per_stage": (sum(tasks[name]) / len(tasks[name])) if tasks[name] else 0.0,
-                   "task_locality": dict(sorted(per_fit[name].locality.items()))} for name in fits}
+                   "task_locality": dict(sorted(per_fit[name].locality.items())),
+                   "task_intervals": per_fit[name].intervals} for name in fits}
 
 
 @dataclass
@@ -169,12 +176,22 @@ class StageCost:
     gc_ms: float = 0.0
     tasks: int = 0
     locality: Counter[str] = field(default_factory=Counter)
+    intervals: list[tuple[float, float]] = field(default_factory=list)  # each task's (launch, end), seconds since the epoch
 
     def add(self, other: StageCost) -> None:
         self.run_ms += other.run_ms
         self.cpu_ms += other.cpu_ms
         self.gc_ms += other.gc_ms
         self.locality.update(other.locality)
+        self.intervals.extend(other.intervals)
+
+
+def cores_split(intervals: list[tuple[float, float]], start: float, first_loss: float, end: float) -> tuple[float, float, float]:
+    """``(task seconds before the first loss, cores held before it, cores held after it)`` of a fit that
+    ran from ``start`` to ``end``: its tasks' time on either side of ``first_loss`` over that side's wall time."""
+    before = sum(max(min(b, first_loss) - a, 0.0) for a, b in intervals)
+    after = sum(max(b - max(a, first_loss), 0.0) for a, b in intervals)
+    return before, before / max(first_loss - start, 1e-9), after / max(end - first_loss, 1e-9)
 
 
 def union_length(intervals: list[tuple[float, float]]) -> float:

@@ -30,13 +30,15 @@ from typing import Any
 from pyspark.ml import Estimator
 
 import slaq
+from slaq.estimators import training_cache_prefix
 from slaq.live.loop import LOOP_THREAD
+from slaq.live.storage import MB
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
 from slaq.sparkml import fit_job_name, hyperparameters
 from srlab.slaq_bench.capture_check import check_capture
 from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
 from srlab.slaq_bench.cpu import cpu_delta, session_cpu, thread_cpu_s
-from srlab.slaq_bench.fit_timing import RETAIN_CONF, IterationClock, job_split, restore_tag, tag_thread
+from srlab.slaq_bench.fit_timing import RETAIN_CONF, IterationClock, cores_split, job_split, restore_tag, tag_thread
 from srlab.slaq_bench.mllib_workload import (
     DataSpec,
     FitSpec,
@@ -78,6 +80,7 @@ class FitRecord:
     end: float = 0.0
     losses: list[float] = field(default_factory=list)
     job_prefix: str | None = None  # the SLAQ job name zero-change tuning gives the fit, without its "#N"
+    cache_prefix: str = ""  # how its training cache RDD's name starts ("": unnamed; slaq.estimators.training_cache_prefix)
 
 
 class FitRecorder:
@@ -113,6 +116,7 @@ class FitRecorder:
     def fit(self, name: str, family: str, estimator: Any, dataset: Any, params: dict[Any, Any]) -> Any:
         with self.scope(name, family) as record:
             record.job_prefix = zero_change_prefix(estimator, params)
+            record.cache_prefix = training_cache_prefix(type(estimator).__name__, estimator.uid)
             model = estimator.fit(dataset, params)
         record.losses = objective_history(model)
         return model
@@ -231,12 +235,15 @@ def run_cv(recorder: FitRecorder, work: Workload, data: Any) -> float:
 
 
 def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split: dict[str, dict[str, Any]],
-              before: dict[str, float] | None = None) -> dict:
-    """Per-fit time to 90%/95% (from the fit's own start), time to its first loss and, under SLAQ
-    (``before``: the loop's per-job record), its mean cores before that first loss, and the
-    driver/executor split per iteration."""
+              before: dict[str, float] | None = None, cached: dict[str, float] | None = None) -> dict:
+    """Per-fit time to 90%/95% (from the fit's own start), time to its first loss, the task seconds
+    before it (its set-up and first iteration) and the cores its tasks held before and after it, its
+    training cache's peak size (``cached``: each RDD's peak bytes; only for a fit whose cache no other
+    fit's name shares), under SLAQ (``before``: the loop's per-job record) its mean allocation before
+    that first loss, and the driver/executor split per iteration."""
     ends = clock.iteration_times()
     early = cores_before_first_loss(recorder.records, before, recorder.attribution) if before is not None else {}
+    prefixes = Counter(r.cache_prefix for r in recorder.records.values())
     fits: dict[str, dict] = {}
     for name, r in sorted(recorder.records.items()):
         iteration_ends = ends.get(name, [])
@@ -247,10 +254,16 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
         s = split[name]
         iterations = max(len(r.losses) - 1, 1)
         wall = r.end - r.start
+        first_loss = iteration_ends[0] if iteration_ends else r.end
+        setup_s, cores_before, cores_after = cores_split(s["task_intervals"], r.start, first_loss, r.end)
+        own_cache = r.cache_prefix and prefixes[r.cache_prefix] == 1 and cached is not None
         fits[name] = {"family": r.family, "start_s": round(r.start - start, 3), "wall_s": round(wall, 3),
                       **job_metrics(r.start - start, times, r.losses), "final_objective": r.losses[-1],
                       # until its first iteration ends a fit has no loss: SLAQ schedules it as a new job, without a curve
                       "time_to_first_loss_s": round(times[1] - times[0], 3) if len(times) > 1 else None,
+                      "task_s_before_first_loss": round(setup_s, 3), "cores_used_before_first_loss": round(cores_before, 3),
+                      "cores_used_after_first_loss": round(cores_after, 3),
+                      "cached_mb": round(sum(v for k, v in cached.items() if k.startswith(r.cache_prefix)) / MB, 1) if own_cache and cached else None,
                       "cores_before_first_loss": _rounded(early.get(name)),
                       "spark_jobs": s["spark_jobs"], "tasks_per_stage": round(s["tasks_per_stage"], 1),
                       "task_locality": s["task_locality"],
@@ -265,6 +278,8 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
     out["mean_time_to_first_loss_s"] = round(statistics.fmean(firsts), 3) if firsts else None
     early_cores = [f["cores_before_first_loss"] for f in fits.values() if f["cores_before_first_loss"] is not None]
     out["mean_cores_before_first_loss"] = round(statistics.fmean(early_cores), 3) if early_cores else None
+    for key in ("task_s_before_first_loss", "cores_used_before_first_loss", "cores_used_after_first_loss"):
+        out[f"mean_{key}"] = round(statistics.fmean(f[key] for f in fits.values()), 3)
     out["split"] = split_summary(fits.values())
     out["task_locality"] = dict(sorted(sum((Counter(f["task_locality"]) for f in fits.values()), Counter()).items()))
     return out
@@ -312,7 +327,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     if scheduler.loop is not None:
                         scheduler.loop.observers.remove(first_loss)
                         before = dict(first_loss.ended)
-                    out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)), before)
+                    out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)), before, storage.rdd_peaks)
                     out[variant]["cpu_s"] = cpu
                     out[variant]["storage"] = storage.summary
                     if scheduler.loop is not None:
@@ -363,7 +378,7 @@ def objective_agreement(runs: list[dict[str, dict[str, dict]]]) -> dict:
 
 
 def _median_figures(summaries: list[dict]) -> dict:
-    keys = [k for k in summaries[0] if k.startswith("mean_time_to") or k == "makespan_s"]
+    keys = [k for k in summaries[0] if k.startswith(("mean_time_to", "mean_task_s", "mean_cores_used")) or k == "makespan_s"]
     out = {k: round(statistics.median(s[k] for s in summaries if s[k] is not None), 3) for k in keys}
     out["split"] = {k: round(statistics.median(s["split"][k] for s in summaries), 1) for k in summaries[0]["split"]}
     for part in ("cpu_s", "storage"):
@@ -435,7 +450,8 @@ def headline(result: dict) -> list[str]:
     key = mean_time_to_key(0.9)
     for variant, v in result["variants"].items():
         for c, m in v["median"].items():
-            line = (f"{variant:>4} {c:>6}: mean time to 90% {m[key]} s, makespan {m['makespan_s']} s, per iteration: executor "
+            line = (f"{variant:>4} {c:>6}: mean time to 90% {m[key]} s (to first loss {m.get('mean_time_to_first_loss_s')} s), "
+                    f"makespan {m['makespan_s']} s, per iteration: executor "
                     f"tasks {m['split']['executor_task_ms']} ms ({m['split']['executor_cpu_ms']} ms CPU), driver outside jobs "
                     f"{m['split']['driver_outside_jobs_ms']} ms")
             if "storage" in m:

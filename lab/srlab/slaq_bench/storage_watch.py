@@ -29,9 +29,10 @@ class StorageWatch:
         self._peak_disk = 0.0
         self._capacity = 0.0
         self.summary: dict[str, float] = {}
+        self.rdd_peaks: dict[str, float] = {}  # each persisted RDD's largest size seen (memory plus disk, bytes), by name
 
     def sample(self) -> None:
-        """One reading: storage memory used and cached bytes on disk, summed over the executors."""
+        """One reading: storage memory used and cached bytes on disk, summed over the executors, and each persisted RDD's size."""
         memory = disk = capacity = 0.0
         for e in scala_list(self._sc, self._store.executorList(True)):
             if e.id() == "driver":
@@ -39,6 +40,9 @@ class StorageWatch:
             memory += e.memoryUsed()
             disk += e.diskUsed()
             capacity += e.maxMemory()
+        for info in self._sc._jsc.sc().getRDDStorageInfo():
+            name = str(info.name())
+            self.rdd_peaks[name] = max(self.rdd_peaks.get(name, 0.0), float(int(info.memSize()) + int(info.diskSize())))
         self._peak_memory = max(self._peak_memory, memory)
         self._peak_disk = max(self._peak_disk, disk)
         self._capacity = max(self._capacity, capacity)
