@@ -6,6 +6,8 @@
   a spark.ml fit is scheduled on a forecast from its estimator's other fits until its own losses take over.
 * ``slaq-prune`` (opt-in, not run by default): ``slaq`` with ``spark.slaq.prune=true``: a
   CrossValidator skips the remaining folds of candidates that cannot beat the best (slaq.prune).
+* ``slaq-setup`` (opt-in): ``slaq`` with the set-up queue (``spark.slaq.setupOrder=true``): spark.ml
+  fits' set-ups are served in turn, shortest predicted first (slaq.predict.setup).
 * ``slaq-admission`` (opt-in): ``slaq`` with storage-aware admission (``spark.slaq.storageAdmission=true``):
   a caching spark.ml fit starts only once storage memory holds its copy of the data.
 * ``stock``: SLAQ off; Spark's own FAIR scheduler with one pool per job (what a user runs without
@@ -22,7 +24,10 @@ CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
 PRIOR = "slaq-prior"
 PRUNE = "slaq-prune"
 ADMISSION = "slaq-admission"
-KNOWN = CONFIGS + (PRIOR, PRUNE, ADMISSION)
+SETUP = "slaq-setup"
+KNOWN = CONFIGS + (PRIOR, PRUNE, ADMISSION, SETUP)
+# the opt-in configurations: SLAQ with one more spark.slaq key switched on
+OPT_IN = {PRIOR: "prior", PRUNE: "prune", ADMISSION: "storageAdmission", SETUP: "setupOrder"}
 STOCK = "stock"
 POOL_PROPERTY = "spark.scheduler.pool"
 
@@ -40,15 +45,9 @@ def session_conf(config: str, epoch: float) -> dict[str, str]:
     check_configs([config])
     if config == STOCK:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "false"}
-    if config == ADMISSION:
+    if config in OPT_IN:
         return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
-                "spark.slaq.storageAdmission": "true"}
-    if config == PRIOR:
-        return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
-                "spark.slaq.prior": "true"}
-    if config == PRUNE:
-        return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "slaq", "spark.slaq.epoch": f"{epoch}s",
-                "spark.slaq.prune": "true"}
+                f"spark.slaq.{OPT_IN[config]}": "true"}
     return {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": config, "spark.slaq.epoch": f"{epoch}s"}
 
 
