@@ -160,9 +160,12 @@ def _normalize(y: np.ndarray) -> tuple[float, ...]:
 
 def _normalized(ref: Reference) -> tuple[np.ndarray, bool] | None:
     """A reference's losses on the 1-to-0 scale: by its final loss if it ended, else by its curve's
-    predicted floor. Returns the values and whether the last one is the end."""
+    predicted floor, which takes :data:`MIN_FIT_POINTS` losses (a running fit with fewer teaches
+    nothing: traced live, a prior from a reference with 2-3 losses predicted the next fit of its
+    estimator to gain ~0 and held it at the minimum share until the reference's 4th loss).
+    Returns the values and whether the last one is the end."""
     y = np.asarray(ref.losses, dtype=float)
-    if y.size < 2:
+    if y.size < (2 if ref.finished else MIN_FIT_POINTS):
         return None
     if ref.finished:
         return np.asarray(_normalize(y)), True

@@ -62,6 +62,16 @@ def test_the_same_params_win_over_other_candidates_and_the_default():
     assert build_prior(LR, [svc]).cost is None
 
 
+def test_a_running_fit_teaches_nothing_before_its_curve_can_be_fitted():
+    """A running reference with fewer than MIN_FIT_POINTS losses has no floor to normalize by: the
+    next fit of its estimator falls back to the estimator default, as without it."""
+    for n in (2, 3):
+        running = reference(LR, history(curve(1.0, 0.2, 0.5, n)), finished=False)
+        assert build_prior(LR, [running]).source == ESTIMATOR_DEFAULT
+    assert build_prior(LR, [reference(LR, history(curve(1.0, 0.2, 0.5, 4)), finished=False)]).source == SAME_PARAMS
+    assert build_prior(LR, [reference(LR, history(curve(1.0, 0.2, 0.5, 2)), finished=True)]).source == SAME_PARAMS
+
+
 def test_a_running_fit_of_the_same_params_teaches_its_shape_but_not_its_end():
     running = reference(LR, history(curve(1.0, 0.2, 0.5, 6)), finished=False)
     prior = build_prior(LR, [running])
