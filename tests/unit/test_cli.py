@@ -54,7 +54,8 @@ def test_a_closed_stdout_ends_every_command_quietly(argv):
         out = run_console_script(*argv, stdout=write)
     finally:
         os.close(write)
-    assert (out.returncode, out.stderr) == (0 if "--help" in argv else 141, ""), out.stderr
+    # argparse's help swallows the failed write on newer 3.11 patch releases (exit 0) and not on older ones (141)
+    assert (out.returncode in ((0, 141) if "--help" in argv else (141,)), out.stderr) == (True, ""), (out.returncode, out.stderr)
 
 
 def test_simulate_writes_nothing_on_stderr():
