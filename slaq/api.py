@@ -48,7 +48,8 @@ def _fit_as_job(runtime: SlaqRuntime, estimator: Any, dataset: Any, fit: Callabl
     job = Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params),
               fit=fit_key(kind, params))
     job._track.tuning = tuning.place_of(estimator)  # its CrossValidator/TrainValidationSplit, shown grouped in the UI tab
-    job._track.input_bytes = input_bytes(dataset)  # what its set-up is predicted from (slaq.predict.setup)
+    if runtime.config.setup_order or runtime.admission is not None:  # a py4j call into the plan: only where it is read
+        job._track.input_bytes = input_bytes(dataset)  # what its set-up and its cache are predicted from
     with job:
         runtime.wait_for_storage(job.name, estimator, job._track.input_bytes)
         return fit()

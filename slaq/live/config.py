@@ -26,7 +26,7 @@ class SlaqConfig:
     # off by default: on real fits it delayed first losses (docs/mllib.md, "The prior before a fit's first losses")
     prior: bool = False
     # serve spark.ml fits' set-up (the work before their first loss) in turn, shortest first (slaq.predict.setup);
-    # off by default: on the mllib sweep's fits, whose set-up is driver-bound, it delayed first losses (docs/mllib.md)
+    # off by default: on the mllib sweep's fits, whose set-up is bound by the driver, it gained nothing measurable (docs/mllib.md)
     setup_order: bool = False
     prune: bool = False  # skip a CrossValidator candidate's remaining folds once it cannot beat the best (slaq.prune)
 
