@@ -4,6 +4,7 @@ it in its Status (:mod:`riffle.merger.storage`). Imports nothing but the standar
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import stat
@@ -16,6 +17,9 @@ from typing import BinaryIO
 SECONDS_RANGE = (1e-6, 60.0)  # a storage's times (per read request, per merge): a microsecond to a minute
 BANDWIDTH_RANGE = (1 << 10, 1 << 40)  # its bytes per second: 1 KiB/s to 1 TiB/s
 UNKNOWN = "unknown"
+PROBE_PREFIX = ".riffle-cost-probe-"
+STALE_PROBE_SECONDS = 600.0  # a probe takes seconds; a probe file older than this was left by one killed mid-probe
+STALE_PROBES_REMOVED = 64  # at most this many per probe, so a directory stuffed with such names cannot stall one
 
 
 @dataclass(frozen=True)
@@ -59,8 +63,9 @@ def probe(directory: str | os.PathLike[str], file_bytes: int = 8 << 20, requests
     more requests (at least one MiB and one request), so a slow disk cannot hold its caller up. The file is created
     afresh (never one planted there) and reopened only as that same file."""
     started = time.perf_counter()
+    _remove_stale_probes(Path(directory))
     chunk, mib = os.urandom(1 << 20), 0
-    fd, name = tempfile.mkstemp(prefix=".riffle-cost-probe-", dir=directory)
+    fd, name = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=directory)
     path = Path(name)
     try:
         t = time.perf_counter()
@@ -84,6 +89,20 @@ def probe(directory: str | os.PathLike[str], file_bytes: int = 8 << 20, requests
     finally:
         path.unlink(missing_ok=True)
     return StorageCost(request_seconds=per_request, byte_seconds=per_byte)
+
+
+def _remove_stale_probes(directory: Path) -> None:
+    """Removes the files of probes killed mid-measurement (up to ``file_bytes`` each) from ``directory``: entries with
+    the probe's prefix, unchanged for :data:`STALE_PROBE_SECONDS` (a probe running now is never one). A link is
+    removed, never followed."""
+    now = time.time()
+    for entry in itertools.islice(directory.glob(PROBE_PREFIX + "*"), STALE_PROBES_REMOVED):
+        try:
+            found = entry.lstat()
+            if not stat.S_ISDIR(found.st_mode) and now - found.st_mtime > STALE_PROBE_SECONDS:
+                entry.unlink()
+        except OSError:  # gone meanwhile, or not ours to remove: the probe goes on
+            continue
 
 
 def _reopen(path: Path, made: os.stat_result) -> BinaryIO:

@@ -218,8 +218,13 @@ def fit_to_vanilla(cluster: Cluster, storage: StorageCost, map_seconds: float, r
     return replace(cluster, disks=max(1, round(1 / inv_disks)), task_seconds=task)
 
 
-def fit_task_seconds(cluster: Cluster, storage: StorageCost, job_seconds: float) -> Cluster:
-    """``cluster`` with the task time that makes its vanilla job last ``job_seconds`` (its disks as given)."""
-    zero = predict(replace(cluster, task_seconds=0.0), 2, storage).vanilla.job_seconds
-    waves = cluster.waves(cluster.maps) + cluster.waves(cluster.reducers)
-    return replace(cluster, task_seconds=max(job_seconds - zero, 0.0) / waves)
+def fit_task_seconds(cluster: Cluster, storage: StorageCost, seconds: float, stage: str = "job") -> Cluster:
+    """``cluster`` with the task time that makes its vanilla ``stage`` last ``seconds`` (its disks as given): the
+    ``job``, or the ``map`` stage, which reads no shuffle, so that the reduce stage and the job are predictions too."""
+    if stage not in ("job", "map"):
+        raise ValueError(f"stage must be job or map, got {stage!r}")
+    zero = predict(replace(cluster, task_seconds=0.0), 2, storage).vanilla
+    untimed, waves = zero.map_seconds, cluster.waves(cluster.maps)
+    if stage == "job":
+        untimed, waves = zero.job_seconds, waves + cluster.waves(cluster.reducers)
+    return replace(cluster, task_seconds=max(seconds - untimed, 0.0) / waves)

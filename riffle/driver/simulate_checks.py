@@ -2,7 +2,7 @@
 figures, and against this project's measured runs that calibrated it. Pure: the figures are constants here.
 
 Each check names the published or measured figure, the model's prediction, and the range the model must
-land in; ``tests/unit/test_riffle_simulate.py`` asserts every published check passes.
+land in; ``tests/unit/test_riffle_simulate.py`` asserts every published and measured check passes.
 """
 
 from __future__ import annotations
@@ -115,6 +115,43 @@ def calibration() -> list[Calibration]:
     return rows
 
 
+# `riffle bench spark --storage hdd --nodes 3 --maps 400 --reducers 400 --nway 5,10,20` (docs/benchmarks.md, "Storage
+# profiles"): medians of 3; each node's local dir on a simulated spinning disk of its own, whose probe measured these costs
+HDD_RUN = "riffle bench spark --storage hdd --nodes 3"
+HDD_RUN_STORAGE = replace(MEASURED, request_seconds=8.881e-3, byte_seconds=6.695e-9)
+HDD_VANILLA = {"blocks_fetched": 159_372, "shuffle_bytes": 15_049_949, "map_seconds": 13.965, "reduce_seconds": 491.763,
+               "job_seconds": 506.406}
+HDD_MEASURED = {
+    5: {"blocks_fetched": 32_319, "map_seconds": 13.567, "reduce_seconds": 106.440, "job_seconds": 121.428},
+    10: {"blocks_fetched": 16_758, "map_seconds": 12.699, "reduce_seconds": 58.941, "job_seconds": 73.382},
+    20: {"blocks_fetched": 8_379, "map_seconds": 14.790, "reduce_seconds": 33.340, "job_seconds": 49.553},
+}
+MEASURED_TOLERANCE = 0.15  # a measured run's stage or job time the model must land within
+
+
+def hdd_cluster() -> Cluster:
+    """The ``hdd`` runs' cluster: three nodes of one one-core executor and one disk each, 400 × 400 blocks of the
+    measured shuffle's bytes; its task time fitted to vanilla's map stage, which reads no shuffle, so every reduce
+    stage and job is a prediction."""
+    base = Cluster(executors=3, maps=400, reducers=400, shuffle_bytes=HDD_VANILLA["shuffle_bytes"], disks=3)
+    return fit_task_seconds(base, HDD_RUN_STORAGE, HDD_VANILLA["map_seconds"], stage="map")
+
+
+def measured_checks() -> list[Check]:
+    """The model against the runs on simulated spinning disks: vanilla's and each N's reduce stage and job, each
+    within :data:`MEASURED_TOLERANCE` of the measured median."""
+    cluster, checks = hdd_cluster(), []
+    arms = [(0, predict(cluster, 2, HDD_RUN_STORAGE, "hdd").vanilla, HDD_VANILLA)]
+    arms += [(n, predict(cluster, n, HDD_RUN_STORAGE, "hdd").merged, m) for n, m in HDD_MEASURED.items()]
+    for n, arm, measured in arms:
+        for stage, key, model in (("reduce stage", "reduce_seconds", arm.reduce_seconds), ("job", "job_seconds", arm.job_seconds)):
+            m = measured[key]
+            checks.append(Check(f"`{HDD_RUN}`, {f'N={n}' if n else 'vanilla'}: {stage}", f"{m:.1f} s measured", model,
+                                m * (1 - MEASURED_TOLERANCE), m * (1 + MEASURED_TOLERANCE), unit=" s",
+                                setting=f"400 × 400, {measured['blocks_fetched']:,} blocks fetched"))
+    return checks
+
+
 # Fig. 4.9(a) / §4.5.2, complete merge: "the map stage time increases gradually from 174 to 343 seconds", the reduce
 # stage "drops from 474 to 81 seconds" (vanilla, 40-way); the other fan-ins are only drawn, not given in the text
 SYNTHETIC_STAGES = {0: (174.0, 474.0), 40: (343.0, 81.0)}  # fan-in (0: vanilla) -> map, reduce seconds
@@ -144,6 +181,12 @@ def markdown() -> str:
         cells = [f"{'' if a is None else f'{a:.0f} / '}{b:.0f} s" for a, b in
                  ((t[0], map_s), (t[1], reduce_s), (None if thesis is None else sum(thesis), map_s + reduce_s))]
         lines.append(f"| {f'{n}-way' if n else 'vanilla'} | " + " | ".join(cells) + " |")
+    fitted = hdd_cluster()
+    lines += ["", f"| measured run on `hdd` (fitted: {fitted.task_seconds * 1e3:.0f} ms per task) | measured | model | range |",
+              "| --- | --- | --- | --- |"]
+    for c in measured_checks():
+        lines.append(f"| {c.figure} | {c.published.removesuffix(' measured')} | **{c.predicted:,.1f}{c.unit}** | "
+                     f"{c.low:,.1f}–{c.high:,.1f}{c.unit} |")
     lines += ["", "| measured run (`measured` profile) | blocks fetched | map stage | reduce stage | job ÷ vanilla |",
               "| --- | --- | --- | --- | --- |"]
     for r in calibration():

@@ -229,3 +229,22 @@ def test_probe_stops_at_its_time_budget(tmp_path):
     started = time.monotonic()
     measured = cost.probe(tmp_path, requests=10**7, seconds=0.05)  # ten million requests would take a minute
     assert time.monotonic() - started < 5 and measured.request_seconds > 0 and list(tmp_path.iterdir()) == []
+
+
+def test_a_probe_removes_the_files_of_probes_killed_mid_measurement(tmp_path):
+    import os
+
+    from riffle import storage_cost
+
+    old, fresh, link = (tmp_path / f"{storage_cost.PROBE_PREFIX}{name}" for name in ("old", "fresh", "link"))
+    old.write_bytes(b"x" * 4096)
+    fresh.write_bytes(b"y")  # a probe measuring now, by another merger sharing the directory
+    outside = tmp_path / "elsewhere"
+    outside.write_text("keep")
+    link.symlink_to(outside)
+    stale = old.stat().st_mtime - storage_cost.STALE_PROBE_SECONDS - 60
+    for path in (old, link):
+        os.utime(path, (stale, stale), follow_symlinks=False)
+    cost.probe(tmp_path, file_bytes=1 << 20, requests=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, outside.name])
+    assert outside.read_text() == "keep"

@@ -17,6 +17,21 @@ def test_the_model_reproduces_each_published_figure_within_its_range(check):
     assert check.ok, f"{check.figure}: {check.predicted:.2f} outside {check.low}..{check.high} (published {check.published})"
 
 
+@pytest.mark.parametrize("check", simulate_checks.measured_checks(), ids=lambda c: c.figure.split(", ", 1)[1])
+def test_the_model_predicts_each_measured_spinning_disk_run_within_15_percent(check):
+    assert check.ok, f"{check.figure}: {check.predicted:.1f} s outside {check.low:.1f}..{check.high:.1f} s ({check.published})"
+
+
+def test_the_spinning_disk_runs_cluster_is_fitted_to_vanillas_map_stage_alone():
+    c = simulate_checks.hdd_cluster()
+    v = predict(c, 20, simulate_checks.HDD_RUN_STORAGE).vanilla
+    assert v.map_seconds == pytest.approx(simulate_checks.HDD_VANILLA["map_seconds"], rel=1e-9)
+    assert predict(c, 20, simulate_checks.HDD_RUN_STORAGE).merged.blocks_fetched == pytest.approx(
+        simulate_checks.HDD_MEASURED[20]["blocks_fetched"], rel=0.01)
+    with pytest.raises(ValueError, match="stage"):
+        simulate.fit_task_seconds(c, simulate_checks.HDD_RUN_STORAGE, 1.0, stage="reduce")
+
+
 def test_the_worked_example_counts_as_the_thesis_does_plus_one_request_per_input():
     storage = cost.StorageCost(buffer_bytes=10_000_000)
     p = predict(Cluster(25, 1000, 1000, 100e9, scope="cluster"), 40, storage)
@@ -92,7 +107,7 @@ def test_cli_prints_a_table_and_json(capsys):
 def test_cli_check_prints_the_published_and_calibration_tables(capsys):
     assert main(["simulate", "--check"]) == 0
     out = capsys.readouterr().out
-    assert "§4.3.5" in out and "riffle bench spark --nodes 3" in out
+    assert "§4.3.5" in out and "riffle bench spark --nodes 3" in out and "measured run on `hdd`" in out
 
 
 @pytest.mark.parametrize("argv, message", [
