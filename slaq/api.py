@@ -28,6 +28,7 @@ from slaq.stats.history import InvalidReport, finite_number, real_number
 from sparkshim.attach import Attachments
 
 log = logging.getLogger("slaq")
+MAX_ERROR_TEXT = 300  # characters of a failed job's exception quoted in its WARN line (the exception itself propagates)
 
 
 class NoActiveJob(RuntimeError):
@@ -154,7 +155,9 @@ class Job:
         if self in stack:
             stack.remove(self)
         if exc is not None:
-            log.warning("SLAQ: job %s ended with %s: %s; its pool is released", self.name, type(exc).__name__, exc)
+            what = " ".join(str(exc).split())  # a Py4JJavaError's text carries the whole Java stack: one bounded line
+            log.warning("SLAQ: job %s ended with %s: %s; its pool is released", self.name, type(exc).__name__,
+                        what if len(what) <= MAX_ERROR_TEXT else what[:MAX_ERROR_TEXT] + "…")
         self._release()
         if self.runtime is not None:
             self.runtime.restore_thread(self._previous)
