@@ -155,9 +155,8 @@ class Job:
         if self in stack:
             stack.remove(self)
         if exc is not None:
-            what = " ".join(str(exc).split())  # a Py4JJavaError's text carries the whole Java stack: one bounded line
             log.warning("SLAQ: job %s ended with %s: %s; its pool is released", self.name, type(exc).__name__,
-                        what if len(what) <= MAX_ERROR_TEXT else what[:MAX_ERROR_TEXT] + "…")
+                        sparkml.one_line(str(exc), MAX_ERROR_TEXT))
         self._release()
         if self.runtime is not None:
             self.runtime.restore_thread(self._previous)

@@ -77,11 +77,22 @@ def cross_validate(cv: Any, dataset: Any, on_prune: OnPrune | None = None) -> An
         stopped = grid.stop()
         if not stopped:
             return
-        running = {j: fit for fit in grid.running if (j := fit[1]) in {p.candidate for p in stopped}}
+        condemned = {p.candidate for p in stopped}
+        running = {fit[1]: fit for fit in grid.running if fit[1] in condemned}
         stopping.update(running.values())
         _report(cv.uid, stopped, n_folds, epm, running)
         if on_prune is not None:
             on_prune(cv.uid, stopped)
+
+    def next_done() -> tuple[Fit, Any, BaseException | None]:
+        """The next fit to return; meanwhile the stopped fits' jobs are cancelled every CANCEL_EVERY seconds."""
+        while True:
+            for fit in stopping & grid.running:
+                sc.cancelJobsWithTag(tag(fit))
+            try:
+                return done.get(timeout=CANCEL_EVERY)
+            except queue.Empty:
+                continue
 
     slots = min(cv.getParallelism(), len(epm))
     pool = ThreadPool(processes=slots)
@@ -90,12 +101,7 @@ def cross_validate(cv: Any, dataset: Any, on_prune: OnPrune | None = None) -> An
             prune()
             while len(grid.running) < slots and (fit := grid.next_fit()) is not None:
                 start(fit)
-            for fit in stopping & grid.running:
-                sc.cancelJobsWithTag(tag(fit))
-            try:
-                fit, result, error = done.get(timeout=CANCEL_EVERY)
-            except queue.Empty:
-                continue
+            fit, result, error = next_done()
             stopped = fit in stopping
             stopping.discard(fit)
             if error is not None and not stopped:

@@ -42,11 +42,16 @@ def _format_value(value: object) -> str:
 def fit_job_name(estimator: str, params: Mapping[str, object], seq: int) -> str:
     """``LogisticRegression[elasticNetParam=0,regParam=0.1]#3``: the estimator, its hyperparameters
     (sorted, tabs and newlines removed) and a sequence number that keeps the name unique while it runs."""
-    body = ",".join(f"{k}={_format_value(v)}" for k, v in sorted(params.items()))
-    body = " ".join(body.split())  # job names may not contain tabs or newlines
-    if len(body) > MAX_NAME:
-        body = body[: MAX_NAME - 1] + "…"
+    body = one_line(",".join(f"{k}={_format_value(v)}" for k, v in sorted(params.items())), MAX_NAME)
     return f"{estimator}[{body}]#{seq}"
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (runs of whitespace, newlines and tabs included, become one space), at most
+    ``limit`` characters, the last an ellipsis when cut: job names may not hold tabs or newlines, and a
+    Py4JJavaError's text carries the whole Java stack."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def hyperparameters(estimator: Any) -> dict[str, object]:
@@ -87,4 +92,5 @@ def installed() -> bool:
     return _installed is not None
 
 
-__all__ = ["MAX_NAME", "FitRunner", "fit_job_name", "hyperparameters", "install", "installed", "reports_loss", "uninstall"]
+__all__ = ["MAX_NAME", "FitRunner", "fit_job_name", "hyperparameters", "install", "installed", "one_line", "reports_loss",
+           "uninstall"]
