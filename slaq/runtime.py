@@ -88,7 +88,8 @@ class SlaqRuntime:
             return
         self.pools = PoolBridge(sc)
         self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
-        self.admission = StorageAdmission(lambda: read_storage(sc), self._wake_loop) if config.storage_admission else None
+        self.admission = (StorageAdmission(lambda: read_storage(sc), self._wake_loop, setup=self._setup_seconds)
+                          if config.storage_admission else None)
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, clock_offset=self.pools.clock_offset(),
                               admit=self._admit_connect_fits, prior=config.prior,
                               waiting=self.admission.waiting if self.admission is not None else None, setup_order=config.setup_order)
@@ -254,6 +255,10 @@ class SlaqRuntime:
                     self.finished.append(track.owner)
             if track is not None and self.loop is not None:
                 self.loop.remove(name)
+
+    def _setup_seconds(self, job: str) -> float | None:
+        """A fit waiting for storage memory: its predicted set-up, which ranks it (slaq.live.admission)."""
+        return self.loop.setup_seconds(job) if self.loop is not None else None
 
     def _wake_loop(self) -> None:
         """Fits just started after waiting for storage memory: the next epoch gives them cores now."""

@@ -25,6 +25,16 @@ def all_files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.relative_to(root).parts[0].startswith((".riffle", ".merger-"))}
 
 
+class FakeClock:
+    """A clock the test moves by hand (``clock.now``), for anything that takes a ``clock`` callable."""
+
+    def __init__(self, now: float = 0.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class FakePools:
     """The shim's pools as the epoch loop sees them (4 cores, nothing drained), for unit tests only; the Spark tests use the real shim."""
 

@@ -4,11 +4,16 @@ Each fit of an estimator that caches its training data (:func:`slaq.estimators.t
 persists its own copy while it runs (``MEMORY_AND_DISK``). When SLAQ gives cores to more such fits
 than the executors' storage memory holds copies of, Spark moves blocks to disk and every later
 iteration of every fit reads them back (docs/mllib.md, "Memory"). So a caching fit starts only once
-its copy fits next to the copies of the fits already running; until then it waits, in arrival order,
-with no cores. A fit's copy is estimated from its input's size before the copy exists, then measured
-from Spark's storage status once the copy is complete. Nothing is preempted: a started fit keeps
-running (its copy exists or is being built), so admission never deadlocks a fit, and the first fit
-that waits is always the next to start (no later fit overtakes it), so none waits for ever.
+its copy fits next to the copies of the fits already running; until then it waits with no cores. A
+fit's copy is estimated from its input's size before the copy exists, then measured from Spark's
+storage status once the copy is complete. Nothing is preempted: a started fit keeps running (its copy
+exists or is being built), so admission never deadlocks a fit.
+
+Which waiting fit starts next is decided by predicted gain per byte of storage (:func:`gain_per_byte`):
+the set-up queue's valuation (slaq.predict.setup: the quality a fit's set-up unlocks per second of
+set-up, aged by the time it waited) over its cache's bytes. The best-ranked waiting fit is always the
+next to start (no fit ranked below it overtakes it because it would fit), and its rank grows while
+it waits, so none waits for ever. Without set-up predictions waiting fits start in arrival order.
 
 :func:`admit` is the pure decision; :class:`StorageAdmission` keeps its state between decisions and
 wakes the waiting fits' threads. Reading the storage is :mod:`slaq.live.storage`'s job.
@@ -21,6 +26,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from slaq.predict.setup import DEFAULT_SETUP, response_ratio
 
 log = logging.getLogger("slaq.admission")
 MB = 1024 * 1024
@@ -36,19 +43,28 @@ class Demand:
     job: str
     size: float
     started: bool = False
+    rank: float = 0.0  # a waiting fit's :func:`gain_per_byte` (higher starts first; equal ranks: arrival order)
+
+
+def gain_per_byte(setup_seconds: float, waited: float, size: float) -> float:
+    """A waiting fit's rank (pure): the quality its set-up unlocks (one normalized unit) per second of its
+    predicted set-up ``s`` (seconds on the whole cluster, slaq.predict.setup), aged by its response ratio
+    ``(waited + s) / s``, per byte of its training cache (at least 1 MB). Short set-ups and small caches
+    go first, and the rank grows while the fit waits, so every waiting fit eventually ranks first."""
+    s = max(setup_seconds, 1e-9)
+    return response_ratio(s, waited, 1.0) / s / max(size, MB)
 
 
 def admit(demands: Sequence[Demand], capacity: float) -> set[str]:
     """The fits that may run, for ``demands`` in arrival order and ``capacity`` bytes of storage for
-    training caches (pure). Started fits stay admitted; the others start in arrival order while their
-    caches fit next to those already admitted, and the first that does not fit stops the rest (no later
-    fit overtakes it). When no fit runs, the first waiting one starts whatever its size, so a fit bigger
-    than storage memory still runs (alone)."""
+    training caches (pure). Started fits stay admitted; the waiting ones start best rank first (equal
+    ranks in arrival order) while their caches fit next to those already admitted, and the first that
+    does not fit stops the rest (no fit ranked below it overtakes it). When no fit runs, the best-ranked
+    waiting one starts whatever its size, so a fit bigger than storage memory still runs (alone)."""
     admitted = {d.job for d in demands if d.started}
     used = sum(max(d.size, 0.0) for d in demands if d.started)
-    for d in demands:
-        if d.started:
-            continue
+    waiting = sorted((d for d in demands if not d.started), key=lambda d: -d.rank)  # stable: arrival order within a rank
+    for d in waiting:
         if admitted and used + max(d.size, 0.0) > capacity:
             break
         admitted.add(d.job)
@@ -140,9 +156,14 @@ class StorageAdmission:
     arrival, end and :meth:`refresh` (the epoch loop's, each epoch); logs one INFO line per change."""
 
     def __init__(self, read: Callable[[], StorageReading], on_change: Callable[[], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic, headroom: float = HEADROOM):
+                 clock: Callable[[], float] = time.monotonic, headroom: float = HEADROOM,
+                 setup: Callable[[str], float | None] | None = None):
+        """``setup``: a waiting fit's predicted set-up, seconds on the whole cluster (None: not known, taken
+        as :data:`~slaq.predict.setup.DEFAULT_SETUP`), which ranks it (:func:`gain_per_byte`); without
+        ``setup`` waiting fits start in arrival order."""
         self._read = read
         self._on_change = on_change
+        self._setup = setup
         self._clock = clock
         self._headroom = headroom
         self._fits: dict[str, _Fit] = {}  # insertion order is arrival order
@@ -217,8 +238,24 @@ class StorageAdmission:
         with self._lock:
             self._reading = reading
 
+    def _predicted_setups(self) -> dict[str, float | None]:
+        """The waiting fits' predicted set-ups, read outside the lock (the prediction takes others' locks)."""
+        with self._lock:
+            waiting = [f.job for f in self._fits.values() if not f.started]
+        if self._setup is None:
+            return {}
+        out: dict[str, float | None] = {}
+        for job in waiting:
+            try:
+                out[job] = self._setup(job)
+            except Exception as exc:  # a failed prediction ranks the fit as unknown; admission never fails a fit
+                log.debug("SLAQ: no set-up prediction for %s: %s", job, exc)
+                out[job] = None
+        return out
+
     def _decide(self) -> None:
         started: list[_Fit] = []
+        setups = self._predicted_setups()
         with self._lock:
             fits = list(self._fits.values())
             reading = self._reading
@@ -229,11 +266,13 @@ class StorageAdmission:
                 room = max(self._headroom * reading.capacity - other, 0.0)
             else:
                 room = float("inf")  # nothing known about storage: no reason to hold a fit back
-            chosen = admit([Demand(f.job, f.size, f.started) for f in fits], room)
+            now = self._clock()
+            ranks = {job: gain_per_byte(DEFAULT_SETUP if s is None else s, now - self._fits[job].arrived, self._fits[job].size)
+                     for job, s in setups.items() if job in self._fits}
+            chosen = admit([Demand(f.job, f.size, f.started, ranks.get(f.job, 0.0)) for f in fits], room)
             log.debug("SLAQ: storage admission: room %.0f MB; %s", room / MB,
                       ", ".join(f"{f.job} {f.size / MB:.0f} MB{' measured' if f.measured else ''}{'' if f.started else ' waiting'}"
                                 for f in fits))
-            now = self._clock()
             for f in fits:
                 if f.job in chosen and not f.started:
                     f.started = True
@@ -248,8 +287,9 @@ class StorageAdmission:
                 if not f.announced:
                     f.announced = True
                     log.info("SLAQ: job %s waits for storage memory: its training cache (~%.0f MB) and those of the %d running "
-                             "fits (%.0f MB) exceed the %.0f MB storage memory holds for them; it starts, in arrival order, "
-                             "when running fits end", f.job, f.size / MB, len(fits) - len(waiting), used / MB, room / MB)
+                             "fits (%.0f MB) exceed the %.0f MB storage memory holds for them; it starts when running "
+                             "fits end, the waiting fit with the most predicted gain per byte first",
+                             f.job, f.size / MB, len(fits) - len(waiting), used / MB, room / MB)
             if waiting and not self.stuck_warned and now - waiting[0].arrived > STUCK_SECONDS:
                 self.stuck_warned = True
                 log.warning("SLAQ: job %s has waited %.0f s for storage memory for its training cache; give the executors more "

@@ -19,7 +19,7 @@ from slaq.policy import make_policy
 from slaq.policy.base import unit
 from slaq.predict.forecast import ForecastTable, JobForecast, job_forecast
 from slaq.predict.prior import PriorBook, build_prior, prior_forecast, reference, uses_prior
-from slaq.predict.setup import InSetup, SetupBook, setup_forecast, setup_queue
+from slaq.predict.setup import InSetup, SetupBook, SetupDone, setup_forecast, setup_queue
 
 log = logging.getLogger("slaq.loop")
 
@@ -133,11 +133,15 @@ class Allocator:
         fits = [j for j in steered if j.in_setup()] if self.setup_order else []
         if not fits:
             return {}, set()
-        done = self.setup_book.done() + [d for j in jobs if (d := j.setup_done()) is not None]
+        done = self.known_setups(jobs)
         queue = setup_queue([InSetup(j.name, j.fit.estimator if j.fit else "", j.input_bytes, j.consumed, j.added_at) for j in fits],
                             done, capacity, now)
         (head, left), rest = queue[0], queue[1:]
         return {head.job: left}, {f.job for f, _ in rest}
+
+    def known_setups(self, jobs: Iterable[LiveJob]) -> list[SetupDone]:
+        """The set-ups later fits are predicted from: the ended fits' and those of ``jobs`` past their first loss."""
+        return self.setup_book.done() + [d for j in jobs if (d := j.setup_done()) is not None]
 
     def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:
         """The policy's choice with driver-bound jobs held to what their executors use (said once per application)."""

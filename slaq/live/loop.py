@@ -21,6 +21,7 @@ from slaq.live.job import LiveJob
 from slaq.live.observer import LoopObserver
 from slaq.live.registry import JobRegistry, ended_silently, reached_targets
 from slaq.live.status import epoch_status, used_cores
+from slaq.predict.setup import InSetup, remaining_setup
 
 log = logging.getLogger("slaq.loop")
 LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
@@ -93,6 +94,17 @@ class EpochLoop:
             self._notify("on_job_ended", job)
             ended_silently(job)
         return job
+
+    def setup_seconds(self, name: str) -> float | None:
+        """Fit ``name``'s predicted set-up left, in seconds on the whole cluster (slaq.predict.setup), from the
+        ended and running fits' set-ups; None for a job that is not a spark.ml fit, or before the first epoch
+        measured the cluster. What ranks a fit waiting for storage memory (slaq.live.admission)."""
+        status = self.status
+        job = self.jobs.get(name)
+        if job is None or job.fit is None or status is None or not status.capacity:
+            return None
+        done = self.allocator.known_setups(self._registry.running())
+        return remaining_setup(InSetup(name, job.fit.estimator, job.input_bytes, job.consumed, job.added_at), done) / status.capacity
 
     def mark_pruned(self, group: str, candidates: Iterable[int]) -> None:
         """Candidates of tuner ``group`` whose remaining fits will not run: the UI tab says so."""

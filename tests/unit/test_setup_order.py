@@ -22,19 +22,11 @@ from slaq.predict.setup import (
     response_ratio,
     setup_queue,
 )
-from tests.fixtures import FakePools
+from tests.fixtures import FakeClock, FakePools
 
 LR = fit_key("LogisticRegression", {"regParam": 0.01})
 SVC = fit_key("LinearSVC", {"regParam": 0.0})
 MB = 1e6
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def test_a_set_up_is_predicted_per_input_byte_from_the_same_estimator_first():
@@ -74,14 +66,14 @@ def test_a_long_set_up_overtakes_shorter_arrivals_once_it_waited_long_enough():
 
 
 def test_fits_in_set_up_get_cores_in_turn_while_a_fit_with_losses_keeps_its_share():
-    clock = Clock()
+    clock = FakeClock()
     loop = EpochLoop(FakePools(), "slaq", 1.0, clock=clock, setup_order=True)
     running = loop.add(LiveJob("running", reports=True, fit=LR))
     ingest(loop.jobs, [Iteration("running", 1.0 - 0.1 * k, float(k), 2.0 * k, 0.0, "mllib") for k in range(6)])
     assert running.setup_core_seconds == 0.0
-    clock.t = 1.0
+    clock.now = 1.0
     first = loop.add(LiveJob("first", reports=True, fit=SVC))
-    clock.t = 2.0
+    clock.now = 2.0
     second = loop.add(LiveJob("second", reports=True, fit=SVC))
     alloc = loop.allocate(4.0)
     whys = {name: figures.why for name, figures in zip(loop._decided.jobs, loop._decided.figures)}
@@ -92,7 +84,7 @@ def test_fits_in_set_up_get_cores_in_turn_while_a_fit_with_losses_keeps_its_shar
 
     ingest(loop.jobs, [Iteration("first", 5.0, 3.0, 6.0, 0.0, "mllib")])  # its first loss, after 6 core-seconds
     assert first.setup_core_seconds == 6.0
-    clock.t = 3.0
+    clock.now = 3.0
     alloc = loop.allocate(4.0)
     whys = {name: figures.why for name, figures in zip(loop._decided.jobs, loop._decided.figures)}
     assert whys["first"] == EXPLORING and whys["second"] == SETUP and alloc["second"] > 0.0

@@ -1,16 +1,17 @@
-"""slaq.live.admission: caching fits start while storage memory holds their copies, in arrival order."""
+"""slaq.live.admission: caching fits start while storage memory holds their copies, best predicted gain per byte first."""
 
 from __future__ import annotations
 
 import logging
 import threading
 
-from slaq.live.admission import MB, CachedRdd, Demand, StorageAdmission, StorageReading, Tracked, admit, attribute
+from slaq.live.admission import MB, CachedRdd, Demand, StorageAdmission, StorageReading, Tracked, admit, attribute, gain_per_byte
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.status import STORAGE
+from slaq.predict.prior import fit_key
 from srsupport.slaq_watch import Statuses
-from tests.fixtures import FakePools
+from tests.fixtures import FakeClock, FakePools
 
 
 def test_fits_start_in_arrival_order_while_their_caches_fit():
@@ -132,3 +133,48 @@ def test_the_loop_gives_a_waiting_fit_no_cores_and_says_why():
     assert [f.why for f in statuses.decided.figures][1] == STORAGE
     waiting.clear()
     assert loop.allocate(2.0)["b"] > 0.0
+
+
+def test_waiting_fits_start_best_gain_per_byte_first_and_the_best_is_never_overtaken():
+    assert admit([Demand("a", 100, True), Demand("early", 100, rank=1.0), Demand("late", 100, rank=3.0)], 200) == {"a", "late"}
+    demands = [Demand("a", 200, True), Demand("big", 200, rank=2.0), Demand("small", 10, rank=1.0)]
+    assert admit(demands, 250) == {"a"}  # "small" would fit, but "big" ranks first and starts next
+    assert admit([Demand("x", 100, rank=1.0), Demand("y", 100, rank=1.0)], 100) == {"x"}  # equal ranks: arrival order
+
+
+def test_gain_per_byte_prefers_short_set_ups_and_small_caches_and_grows_while_a_fit_waits():
+    assert gain_per_byte(2.0, 0.0, 100 * MB) > gain_per_byte(10.0, 0.0, 100 * MB)
+    assert gain_per_byte(5.0, 0.0, 50 * MB) == 2 * gain_per_byte(5.0, 0.0, 100 * MB)
+    assert gain_per_byte(10.0, 90.0, 100 * MB) == 2 * gain_per_byte(2.0, 0.0, 100 * MB)  # (90 + 10) / 10 / 10 vs (0 + 2) / 2 / 2
+    assert gain_per_byte(1.0, 0.0, 0.0) == gain_per_byte(1.0, 0.0, MB)  # a cache counts as at least 1 MB
+
+
+def test_the_fit_with_the_shorter_predicted_set_up_starts_first_and_a_long_one_that_waited_overtakes_newcomers():
+    clock = FakeClock()
+    setups = {"svc": 10.0, "lr": 2.0, "lr2": 2.0}
+    adm = StorageAdmission(Storage(200 * MB), clock=clock, headroom=1.0, setup=setups.get)
+    adm.arrive("running", "running: ", 150 * MB)
+    adm.arrive("svc", "svc: ", 150 * MB)
+    clock.now = 1.0
+    adm.arrive("lr", "lr: ", 150 * MB)
+    assert adm.waiting() == {"svc", "lr"}
+    clock.now = 2.0
+    adm.end("running")  # room for one: svc (2 + 10) / 10 / 10 = 0.12, lr (1 + 2) / 2 / 2 = 0.75, per 150 MB
+    assert adm.waiting() == {"svc"}
+    clock.now = 60.0
+    adm.arrive("lr2", "lr2: ", 150 * MB)
+    adm.end("lr")  # svc: (60 + 10) / 10 / 10 = 0.7; lr2: (0 + 2) / 2 / 2 = 0.5
+    assert adm.waiting() == {"lr2"}
+
+
+def test_a_waiting_fit_is_ranked_by_the_set_up_predicted_from_its_estimators_ended_fits():
+    loop = EpochLoop(FakePools(), policy="slaq")
+    assert loop.setup_seconds("nobody") is None
+    done = loop.add(LiveJob("done", reports=True, fit=fit_key("LinearSVC", {})))
+    done.setup_core_seconds = 12.0
+    loop.remove("done")
+    loop.add(LiveJob("svc", reports=True, fit=fit_key("LinearSVC", {"regParam": 0.1})))
+    assert loop.setup_seconds("svc") is None  # no epoch measured the cluster yet
+    loop.step()
+    assert loop.setup_seconds("svc") == 12.0 / FakePools().capacity()
+    assert loop.add(LiveJob("plain", 1.0)) and loop.setup_seconds("plain") is None  # not a spark.ml fit

@@ -15,7 +15,7 @@ from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, T
 from slaq.live.target import Target
 from slaq.progress import ConsoleProgress, console, format_table
 from srsupport.slaq_watch import Statuses
-from tests.fixtures import FakePools
+from tests.fixtures import FakeClock, FakePools
 
 
 class ScriptedPools(FakePools):
@@ -33,14 +33,6 @@ class ScriptedPools(FakePools):
         return 2.0
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
 def row(job, state, iterations, loss, normalized, gain, cores, used, to_target=-1.0):
     """A ``job_status`` with the figures these tests do not look at left at their defaults."""
     return messages.JobStatus(job, state, iterations, loss, normalized, gain, cores, used, POLICY, 0.0, 0.0, to_target, "", -1, -1, False, -1.0,
@@ -52,7 +44,7 @@ def it(job, loss, t, core_seconds):
 
 
 def run_epochs(batches, step_seconds=0.5):
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     statuses = Statuses()
     published = statuses.published
     loop = EpochLoop(ScriptedPools(batches), "slaq", 0.5, observers=[statuses], clock=clock)
@@ -91,7 +83,7 @@ def test_a_failing_publisher_never_fails_the_epoch(caplog):
         def on_status(self, status):
             raise RuntimeError("JVM gone")
 
-    loop = EpochLoop(ScriptedPools([([], {})]), "fair", 0.5, clock=FakeClock(), observers=[Broken()])
+    loop = EpochLoop(ScriptedPools([([], {})]), "fair", 0.5, clock=FakeClock(100.0), observers=[Broken()])
     loop.add(LiveJob("a", 1.0))
     assert loop.step() == {"a": pytest.approx(2.0)}
     assert "could not publish epoch 1" in caplog.text and loop.status is not None
@@ -125,7 +117,7 @@ class SlowDepositPools(ScriptedPools):
 def test_cores_used_never_exceed_capacity_when_publishing_lags_the_drain():
     """Cores used were once the core-seconds between two drains over the time between two *publishes*:
     an epoch that published late followed by one woken early (a job arrived) read 8.33 of 2 cores."""
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     statuses = Statuses()
     published = statuses.published
     loop = EpochLoop(SlowDepositPools(clock, [1.0, 0.1, 0.1]), "slaq", 0.5, observers=[statuses], clock=clock)
@@ -149,7 +141,7 @@ def test_share_reason_names_the_rule_or_decision_behind_each_share():
 
 def test_a_finished_job_carries_its_final_figures_from_its_whole_history():
     """The last epoch's row misses losses ingested as the job closed: its final row comes from its history."""
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     statuses = Statuses()
     published = statuses.published
     tuning = Tuning("CrossValidator_1", 1, -1, True)
@@ -195,7 +187,7 @@ def test_normalized_loss_falls_with_the_raw_loss_and_is_no_floor_fit_to_two_poin
 
 def test_time_to_target_is_only_for_a_target_reached_and_time_to_ninety_for_a_finished_job():
     """A job that missed its target showed a time to target (90% of its reduction stood in for it)."""
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     statuses = Statuses()
     losses = [1.0, 0.5, 0.3, 0.2]
     batches = [([it(j, v, 0.5 * (k + 1), 0.5 * k) for j in ("met", "missed", "none")], {}) for k, v in enumerate(losses)]
