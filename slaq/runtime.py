@@ -256,9 +256,9 @@ class SlaqRuntime:
             if track is not None and self.loop is not None:
                 self.loop.remove(name)
 
-    def _setup_seconds(self, job: str) -> float | None:
-        """A fit waiting for storage memory: its predicted set-up, which ranks it (slaq.live.admission)."""
-        return self.loop.setup_seconds(job) if self.loop is not None else None
+    def _setup_seconds(self, jobs: list[str]) -> dict[str, float]:
+        """Fits waiting for storage memory: their predicted set-ups, which rank them (slaq.live.admission)."""
+        return self.loop.setup_seconds(jobs) if self.loop is not None else {}
 
     def _wake_loop(self) -> None:
         """Fits just started after waiting for storage memory: the next epoch gives them cores now."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from slaq.predict.setup import DEFAULT_SETUP, response_ratio
@@ -157,10 +157,10 @@ class StorageAdmission:
 
     def __init__(self, read: Callable[[], StorageReading], on_change: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, headroom: float = HEADROOM,
-                 setup: Callable[[str], float | None] | None = None):
-        """``setup``: a waiting fit's predicted set-up, seconds on the whole cluster (None: not known, taken
-        as :data:`~slaq.predict.setup.DEFAULT_SETUP`), which ranks it (:func:`gain_per_byte`); without
-        ``setup`` waiting fits start in arrival order."""
+                 setup: Callable[[list[str]], Mapping[str, float | None]] | None = None):
+        """``setup``: the waiting fits' predicted set-ups, seconds on the whole cluster (None or missing:
+        not known, taken as :data:`~slaq.predict.setup.DEFAULT_SETUP`), which rank them
+        (:func:`gain_per_byte`); without ``setup`` waiting fits start in arrival order."""
         self._read = read
         self._on_change = on_change
         self._setup = setup
@@ -238,20 +238,19 @@ class StorageAdmission:
         with self._lock:
             self._reading = reading
 
-    def _predicted_setups(self) -> dict[str, float | None]:
-        """The waiting fits' predicted set-ups, read outside the lock (the prediction takes others' locks)."""
+    def _predicted_setups(self) -> dict[str, float]:
+        """The waiting fits' predicted set-ups (:data:`~slaq.predict.setup.DEFAULT_SETUP` where unknown), read
+        outside the lock (the prediction takes others' locks); empty without ``setup``."""
         with self._lock:
             waiting = [f.job for f in self._fits.values() if not f.started]
-        if self._setup is None:
+        if self._setup is None or not waiting:
             return {}
-        out: dict[str, float | None] = {}
-        for job in waiting:
-            try:
-                out[job] = self._setup(job)
-            except Exception as exc:  # a failed prediction ranks the fit as unknown; admission never fails a fit
-                log.debug("SLAQ: no set-up prediction for %s: %s", job, exc)
-                out[job] = None
-        return out
+        try:
+            predicted = self._setup(waiting)
+        except Exception as exc:  # a failed prediction ranks the fits as unknown; admission never fails a fit
+            log.debug("SLAQ: no set-up predictions for the fits waiting for storage memory: %s", exc)
+            predicted = {}
+        return {job: s if (s := predicted.get(job)) is not None else DEFAULT_SETUP for job in waiting}
 
     def _decide(self) -> None:
         started: list[_Fit] = []
@@ -267,9 +266,8 @@ class StorageAdmission:
             else:
                 room = float("inf")  # nothing known about storage: no reason to hold a fit back
             now = self._clock()
-            ranks = {job: gain_per_byte(DEFAULT_SETUP if s is None else s, now - self._fits[job].arrived, self._fits[job].size)
-                     for job, s in setups.items() if job in self._fits}
-            chosen = admit([Demand(f.job, f.size, f.started, ranks.get(f.job, 0.0)) for f in fits], room)
+            chosen = admit([Demand(f.job, f.size, f.started, gain_per_byte(setups[f.job], now - f.arrived, f.size) if f.job in setups else 0.0)
+                            for f in fits], room)
             log.debug("SLAQ: storage admission: room %.0f MB; %s", room / MB,
                       ", ".join(f"{f.job} {f.size / MB:.0f} MB{' measured' if f.measured else ''}{'' if f.started else ' waiting'}"
                                 for f in fits))

@@ -95,16 +95,20 @@ class EpochLoop:
             ended_silently(job)
         return job
 
-    def setup_seconds(self, name: str) -> float | None:
-        """Fit ``name``'s predicted set-up left, in seconds on the whole cluster (slaq.predict.setup), from the
-        ended and running fits' set-ups; None for a job that is not a spark.ml fit, or before the first epoch
-        measured the cluster. What ranks a fit waiting for storage memory (slaq.live.admission)."""
+    def setup_seconds(self, names: Iterable[str]) -> dict[str, float]:
+        """The predicted set-up left of each fit in ``names``, in seconds on the whole cluster (slaq.predict.setup),
+        from the ended and running fits' set-ups; a job that is not a spark.ml fit is left out, and all are
+        before the first epoch measured the cluster. What ranks fits waiting for storage memory (slaq.live.admission)."""
         status = self.status
-        job = self.jobs.get(name)
-        if job is None or job.fit is None or status is None or not status.capacity:
-            return None
+        if status is None or not status.capacity:
+            return {}
         done = self.allocator.known_setups(self._registry.running())
-        return remaining_setup(InSetup(name, job.fit.estimator, job.input_bytes, job.consumed, job.added_at), done) / status.capacity
+        out = {}
+        for name in names:
+            job = self.jobs.get(name)
+            if job is not None and job.fit is not None:
+                out[name] = remaining_setup(InSetup(name, job.fit.estimator, job.input_bytes, job.consumed, job.added_at), done) / status.capacity
+        return out
 
     def mark_pruned(self, group: str, candidates: Iterable[int]) -> None:
         """Candidates of tuner ``group`` whose remaining fits will not run: the UI tab says so."""

@@ -152,7 +152,7 @@ def test_gain_per_byte_prefers_short_set_ups_and_small_caches_and_grows_while_a_
 def test_the_fit_with_the_shorter_predicted_set_up_starts_first_and_a_long_one_that_waited_overtakes_newcomers():
     clock = FakeClock()
     setups = {"svc": 10.0, "lr": 2.0, "lr2": 2.0}
-    adm = StorageAdmission(Storage(200 * MB), clock=clock, headroom=1.0, setup=setups.get)
+    adm = StorageAdmission(Storage(200 * MB), clock=clock, headroom=1.0, setup=lambda jobs: {j: setups[j] for j in jobs if j in setups})
     adm.arrive("running", "running: ", 150 * MB)
     adm.arrive("svc", "svc: ", 150 * MB)
     clock.now = 1.0
@@ -169,12 +169,12 @@ def test_the_fit_with_the_shorter_predicted_set_up_starts_first_and_a_long_one_t
 
 def test_a_waiting_fit_is_ranked_by_the_set_up_predicted_from_its_estimators_ended_fits():
     loop = EpochLoop(FakePools(), policy="slaq")
-    assert loop.setup_seconds("nobody") is None
+    assert loop.setup_seconds(["nobody"]) == {}
     done = loop.add(LiveJob("done", reports=True, fit=fit_key("LinearSVC", {})))
     done.setup_core_seconds = 12.0
     loop.remove("done")
     loop.add(LiveJob("svc", reports=True, fit=fit_key("LinearSVC", {"regParam": 0.1})))
-    assert loop.setup_seconds("svc") is None  # no epoch measured the cluster yet
+    assert loop.setup_seconds(["svc"]) == {}  # no epoch measured the cluster yet
     loop.step()
-    assert loop.setup_seconds("svc") == 12.0 / FakePools().capacity()
-    assert loop.add(LiveJob("plain", 1.0)) and loop.setup_seconds("plain") is None  # not a spark.ml fit
+    assert loop.setup_seconds(["svc"]) == {"svc": 12.0 / FakePools().capacity()}
+    assert loop.add(LiveJob("plain", 1.0)) and loop.setup_seconds(["plain", "svc"]) == {"svc": 12.0 / FakePools().capacity()}  # not a fit
