@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -92,29 +93,45 @@ def test_install_spark_sql_merges(user):
     assert our_warnings(err) == [] and merged(err) > 0, err[-3000:]
 
 
+def slaq_summary(log: str) -> dict[str, bool]:
+    """The jobs the driver's application-end SLAQ summary lists, each with whether it reached 90% of its loss
+    reduction (it needs two losses, so True means SLAQ saw the job's iterations)."""
+    rows = log.split("SLAQ summary: ", 1)[1].splitlines()[1:] if "SLAQ summary: " in log else []
+    jobs = (re.match(r"  (.+?): (?:no target|time to target .*?), time to 90% (.+?), ", row) for row in rows)
+    return {m[1]: m[2] != "not reached" for m in jobs if m}
+
+
 def test_examples_as_their_docstrings_say(user):
     out, err = run_scenario(user, "sql_example")
     assert len([line for line in out.splitlines() if line.startswith("region-")]) == 8, out
     assert [line for line in on_lines(err) if "Riffle: on for" in line] and merged(err) > 0, err[-3000:]
     out, err = run_scenario(user, "train_example")
-    assert len([line for line in out.splitlines() if "iterations, loss" in line]) == 3, out
+    iterations = [int(m[1]) for m in re.finditer(r": (\d+) iterations, loss", out)]
+    assert len(iterations) == 3 and min(iterations) >= 4, out
+    assert slaq_summary(err) == {f"logreg-step-{step}": True for step in ("0.1", "0.5", "2.0")}, err[-3000:]
     out, err = run_scenario(user, "tune_example")
     assert any(line.startswith("best regParam") for line in out.splitlines()), out
-    assert [line for line in on_lines(err) if "SLAQ: on" in line], err[-3000:]
+    # no code change: each fit is a SLAQ job (3 candidates x 2 folds + the refit, and the LinearSVC), its iterations captured
+    fits = slaq_summary(err)
+    assert sorted(name.split("[")[0] for name in fits) == ["LinearSVC"] + ["LogisticRegression"] * 7 and all(fits.values()), err[-3000:]
 
 
 def test_history_server_shows_the_slaq_tab(user):
     out, err = run_scenario(user, "history_server", leave_running=True)
     try:
         app = next(line.split()[1] for line in out.splitlines() if line.startswith("APP "))
-        deadline, report = time.monotonic() + 120, None
-        while report is None and time.monotonic() < deadline:  # the History Server scans its log directory every 10 s
+        deadline, report, last = time.monotonic() + 180, None, None
+        while report is None and time.monotonic() < deadline:
+            # Not found until the History Server's scan (every 10 s) lists the app. The first request then
+            # replays the log and attaches the app's pages one by one before it answers; a request that gives
+            # up and comes back while they are being attached can be redirected to the Jobs page (HTML).
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:18080/history/{app}/slaq/json/", timeout=10) as page:
+                with urllib.request.urlopen(f"http://127.0.0.1:18080/history/{app}/slaq/json/", timeout=90) as page:
                     report = json.load(page)
-            except OSError:
+            except (OSError, ValueError) as exc:
+                last = exc
                 time.sleep(1)
-        assert report is not None, f"no SLAQ tab for {app} in the History Server"
+        assert report is not None, f"no SLAQ tab for {app} in the History Server: {last!r:.300}"
         assert "docs-job" in json.dumps(report), report
     finally:
         run_scenario(user, "history_server_stop")
