@@ -157,8 +157,8 @@ class StorageAdmission:
 
     def __init__(self, read: Callable[[], StorageReading], on_change: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, headroom: float = HEADROOM,
-                 setup: Callable[[list[str]], Mapping[str, float | None]] | None = None):
-        """``setup``: the waiting fits' predicted set-ups, seconds on the whole cluster (None or missing:
+                 setup: Callable[[list[str]], Mapping[str, float]] | None = None):
+        """``setup``: the waiting fits' predicted set-ups, seconds on the whole cluster (a fit left out:
         not known, taken as :data:`~slaq.predict.setup.DEFAULT_SETUP`), which rank them
         (:func:`gain_per_byte`); without ``setup`` waiting fits start in arrival order."""
         self._read = read
@@ -250,7 +250,7 @@ class StorageAdmission:
         except Exception as exc:  # a failed prediction ranks the fits as unknown; admission never fails a fit
             log.debug("SLAQ: no set-up predictions for the fits waiting for storage memory: %s", exc)
             predicted = {}
-        return {job: s if (s := predicted.get(job)) is not None else DEFAULT_SETUP for job in waiting}
+        return {job: predicted.get(job, DEFAULT_SETUP) for job in waiting}
 
     def _decide(self) -> None:
         started: list[_Fit] = []

@@ -97,8 +97,8 @@ class EpochLoop:
 
     def setup_seconds(self, names: Iterable[str]) -> dict[str, float]:
         """The predicted set-up left of each fit in ``names``, in seconds on the whole cluster (slaq.predict.setup),
-        from the ended and running fits' set-ups; a job that is not a spark.ml fit is left out, and all are
-        before the first epoch measured the cluster. What ranks fits waiting for storage memory (slaq.live.admission)."""
+        from the ended and running fits' set-ups; a job that is not a spark.ml fit is left out, and every job is
+        left out before the first epoch measured the cluster. What ranks fits waiting for storage memory (slaq.live.admission)."""
         status = self.status
         if status is None or not status.capacity:
             return {}

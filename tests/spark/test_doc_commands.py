@@ -124,7 +124,7 @@ def test_history_server_shows_the_slaq_tab(user):
         while report is None and time.monotonic() < deadline:
             # Not found until the History Server's scan (every 10 s) lists the app. The first request then
             # replays the log and attaches the app's pages one by one before it answers; a request that gives
-            # up and comes back while they are being attached can be redirected to the Jobs page (HTML).
+            # up and comes back while they are being attached is answered as HTML by a page attached before the JSON.
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:18080/history/{app}/slaq/json/", timeout=90) as page:
                     report = json.load(page)
