@@ -2,7 +2,7 @@
 
 - the riffle.v1 gRPC stubs, generated from proto/;
 - each product's typed message module (``slaq/messages.py``, ``riffle/messages.py``), generated from its schema;
-- the shim jar, compiled from sparkshim/java against the build environment's pyspark jars (so drivers
+- the shim jar, compiled from sparkshim/java and each product's java/ against the build environment's pyspark jars (so drivers
   never compile; the build needs a JDK 17 on the host, and pyspark, which build_backend.py asks for);
 - the Spark conf templates of spark-conf/, so ``slaq-riffle conf`` has them without a clone;
 - the start-up hook, a ``.pth`` file at the top of site-packages, so ``pip install`` alone makes

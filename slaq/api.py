@@ -20,9 +20,9 @@ from slaq.enforce.pools import check_job_name
 from slaq.estimators import reports_loss
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.job import LiveJob
-from slaq.live.storage import input_bytes
+from slaq.live.registry import record
 from slaq.live.target import Target
-from slaq.predict.prior import FitKey, fit_key
+from slaq.messages import EpochStatus
 from slaq.runtime import SlaqRuntime
 from slaq.stats.history import InvalidReport, finite_number, real_number
 from sparkshim.attach import Attachments
@@ -39,20 +39,15 @@ class JobClosed(RuntimeError):
     """A report for a job whose ``with`` block has already ended."""
 
 
-def _fit_as_job(runtime: SlaqRuntime, estimator: Any, dataset: Any, fit: Callable[[], Any]) -> Any:
+def _fit_as_job(runtime: SlaqRuntime, estimator: Any, fit: Callable[[], Any]) -> Any:
     """A spark.ml leaf fit: its own job, unless the calling thread already is in one (that choice
-    wins) or ``runtime`` is not the one attached to the active context any more. A fit that caches
-    its training data starts once storage memory holds its copy (slaq.live.admission)."""
+    wins) or ``runtime`` is not the one attached to the active context any more."""
     if _runtimes.current() is not runtime or current_job() is not None:
         return fit()
     kind, params = type(estimator).__name__, sparkml.hyperparameters(estimator)
-    job = Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params),
-              fit=fit_key(kind, params))
+    job = Job(sparkml.fit_job_name(kind, params, runtime.next_fit_number()), reports=reports_loss(kind, params))
     job._track.tuning = tuning.place_of(estimator)  # its CrossValidator/TrainValidationSplit, shown grouped in the UI tab
-    if runtime.config.setup_order or runtime.admission is not None:  # a py4j call into the plan: only where it is read
-        job._track.input_bytes = input_bytes(dataset)  # what its set-up and its cache are predicted from
     with job:
-        runtime.wait_for_storage(job.name, estimator, job._track.input_bytes)
         return fit()
 
 
@@ -80,7 +75,7 @@ def detach(spark: Any = None) -> None:
     _runtimes.detach(spark)
 
 
-def latest_status() -> Any:
+def latest_status() -> EpochStatus | None:
     """The latest ``epoch_status`` of the active context's SLAQ runtime (None while disabled or before its first epoch)."""
     runtime = _runtimes.current()
     return None if runtime is None or runtime.loop is None else runtime.loop.status
@@ -103,17 +98,16 @@ class Job:
     """One training job: ``with slaq.job("lr-0.1") as job: ... job.report(loss)``."""
 
     def __init__(self, name: str, weight: float = 1.0, target_loss: float | None = None, target_reduction: float | None = None,
-                 *, reports: bool | None = None, fit: FitKey | None = None):
+                 *, reports: bool | None = None):
         """``reports``: whether the job will report per-iteration losses, when known before it starts
-        (SLAQ knows it for spark.ml fits); ``None``, the default, lets the epoch loop find out. ``fit``: a
-        spark.ml fit's estimator and params, from which SLAQ forecasts it before its first losses."""
+        (SLAQ knows it for spark.ml fits); ``None``, the default, lets the epoch loop find out."""
         name = check_job_name(name)
         weight = finite_number(weight, "weight")
         if weight <= 0:
             raise ValueError(f"weight must be > 0, got {weight!r}")
         target = Target.checked(target_loss, target_reduction)
         # the job's one history: the runtime's epoch loop schedules on it while SLAQ is enabled
-        self._track = LiveJob(name, weight, target, reports, owner=self, fit=fit)
+        self._track = LiveJob(name, weight, target, reports, owner=self)
         self.runtime: SlaqRuntime | None = None
         self.done = False
         self._previous: Any = None  # the thread's JVM local properties before the block
@@ -202,7 +196,7 @@ class Job:
         if self.runtime is not None:
             self.runtime.report(self._track, value)
         else:
-            self._track.record(value)
+            record(self._track, [value])
 
     def should_stop(self) -> bool:
         """True once the job reached the target it declared (from any loss: reported or captured from

@@ -4,16 +4,23 @@ A Connect fit runs in the server's JVM on its operation's thread, where no Pytho
 shim (``ConnectFits``) opens the job there, at the fit's first task set, names it after the
 estimator and the operation (``LogisticRegression@<operation id>``), puts its Spark jobs in the
 job's pool and its breeze losses in the job's history, and closes it when Spark Connect reports the
-operation ended. This module turns the shim's ``connect_fit`` messages into the runtime's records.
+operation ended. This module turns the shim's ``connect_fit`` messages into the epoch loop's jobs
+(:class:`ConnectFits`, an observer of the loop).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from slaq.enforce.pools import PoolBridge
 from slaq.estimators import reports_loss
+from slaq.live.job import LiveJob
+from slaq.live.loop import EpochLoop
+from slaq.live.observer import LoopObserver
+
+log = logging.getLogger("slaq")
 
 
 def param_value(text: str) -> object:
@@ -35,23 +42,13 @@ def estimator_kind(estimator_class: str) -> str:
 
 @dataclass(eq=False)
 class ConnectFitJob:
-    """The record of one Connect fit's job (what the runtime keeps as its owner): the estimator, its
-    params and the Connect operation, and the job's losses once the runtime has them."""
+    """What one Connect fit's job was made of (its :class:`~slaq.live.job.LiveJob`'s owner): the
+    estimator, its params and the Connect operation."""
 
     name: str
     operation: str
     estimator: str
     params: dict[str, object] = field(default_factory=dict)
-    track: Any = None  # the job's record (slaq.live.job.LiveJob)
-
-    @property
-    def losses(self) -> list[float]:
-        return [] if self.track is None else list(self.track.history.losses)
-
-    @property
-    def core_seconds(self) -> float:
-        """Core-seconds the job's pool ran between its first and its last loss (0 if its tasks ran elsewhere)."""
-        return 0.0 if self.track is None else float(sum(self.track.history.core_seconds))
 
     @property
     def reports(self) -> bool | None:
@@ -63,4 +60,27 @@ def fit_job(name: str, operation: str, estimator: str, params: Mapping[str, str]
     return ConnectFitJob(name, operation, estimator, {k: param_value(v) for k, v in params.items()})
 
 
-__all__ = ["ConnectFitJob", "estimator_kind", "fit_job", "param_value"]
+class ConnectFits(LoopObserver):
+    """Adds the Connect fits the shim made jobs of before each drain, so their first losses are not
+    dropped, and removes the ones that ended after it, once their last losses are in."""
+
+    def __init__(self, pools: PoolBridge, loop: EpochLoop):
+        self.pools, self.loop = pools, loop
+        self._ended: list[str] = []
+
+    def before_drain(self) -> None:
+        for m in self.pools.poll_connect_fits():
+            if m.ended:
+                self._ended.append(m.job)
+                continue
+            owner = fit_job(m.job, m.operation, m.estimator, m.params)
+            self.loop.add(LiveJob(m.job, reports=owner.reports, owner=owner))
+            log.info("SLAQ: Spark Connect operation %s fits %s: job %s", m.operation, m.estimator, m.job)
+
+    def after_drain(self) -> None:
+        ended, self._ended = self._ended, []
+        for name in ended:
+            self.loop.remove(name)
+
+
+__all__ = ["ConnectFitJob", "ConnectFits", "estimator_kind", "fit_job", "param_value"]

@@ -39,8 +39,6 @@ class Estimator:
     name: str  # the pyspark.ml class name
     reports: str  # ALWAYS, BY_PARAMS or NEVER
     training_cache: bool = False  # persists its own copy of the training data while it fits
-    cache_factor: float = 1.0  # its training cache's bytes per byte of its input's size estimate (slaq.live.admission)
-    cache_name: bool = True  # spark.ml names the cache RDD after the estimator's uid (the perceptron's stacked data: unnamed)
     rule: Callable[[Mapping[str, object]], bool | None] | None = None  # BY_PARAMS: whether a fit with these params reports
 
 
@@ -49,7 +47,7 @@ CATALOGUE: tuple[Estimator, ...] = (
     Estimator("LinearSVC", ALWAYS, training_cache=True),
     Estimator("AFTSurvivalRegression", ALWAYS, training_cache=True),
     Estimator("LinearRegression", BY_PARAMS, training_cache=True, rule=_linear_regression_reports),
-    Estimator("MultilayerPerceptronClassifier", BY_PARAMS, training_cache=True, rule=_mlp_reports, cache_name=False),
+    Estimator("MultilayerPerceptronClassifier", BY_PARAMS, training_cache=True, rule=_mlp_reports),
     Estimator("KMeans", NEVER, training_cache=True),
     Estimator("BisectingKMeans", NEVER),
     Estimator("GaussianMixture", NEVER),
@@ -91,20 +89,6 @@ def reports_loss(estimator: str, params: Mapping[str, object]) -> bool | None:
 def training_caches() -> list[str]:
     """The estimators whose fits persist their own copy of the training data while they run."""
     return [e.name for e in CATALOGUE if e.training_cache]
-
-
-def cache_factor(estimator: str) -> float | None:
-    """Bytes of a fit's training cache per byte of its input's size estimate, or None when ``estimator``'s
-    fits cache nothing of their own."""
-    entry = BY_NAME.get(estimator)
-    return entry.cache_factor if entry is not None and entry.training_cache else None
-
-
-def training_cache_prefix(estimator: str, uid: str) -> str:
-    """How the name of a fit's training cache RDD starts: spark.ml names it ``<estimator uid>: training blocks (...)``;
-    "" for an estimator that leaves it unnamed."""
-    entry = BY_NAME.get(estimator)
-    return f"{uid}: training " if entry is None or entry.cache_name else ""
 
 
 def markdown_table() -> str:

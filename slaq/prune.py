@@ -1,13 +1,13 @@
 """Pruning of hopeless CrossValidator candidates (``spark.slaq.prune``, off by default).
 
-A CrossValidator fits every candidate (param map) on every fold; a candidate's cross-validated metric
-is the mean of its folds' metrics. Once a candidate has finished folds, it can be compared with the
-candidates that finished as many: a hopeless one's next fits are not started, and a fit of it that
-is running is stopped (when and on which evidence: :mod:`slaq.prune_grid`; the Spark side:
-:mod:`slaq.prune_cv`). Every model CrossValidator evaluates, and the refit of the best candidate, is
-a complete fit: a stopped fit's model is never scored.
+A CrossValidator fits every candidate (param map) on fold 0, then every candidate on fold 1, and so
+on; a candidate's cross-validated metric is the mean of its folds' metrics. Between two folds every
+candidate's finished folds are known, which is the one point where a candidate can be stopped
+cheaply and safely in unmodified Spark: its remaining fits are simply not started. A fit is never
+cut short, so every model CrossValidator evaluates, and the refit of the best candidate, is a
+complete fit.
 
-The rule (:func:`hopeless`), over the folds a set of candidates all finished: scores are the metrics
+The rule (:func:`hopeless`), applied before each fold after the first: scores are the metrics
 oriented so that larger is better. The *leader* is the candidate with the best mean over the finished
 folds. For every other candidate, ``d_f`` is the leader's score minus its score on fold ``f`` (paired:
 both were fitted and evaluated on the same split). Its predicted final gap, after all ``k`` folds, is
@@ -26,17 +26,24 @@ one that ran every fold.
 A pruned candidate's ``avgMetrics`` entry is the worst value there is (``-inf`` when the evaluator's
 larger metric is better, ``+inf`` otherwise), so CrossValidator's own choice of the best never picks
 it and a reader sees it was not evaluated in full; its ``stdMetrics`` entry is NaN and its sub-models
-of the folds it skipped are None. TrainValidationSplit has one split, so no evidence before a
-candidate's only fit: it is not pruned.
+of the folds it skipped are None. TrainValidationSplit has one split, so no point between a
+candidate's fits: it is not pruned.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from multiprocessing.pool import ThreadPool
+from typing import Any
 
 import numpy as np
+
+from slaq.pyspark_private import tuning_helpers
+
+log = logging.getLogger("slaq.prune")
 
 Z = 2.0  # one-sided normal quantile: ~97.7% confidence that the leader's final metric beats the pruned one's
 SIGMA_FLOOR = 0.01  # the fold-to-fold spread assumed at least, relative to the leader's mean metric
@@ -84,3 +91,65 @@ def hopeless(metrics: Sequence[Sequence[float]], alive: Sequence[int], folds: in
 def worst(larger_better: bool) -> float:
     """A pruned candidate's ``avgMetrics`` entry: never the best, whichever way the metric points."""
     return -math.inf if larger_better else math.inf
+
+
+def cross_validate(cv: Any, dataset: Any, on_prune: OnPrune | None = None) -> Any:
+    """pyspark's ``CrossValidator._fit`` with :func:`hopeless` candidates' remaining folds skipped.
+
+    Same folds, same fits, same evaluation and the same refit of the best as pyspark's own (the
+    structure follows it line by line); only the candidates a fold fits differ."""
+    from pyspark import inheritable_thread_target
+    from pyspark.ml.tuning import CrossValidatorModel
+
+    helpers = tuning_helpers()
+    if isinstance(helpers, str):  # tuning.install checked this already; a direct caller gets the same sentence
+        raise RuntimeError(f"cannot prune: {helpers}")
+    est = cv.getOrDefault(cv.estimator)
+    epm = cv.getOrDefault(cv.estimatorParamMaps)
+    n_models = len(epm)
+    eva = cv.getOrDefault(cv.evaluator)
+    n_folds = cv.getOrDefault(cv.numFolds)
+    larger_better = eva.isLargerBetter()
+    metrics_all: list[list[float]] = []
+    alive = list(range(n_models))
+    pruned: dict[int, Pruned] = {}
+
+    pool = ThreadPool(processes=min(cv.getParallelism(), n_models))
+    collect = cv.getCollectSubModels()
+    sub_models: list[list[Any]] | None = [[None] * n_models for _ in range(n_folds)] if collect else None
+    datasets = helpers.k_fold(cv, dataset)
+    try:
+        for i in range(n_folds):
+            stopped = hopeless(metrics_all, alive, n_folds, larger_better)
+            if stopped:
+                pruned.update((p.candidate, p) for p in stopped)
+                alive = [j for j in alive if j not in pruned]
+                _report(cv.uid, stopped, n_folds, epm)
+                if on_prune is not None:
+                    on_prune(cv.uid, stopped)
+            fold = [math.nan] * n_models
+            with helpers.cache_dataset(datasets[i][0]) as train, helpers.cache_dataset(datasets[i][1]) as validation:
+                maps = [epm[j] for j in alive]
+                tasks = map(inheritable_thread_target(dataset.sparkSession),
+                            helpers.parallel_fit_tasks(est, train, eva, validation, maps, collect))
+                for k, metric, model in pool.imap_unordered(lambda f: f(), tasks):
+                    fold[alive[k]] = metric
+                    if sub_models is not None:
+                        sub_models[i][alive[k]] = model
+            metrics_all.append(fold)
+    finally:
+        pool.close()
+
+    avg = [float(np.mean([m[j] for m in metrics_all])) if j not in pruned else worst(larger_better) for j in range(n_models)]
+    std = [float(np.std([m[j] for m in metrics_all])) if j not in pruned else math.nan for j in range(n_models)]
+    best = int(np.argmax(avg) if larger_better else np.argmin(avg))
+    best_model = est.fit(dataset, epm[best])
+    return cv._copyValues(CrossValidatorModel(best_model, avg, sub_models, std))
+
+
+def _report(uid: str, stopped: list[Pruned], folds: int, epm: Sequence[Any]) -> None:
+    for p in stopped:
+        params = ", ".join(f"{param.name}={value}" for param, value in epm[p.candidate].items())
+        log.info("SLAQ: %s pruned candidate %d (%s) after %d of %d folds: mean metric %.6g, best candidate %d's %.6g; "
+                 "its remaining folds are not fitted", uid, p.candidate, params, p.after_folds, folds, p.mean, p.leader,
+                 p.leader_mean)

@@ -20,8 +20,8 @@ from slaq.estimators import reports_loss
 
 MAX_NAME = 160  # characters of a generated job name, before its "#N" suffix
 
-# (estimator, its input DataFrame, the original fit bound to both) -> the fitted model
-FitRunner = Callable[[Any, Any, Callable[[], Any]], Any]
+# (estimator, the original fit bound to it) -> the fitted model
+FitRunner = Callable[[Any, Callable[[], Any]], Any]
 
 _lock = threading.Lock()
 _installed: tuple[Any, FitRunner] | None = None  # (the original JavaEstimator._fit, the runner it calls)
@@ -69,7 +69,7 @@ def install(runner: FitRunner) -> None:
 
         @functools.wraps(original)
         def _fit(self: Any, dataset: Any) -> Any:
-            return runner(self, dataset, lambda: original(self, dataset))
+            return runner(self, lambda: original(self, dataset))
 
         _fit.__slaq_hook__ = True  # type: ignore[attr-defined]
         JavaEstimator._fit = _fit  # type: ignore[method-assign]

@@ -6,7 +6,7 @@ one runs it is registered here with its estimator's uids and param maps; a leaf 
 tuner by its estimator's uid (a param-map copy keeps it) and its candidate by the param values. pyspark
 fits every candidate once per fold, folds in order, then refits the best once: a candidate's
 ``folds + 1``-th fit is the refit. Installed on attach like the leaf-fit hook (:mod:`slaq.sparkml`).
-With ``spark.slaq.prune`` a CrossValidator runs :func:`slaq.prune_cv.cross_validate` instead of pyspark's
+With ``spark.slaq.prune`` a CrossValidator runs :func:`slaq.prune.cross_validate` instead of pyspark's
 own ``_fit``; a pruned candidate runs fewer folds, and every candidate that is not runs them all.
 """
 
@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.live.status import NOT_TUNING, Tuning
-from slaq.prune import OnPrune
-from slaq.prune_cv import cross_validate
+from slaq.prune import OnPrune, cross_validate
 from slaq.pyspark_private import tuning_helpers
 
 log = logging.getLogger("slaq.tuning")

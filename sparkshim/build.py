@@ -23,38 +23,42 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SOURCES = Path(__file__).parent / "java"
+FLOOR_SOURCES = Path(__file__).parent / "java"  # the seam, the plugin and the brain; each product's JVM code is its own
 JAR_NAME = "slaq-riffle-shim.jar"
 PACKAGED_JAR = Path(__file__).parent / "jars" / JAR_NAME  # the one place the jar lives, in a wheel and in a checkout
 # Files packed next to the classes: each product's message schema, which its names class reads (seam/Names.java),
 # and the History Server plugins' service file (docs/ui.md, "In Spark's History Server")
 HISTORY_PLUGINS = "META-INF/services/org.apache.spark.status.AppHistoryServerPlugin"
 SCHEMA_NAME = "messages.json"
+ROOT = Path(__file__).resolve().parents[1]  # the directory holding this package and the products' packages
 
 
-def schema_resources(sources: Path = SOURCES, root: Path = Path(__file__).resolve().parents[1]) -> dict[str, Path]:
-    """Each product's ``<product>/messages.json`` (a package beside this one), packed next to its Java package
-    ``io/slaqriffle/<product>/``: a product's Java package is named like its Python package."""
-    packages = sources / "io" / "slaqriffle"
-    found = sorted(d.name for d in packages.iterdir() if d.is_dir() and (root / d.name / SCHEMA_NAME).is_file()) if packages.is_dir() else []
-    return {f"io/slaqriffle/{name}/{SCHEMA_NAME}": root / name / SCHEMA_NAME for name in found}
+def product_packages(root: Path = ROOT) -> list[Path]:
+    """The product packages beside this one (each registers itself in its ``product.py``) that carry JVM code, in
+    ``<product>/java/io/slaqriffle/<product>/`` (named like the Python package): found by looking, so the floor names none."""
+    return sorted(d for d in root.iterdir() if (d / "product.py").is_file() and (d / "java" / "io" / "slaqriffle" / d.name).is_dir())
 
 
-RESOURCES: Mapping[str, Path] = {**schema_resources(), HISTORY_PLUGINS: SOURCES / HISTORY_PLUGINS}
+def schema_resources(root: Path = ROOT) -> dict[str, Path]:
+    """Each product's ``<product>/messages.json``, packed next to its Java package ``io/slaqriffle/<product>/``."""
+    return {f"io/slaqriffle/{d.name}/{SCHEMA_NAME}": d / SCHEMA_NAME for d in product_packages(root) if (d / SCHEMA_NAME).is_file()}
+
+
 SPARK_VERSION_ATTR = "Spark-Version"
 SOURCES_ATTR = "Slaq-Riffle-Sources"
 
 
 @dataclass(frozen=True)
 class JarSpec:
-    """What goes into one jar: the Java files under ``sources``, plus ``resources`` (path in the jar -> file)."""
+    """What goes into one jar: the Java files under each of ``sources``, plus ``resources`` (path in the jar -> file)."""
 
-    sources: Path
+    sources: tuple[Path, ...]
     target: Path
     resources: Mapping[str, Path] = field(default_factory=dict)
 
 
-SHIM = JarSpec(SOURCES, PACKAGED_JAR, RESOURCES)
+SHIM = JarSpec((FLOOR_SOURCES, *(d / "java" for d in product_packages())), PACKAGED_JAR,
+               {**schema_resources(), HISTORY_PLUGINS: FLOOR_SOURCES / HISTORY_PLUGINS})
 
 
 class BuildError(RuntimeError):
@@ -97,15 +101,16 @@ def spark_version_of(jars: Path) -> str:
     return match.group(1)
 
 
-def java_sources(spec: JarSpec = SHIM) -> list[Path]:
-    return sorted(spec.sources.rglob("*.java"))
+def java_sources(spec: JarSpec = SHIM) -> list[tuple[Path, Path]]:
+    """Each Java file of ``spec`` with the source root it is under, in the order of their paths below their roots."""
+    return sorted(((root, src) for root in spec.sources for src in root.rglob("*.java")), key=lambda rs: rs[1].relative_to(rs[0]))
 
 
 def sources_fingerprint(spec: JarSpec = SHIM) -> str:
     """A hash of the Java sources and resources (paths and contents): a jar older than them is detected, not loaded."""
     h = hashlib.sha1()
-    for src in java_sources(spec):
-        h.update(src.relative_to(spec.sources).as_posix().encode())
+    for root, src in java_sources(spec):
+        h.update(src.relative_to(root).as_posix().encode())
         h.update(src.read_bytes())
     for name, path in sorted(spec.resources.items()):
         h.update(name.encode())
@@ -163,7 +168,7 @@ def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec = SHIM) ->
     """Compile ``spec``'s sources against ``jars`` (default: :func:`pyspark_jars`) into ``target``, atomically."""
     sources = java_sources(spec)
     if not sources:
-        raise BuildError(f"no Java sources under {spec.sources}")
+        raise BuildError(f"no Java sources under {', '.join(map(str, spec.sources))}")
     jars = jars or pyspark_jars()
     javac = find_javac()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -171,7 +176,7 @@ def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec = SHIM) ->
         classes = Path(tmp) / "classes"
         classes.mkdir()
         cmd = [str(javac), "--release", "17", "-nowarn", "-cp", str(jars / "*"), "-d", str(classes)]
-        proc = subprocess.run(cmd + [str(s) for s in sources], capture_output=True, text=True)
+        proc = subprocess.run(cmd + [str(src) for _, src in sources], capture_output=True, text=True)
         if proc.returncode != 0:
             version = spark_version_of(jars)
             raise BuildError(f"javac failed against the Spark {version} jars in {jars}{outside_line_hint(version)}:\n{proc.stderr or proc.stdout}")

@@ -1,4 +1,5 @@
-"""The console scripts' one entry (``slaq``, ``riffle``, ``riffle-merger``, ``slaq-riffle``; the lab's ``spark-cluster``).
+"""How every console script runs (each product's own entry calls :func:`run`: ``slaq.console``,
+``riffle.console``, this module's ``slaq-riffle``, the lab's ``spark-cluster``).
 
 Each runs its command's ``main`` through :func:`run`, so that every command ends the same way where a plain
 ``main`` would end in a traceback: a reader that went away (``slaq simulate | head``) ends it quietly, and a
@@ -53,22 +54,10 @@ def dependencies() -> set[str]:
     return {m.group(0).lower().replace("-", "_") for m in names if m}
 
 
-def _main_of(module: str) -> Callable[[], int]:
+def main_of(module: str) -> Callable[[], int]:
     """The ``main`` of ``module``, imported when called (inside :func:`run`: the import may need what is missing)."""
     return lambda: int(importlib.import_module(module).main())
 
 
-def slaq() -> int:
-    return run("slaq", _main_of("slaq.cli"))
-
-
-def riffle() -> int:
-    return run("riffle", _main_of("riffle.cli"))
-
-
-def riffle_merger() -> int:
-    return run("riffle-merger", _main_of("riffle.merger.cli"))
-
-
 def slaq_riffle() -> int:
-    return run("slaq-riffle", _main_of("sparkshim.cli"))
+    return run("slaq-riffle", main_of("sparkshim.cli"))

@@ -2,7 +2,8 @@
 
 Tests are foldered by kind: ``unit`` (pure code), ``daemon`` (real merger daemons, no Spark), ``spark``
 (a real Spark session) and ``cluster`` (the multi-node loopback cluster). Everything under ``spark`` and
-``cluster`` is marked ``slow`` (and ``cluster``) here, so ``pytest -m "not slow"`` is the fast loop.
+``cluster`` is marked ``slow`` (and ``cluster``) here, so ``pytest -m "not slow"`` is the fast loop; tests that start
+processes of their own are marked ``e2e`` too (``E2E_TESTS``).
 """
 
 from __future__ import annotations
@@ -80,15 +81,51 @@ SPARK_LINE_TESTS = (
 )
 
 
+# End-to-end: each starts processes of its own (spark-submit, spark-sql, a driver or app JVM beside the shared session,
+# a wheel install, a History Server, a multi-node cluster); `-m "not slow and not e2e"` and the like leave them out
+E2E_TESTS = (
+    "tests/cluster/test_fault_matrix.py",
+    "tests/cluster/test_node_failures.py",
+    "tests/cluster/test_riffle_cluster.py",
+    "tests/cluster/test_slaq_cluster.py",
+    "tests/daemon/test_merger_wheel.py",
+    "tests/spark/test_bad_conf_stops_the_app.py",
+    "tests/spark/test_connect.py",
+    "tests/spark/test_doc_commands.py",
+    "tests/spark/test_history_server.py",
+    "tests/spark/test_loss_capture_lifecycle.py",
+    "tests/spark/test_mllib_bench.py",
+    "tests/spark/test_plugin.py",
+    "tests/spark/test_riffle_loads_no_slaq.py",
+    "tests/spark/test_riffle_reproduce.py::test_reproduce_fig4_9_and_4_10_small",
+    "tests/spark/test_riffle_ui.py",
+    "tests/spark/test_spark_submit_no_code_change.py",
+    "tests/spark/test_storage_spill.py",
+    "tests/spark/test_ui_tab.py",
+    "tests/spark/test_wheel_attach.py",
+)
+# Cluster modules that kill nodes of the shared cluster (tests/cluster/conftest.py): after every other module using it
+CLUSTER_BREAKERS = ("tests/cluster/test_node_failures.py",)
+
+
 def _folder(item: pytest.Item) -> str:
     parts = Path(str(item.path)).parts
     return parts[parts.index("tests") + 1] if "tests" in parts[:-1] else ""
 
 
+def _order(item: pytest.Item) -> int:
+    """Multi-node cluster tests first: each starts its own SparkContext, and one Python process holds one at a time,
+    so they must run before the shared local-cluster session above is created. Among them the fault matrix (a cluster
+    of its own, gone before the shared one starts) first and the node killers last."""
+    if _folder(item) != "cluster":
+        return 3
+    if item.nodeid.startswith("tests/cluster/test_fault_matrix.py"):
+        return 0
+    return 2 if item.nodeid.startswith(CLUSTER_BREAKERS) else 1
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Marks by folder; and multi-node cluster tests first: each starts its own SparkContext, and one
-    Python process holds one at a time, so they must run before the shared local-cluster session above
-    is created."""
+    """Marks by folder and by the lists above; and orders the cluster tests (see ``_order``)."""
     for item in items:
         folder = _folder(item)
         if folder in SLOW_FOLDERS:
@@ -97,4 +134,6 @@ def pytest_collection_modifyitems(session, config, items):
             item.add_marker(pytest.mark.cluster)
         if item.nodeid.startswith(SPARK_LINE_TESTS):
             item.add_marker(pytest.mark.spark_line)
-    items.sort(key=lambda item: 0 if _folder(item) == "cluster" else 1)
+        if item.nodeid.startswith(E2E_TESTS):
+            item.add_marker(pytest.mark.e2e)
+    items.sort(key=_order)

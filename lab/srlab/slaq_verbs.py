@@ -24,10 +24,9 @@ def cmd_bench_allocate(args: argparse.Namespace) -> int:
 
 def cmd_bench_predict(args: argparse.Namespace) -> int:
     from slaq.traces.catalog import load
-    from srlab.slaq_bench import sparkml_traces
-    from srlab.slaq_bench.predict import cold_start_report, mape_report
+    from srlab.slaq_bench.predict import mape_report
 
-    emit_json(mape_report(load()) | {"before_first_loss": cold_start_report(sparkml_traces.load())})
+    emit_json(mape_report(load()))
     return 0
 
 
@@ -122,8 +121,7 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     alloc.add_argument("--repeat", type=positive(int), default=7)
     alloc.set_defaults(func=cmd_bench_allocate)
     pred = bench.add_parser("predict", help="loss prediction error per family",
-                            description="MAPE of predicting 1, 5, 10 iterations ahead: strawman vs weighted fit; and on recorded "
-                                        "spark.ml fits, the error at 0, 1 and 3 observed iterations: today's default vs the prior.")
+                            description="MAPE of predicting 1, 5, 10 iterations ahead: strawman vs weighted fit.")
     pred.set_defaults(func=cmd_bench_predict)
 
     enf = bench.add_parser("enforce", help="achieved vs target core shares on local-cluster Spark",

@@ -131,8 +131,8 @@ def forget_refusals(fleet: MergerFleet) -> None:
 
 def state_sizes(scheduler: MergeScheduler) -> dict[str, int]:
     """Entries in each per-shuffle or per-executor map of the scheduler and its fleet."""
-    return {"shuffles": len(scheduler.shuffles), "stats": len(scheduler.stats), "rows": len(scheduler.rows),
-            "merged_where": len(scheduler.fleet.merged_where), "local_dirs": len(scheduler.executor_dirs),
+    return {"shuffles": len(scheduler.shuffles), "settled": len(scheduler.settled), "rows": len(scheduler.status().shuffles),
+            "merged_where": len(scheduler.fleet.merged_where), "local_dirs": len(scheduler.local_dirs.known),
             "warned": len(scheduler.warn_once.keys) + len(scheduler.fleet.warn_once.keys)}
 
 

@@ -32,7 +32,7 @@ def lab_jar() -> Path:
     (compiled again only when its sources changed)."""
     from sparkshim.build import JarSpec, build
 
-    return build(spec=JarSpec(LAB_JAVA, LAB_JAVA.parent / "build" / "slaq-riffle-lab.jar"))
+    return build(spec=JarSpec((LAB_JAVA,), LAB_JAVA.parent / "build" / "slaq-riffle-lab.jar"))
 
 
 def lab_instance(sc: Any, name: str, *args: Any) -> Any:

@@ -15,8 +15,7 @@ ENDED_KEPT = 1024  # ended jobs whose allocation before their first loss is reme
 
 
 class FirstLossCores(LoopObserver):
-    """Per ended job, its mean allocation over the epochs before its first loss (what a prior
-    changes); a fit waiting for storage memory is not counted while it waits."""
+    """Per ended job, its mean allocation over the epochs before its first loss."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -26,7 +25,7 @@ class FirstLossCores(LoopObserver):
     def on_allocated(self, jobs: Sequence[LiveJob], decision: Decision) -> None:
         with self._lock:
             for j in jobs:
-                if not j.history.losses and j.name not in decision.held:
+                if not j.history.losses:
                     self._cores.setdefault(j.name, []).append(decision.alloc[j.name])
 
     def on_job_ended(self, job: LiveJob) -> None:

@@ -1,7 +1,9 @@
 """The merger daemons as the driver sees them: one client per address, which ones are up or refuse
 this driver, which one gets a merge (same host, power of two choices), and where merged files were
 written so they can be deleted. Every failure here leaves outputs unmerged; none stops the scheduler,
-and one cause is one WARN line (a merger known to refuse or be down is not asked again at cleanup)."""
+and one cause is one WARN line (a merger known to refuse or be down is not asked again at cleanup).
+Mergers' Status (load, queue, storage) is asked in the background and read as last answered: the
+scheduler's thread never waits on a merger's answer to it."""
 
 from __future__ import annotations
 
@@ -12,16 +14,18 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from enum import Enum
+from typing import Any, Final, TypeVar
 
 import grpc
 
 from riffle.driver.config import RiffleConfig
-from riffle.driver.cost import StorageCost, node_storage_cost
 from riffle.driver.merges import Merge, MergeState
 from riffle.driver.placement import candidates, two_choices
 from riffle.driver.status import DOWN, OTHER, REFUSED, UP, cause_of_code, merger_row
+from riffle.driver.status_calls import STATUS_DEADLINE_SECONDS, StatusCalls
 from riffle.driver.token_file import TokenFile
+from riffle.driver.warn_once import WarnOnce
 from riffle.merger.client import MergerClient
 from riffle.merger.paths import OUTSIDE_ROOTS
 from riffle.merger.storage import reported
@@ -32,26 +36,17 @@ log = logging.getLogger("riffle.driver")
 SYSTEMIC = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED,
                       grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION})
 DOWN_SECONDS = 30.0  # how long an unreachable merger is left out
-LOAD_TTL_SECONDS = 0.2  # a merger's reported load is reused this long (one status RPC per merger, not per merge)
+LOAD_TTL_SECONDS = 0.2  # a merger's reported load is asked again once this old (one status RPC per merger, not per merge)
 MAX_RPC_THREADS = 64  # merges in flight at once; each waits on one blocking MergerClient call
 MAX_KEEPALIVE_SECONDS = 60.0  # leases are renewed every lease / 3, and at least this often
 T = TypeVar("T")
 
 
-class WarnOnce:
-    """A warning per cause, not per merge: a broken merger or executor would otherwise flood the log."""
+class Pending(Enum):
+    PENDING = "pending"
 
-    def __init__(self, logger: logging.Logger):
-        self.logger = logger
-        self.keys: set[str] = set()
 
-    def __call__(self, key: str, message: str, *args: object) -> None:
-        if key not in self.keys:
-            self.keys.add(key)
-            self.logger.warning(message, *args)
-
-    def forget(self, key: str) -> None:
-        self.keys.discard(key)
+PENDING: Final = Pending.PENDING  # a merger's first Status answer is awaited
 
 
 class MergerFleet:
@@ -71,6 +66,8 @@ class MergerFleet:
         self._loads: dict[str, tuple[float, float]] = {}
         self._queues: dict[str, tuple[int, int]] = {}  # merger -> (queued, running) at its last status call
         self._storage: dict[str, NodeStorage] = {}  # merger -> its node's storage, as its last status call reported it
+        self._status_failed: dict[str, float] = {}  # merger -> when its last status call failed
+        self._status = StatusCalls()
         self.outcomes: dict[str, Counter[str]] = {}  # merger -> its merges by final state (done, failed, cancelled)
         self._rng = random.Random(0)
         self._rpc = ThreadPoolExecutor(MAX_RPC_THREADS, thread_name_prefix="riffle-rpc")
@@ -96,24 +93,25 @@ class MergerFleet:
             return None
         return two_choices(options, self._load, self._rng)
 
-    def storage_cost(self, host: str) -> StorageCost:
-        """The storage a group of outputs on ``host`` is priced with: the conf's, with the figures a reachable merger
-        there reported (:func:`riffle.driver.cost.node_storage_cost`). Each merger is asked once (a status call), and
-        again after it was down (it may have restarted with other flags)."""
-        for address in self.reachable(host):
-            if address not in self._storage:
-                self._load(address)
-            if address in self._storage:
-                return node_storage_cost(self.config.cost, self._storage[address])
-        return self.config.cost.storage
+    def placeable(self, host: str) -> bool:
+        """Whether :meth:`choose` can pick among ``host``'s mergers now: one at most, or each one's load answered once
+        (those never asked are asked now)."""
+        options = self.reachable(host)
+        for address in options if len(options) > 1 else []:
+            if address not in self._loads:
+                self._ask(address)
+        return len(options) < 2 or all(a in self._loads for a in options)
 
-    def priciest_storage(self) -> StorageCost | None:
-        """Of the listed mergers' nodes, the storage whose read request costs most (where merging saves most): what a
-        shuffle whose outputs' nodes are not known yet is priced with at best. None when mergers are found per executor
-        host, so not all are known before a shuffle's outputs arrive."""
-        if not self.config.mergers:
-            return None
-        return max((self.storage_cost(a.rpartition(":")[0]) for a in self.config.mergers), key=lambda s: s.request_seconds)
+    def reported_storage(self, address: str) -> NodeStorage | None | Pending:
+        """``address``'s node storage as its latest Status answer reported it; None when that call failed (the conf's
+        storage then); PENDING while its first answer (since it was last down) is awaited: asked now, never waited for."""
+        if address in self._storage:
+            return self._storage[address]
+        failed_at = self._status_failed.get(address)
+        if failed_at is None or self.down_until.get(address, 0.0) > failed_at:  # never answered, or back since it was down
+            self._ask(address)
+            return PENDING if self._status.asking(address) else None
+        return None
 
     def mark_down(self, address: str, why: str) -> None:
         self._storage.pop(address, None)
@@ -167,24 +165,46 @@ class MergerFleet:
         return call()
 
     def _load(self, address: str) -> float:
+        """Its latest reported load (infinite while unknown or after a failed call), asked again when stale."""
         cached = self._loads.get(address)
-        now = time.monotonic()
-        if cached and now - cached[1] < LOAD_TTL_SECONDS:
-            return cached[0]
+        if cached is None or time.monotonic() - cached[1] >= LOAD_TTL_SECONDS:
+            self._ask(address)
+        return cached[0] if cached is not None else float("inf")
+
+    def _ask(self, address: str) -> None:
+        """A Status call to ``address`` in the background (:mod:`riffle.driver.status_calls`); the answer is taken in by
+        :meth:`collect_status`."""
+        if self._status.asking(address):
+            return
         try:
             client = self._client(address)
-            status = self._authenticated(client, client.status)
-            load = float(status.load)
-            self._queues[address] = (int(status.queued), int(status.running))
-            self._storage[address] = reported(status)
-        except grpc.RpcError as exc:
-            self._failed(address, exc)
-            load = float("inf")
         except Exception as exc:  # the client refuses to talk to it (a token without TLS off loopback)
             self.refuse(address, str(exc))
-            load = float("inf")
-        self._loads[address] = (load, now)
-        return load
+            self._status_failed[address] = time.monotonic()
+            self._loads[address] = (float("inf"), time.monotonic())
+            return
+        self._status.ask(address, functools.partial(self._authenticated, client, functools.partial(client.status, STATUS_DEADLINE_SECONDS)))
+
+    def collect_status(self) -> None:
+        """Takes in the Status answers that came back (the scheduler's thread, at every step; never waits)."""
+        for address, future in self._status.answers():
+            now = time.monotonic()
+            try:
+                status = future.result()
+            except grpc.RpcError as exc:
+                self._failed(address, exc)
+                self._status_failed[address] = now
+                load = float("inf")
+            except Exception as exc:  # the client refuses to send (a token without TLS off loopback)
+                self.refuse(address, str(exc))
+                self._status_failed[address] = now
+                load = float("inf")
+            else:
+                load = float(status.load)
+                self._queues[address] = (int(status.queued), int(status.running))
+                self._storage[address] = reported(status)
+                self._status_failed.pop(address, None)
+            self._loads[address] = (load, now)
 
     # ---------------------------------------------------------------- merges
     def send(self, m: Merge, num_partitions: int) -> None:
@@ -315,7 +335,8 @@ class MergerFleet:
             self.cleanup(sid)
 
     def close(self) -> None:
-        """Drops merges not yet sent and closes every client."""
+        """Drops merges and Status calls not yet sent and closes every client."""
+        self._status.close()
         self._rpc.shutdown(wait=False, cancel_futures=True)
         for c in self._clients.values():
             c.close()

@@ -1,5 +1,5 @@
 """What the driver knows about one shuffle's merges, and the pure decisions over it: when the held
-reducers may go, what a finished merge tells the shim, and the numbers recorded per shuffle."""
+reducers may go, what a finished merge tells the shim, and how many map files the reducers read after it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from riffle import messages
 from riffle.driver.cost import CostConfig, Decision
@@ -85,6 +84,9 @@ class ShuffleState:
     decisions: list[Decision] = field(default_factory=list)  # the cost model's, one per group the policy formed
     reduce_tasks: int | None = None  # the cost model's estimate, made at the shuffle's first decision
     cost: CostConfig = CostConfig()  # the cost model for this shuffle (an RDD shuffle's or a SQL exchange's reducers)
+    undecided: list[MapOutput] = field(default_factory=list)  # outputs with data waiting for the cost model (a merger's storage unknown yet)
+    priced_at_submission: bool = True  # False while its pricing at submission waits for the listed mergers' storage
+    parked: list[list[MapOutput]] = field(default_factory=list)  # full groups waiting for a merger's first Status answer
 
 
 def settle_reason(map_done_at: float | None, states: Sequence[MergeState], now: float, best_effort: float,
@@ -105,7 +107,7 @@ def settle_reason(map_done_at: float | None, states: Sequence[MergeState], now: 
     return None
 
 
-def merge_group(m: Merge) -> Any:
+def merge_group(m: Merge) -> messages.MergeGroup:
     """A finished merge as the shim's ``merge_group`` message: the owner is the group's lowest map index."""
     return messages.MergeGroup(owner=min(o.map_index for o in m.members), merged_map_id=m.merged_map_id, executor=m.members[0].executor,
                                map_indexes=[o.map_index for o in m.members], map_ids=[o.map_id for o in m.members], lengths=list(m.lengths))
@@ -117,15 +119,3 @@ def map_files_after(s: ShuffleState) -> int:
     members = [len(m.members) for m in s.merges if m.state is MergeState.DONE]
     merged_outputs = round(s.committed * (sum(members) / len(members))) if members else 0
     return len(s.outputs) - merged_outputs + s.committed
-
-
-def shuffle_stats(s: ShuffleState, reason: str, now: float) -> dict:
-    """The record kept per settled shuffle (read by tests and benchmarks, and logged)."""
-    states = Counter(m.state for m in s.merges)
-    return {
-        "shuffle_id": s.shuffle_id, "stage_id": s.stage_id, "map_outputs": len(s.outputs), "partitions": s.num_partitions,
-        "merges_requested": len(s.merges), "merges_committed": s.committed, "merges_cancelled": states[MergeState.CANCELLED],
-        "merges_failed": states[MergeState.FAILED], "blocks_before": len(s.outputs) * s.num_partitions,
-        "blocks_after": map_files_after(s) * s.num_partitions, "bytes": s.map_bytes,
-        "hold_seconds": round(now - s.map_done_at, 4) if s.map_done_at else None, "reason": reason,
-    }

@@ -3,8 +3,7 @@ own thread and in its own order; an observer overrides only what it watches."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from riffle import messages
 from riffle.driver.merges import ShuffleState
 
 
@@ -12,7 +11,7 @@ class SchedulerObserver:
     """Each method does nothing unless overridden. Called in the scheduler's thread; an observer that
     raises fails that step (held shuffles are then released unmerged), so observers do little and return."""
 
-    def on_event(self, event: Any) -> None:
+    def on_event(self, event: messages.Message) -> None:
         """A shim event (``riffle.messages``), just before the scheduler handles it."""
         return None
 

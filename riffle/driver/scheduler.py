@@ -6,7 +6,8 @@ the shuffle's reducers from the moment its map stage is submitted; once the map 
 enough merges finished (all, the best-effort fraction, or the timeout), the finished merges are
 committed atomically, the rest are cancelled, and the reducers are released. Any failure leaves
 outputs unmerged; nothing here can lose a row. Talking to the mergers is the fleet's job
-(:mod:`riffle.driver.fleet`); this module is the per-shuffle state machine.
+(:mod:`riffle.driver.fleet`), whether a shuffle is held the gate's (:mod:`riffle.driver.gate`), what the
+Riffle tab lists :mod:`riffle.driver.tab_rows`'s; this module submits merges and settles shuffles.
 """
 
 from __future__ import annotations
@@ -16,23 +17,29 @@ import logging
 import threading
 import time
 import uuid
-from collections import OrderedDict
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from riffle import messages
 from riffle.driver import cost
 from riffle.driver import status as causes
 from riffle.driver.config import RiffleConfig
-from riffle.driver.fleet import MergerFleet, WarnOnce
-from riffle.driver.merges import Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.fleet import MergerFleet
+from riffle.driver.gate import CostGate, HoldGate
+from riffle.driver.local_dirs import LocalDirs
+from riffle.driver.merges import Merge, MergeState, ShuffleState, merge_group, settle_reason
 from riffle.driver.observer import SchedulerObserver
-from riffle.driver.policy import MapOutput, full_group, has_data, make_merge_policy
-from riffle.driver.status import add_to_totals, cause_of_release, cleaned, never_held, no_totals, policy_label, riffle_status, seen, shuffle_row
+from riffle.driver.policy import MapOutput, has_data, make_merge_policy
+from riffle.driver.settled import SettledShuffle, log_settled, settle
+from riffle.driver.status import cause_of_release, policy_label, riffle_status
+from riffle.driver.tab_rows import MAX_FINISHED, TabRows, live_row
+from riffle.driver.warn_once import WarnOnce
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 
 log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01
-MAX_SETTLED_SHUFFLES = 256  # settled shuffles (and their stats) kept when Spark does not clean them up; finished rows the Riffle tab lists
+MAX_SETTLED_SHUFFLES = MAX_FINISHED  # settled shuffles' states kept when Spark does not clean them up; finished rows the Riffle tab lists
 PUBLISH_SECONDS = 1.0  # the Riffle tab's model is pushed at least this often (merger health), and at once when a shuffle settles
 HOLD_MARGIN_SECONDS = 5.0  # the shim holds reducers this much longer than the scheduler would: the scheduler decides first
 
@@ -48,21 +55,18 @@ class MergeScheduler:
         self.tracker = tracker
         self.app_id = str(tracker.applicationId())
         self.fleet = MergerFleet(config, self.app_id)
-        # Every map is pruned when Spark cleans a shuffle; settled shuffles and their stats are also
-        # capped at MAX_SETTLED_SHUFFLES for apps whose shuffles are never cleaned.
-        self.shuffles: dict[int, ShuffleState] = {}
-        self.stats: OrderedDict[int, dict] = OrderedDict()
-        # The Riffle tab's rows in the order the shuffles were seen: every merging one (None: built from its state when
-        # published) and the latest MAX_SETTLED_SHUFFLES finished ones (settled or unmerged), kept after Spark cleans them.
-        self.rows: OrderedDict[int, Any] = OrderedDict()
-        self.executor_dirs: dict[str, list[str]] = {}  # executor -> its blockmgr dirs, as the driver JVM reported them
+        self.holds = HoldGate(CostGate(self.fleet, sc), tracker, self._abandon)
+        # Every map is pruned when Spark cleans a shuffle; settled shuffles are also capped at MAX_SETTLED_SHUFFLES for apps
+        # whose shuffles are never cleaned. What a finished shuffle ended as is its record in the tab's rows.
+        self._shuffles: dict[int, ShuffleState] = {}
+        self.tab = TabRows()
+        self.local_dirs = LocalDirs(tracker)
         self.warn_once = WarnOnce(log)
         self.observers: list[SchedulerObserver] = []  # told of every event and every settled shuffle
         self._ids = itertools.count()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="riffle-merge-scheduler", daemon=True)
         self.errors = 0
-        self.totals = no_totals()  # every shuffle seen counted, every settled one summed (the Riffle tab, metrics, summary at the end)
         self._published = float("-inf")
         self._changed = False
         self._started = time.monotonic()
@@ -72,6 +76,16 @@ class MergeScheduler:
     def config(self) -> RiffleConfig:
         """The fleet's: one configuration for where merges go and how shuffles are grouped and held."""
         return self.fleet.config
+
+    @property
+    def shuffles(self) -> Mapping[int, ShuffleState]:
+        """The shuffles tracked now (merging, and the latest settled ones until Spark cleans them up), read-only."""
+        return MappingProxyType(self._shuffles)
+
+    @property
+    def settled(self) -> dict[int, SettledShuffle]:
+        """What each listed mergeable shuffle that finished ended as, in the order seen (a copy)."""
+        return self.tab.settled()
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -93,7 +107,7 @@ class MergeScheduler:
             self._thread.join(10)
         try:
             self.configure_shim(False)
-            for s in list(self.shuffles.values()):
+            for s in list(self._shuffles.values()):
                 if not s.finalized:
                     self._abandon(s, "Riffle stopped")
             self.publish()
@@ -112,23 +126,32 @@ class MergeScheduler:
             except Exception:
                 self.errors += 1
                 log.exception("Riffle: scheduler step failed; releasing held shuffles unmerged")
-                for s in list(self.shuffles.values()):
-                    if not s.finalized:
-                        try:
-                            self._abandon(s, "scheduler error")
-                        except Exception:
-                            log.exception("Riffle: could not release shuffle %d", s.shuffle_id)
+                self._release_all("scheduler error")
             self._stop.wait(POLL_SECONDS)
 
+    def _release_all(self, reason: str) -> None:
+        """Settles every shuffle not settled yet unmerged (one that cannot be released does not keep the others held)."""
+        for s in list(self._shuffles.values()):
+            if not s.finalized:
+                try:
+                    self._abandon(s, reason)
+                except Exception:
+                    log.exception("Riffle: could not release shuffle %d", s.shuffle_id)
+
     def step(self) -> None:
+        self.fleet.collect_status()
         for event in messages.decode(str(self.tracker.drain())):
             for observer in tuple(self.observers):
                 observer.on_event(event)
             self._event(event)
         now = time.monotonic()
-        for s in list(self.shuffles.values()):
+        for s in list(self._shuffles.values()):
             if not s.finalized and s.held:
                 self._progress(s, now)
+            elif not s.finalized and not s.priced_at_submission:
+                self.holds.price_at_submission(s)
+            elif not s.finalized and s.undecided:
+                self._group(s, self.holds.decide(s), decided=True)
         self.fleet.keep_alive()
         if self._changed or now - self._published >= PUBLISH_SECONDS:
             try:
@@ -136,16 +159,10 @@ class MergeScheduler:
             except Exception as exc:  # the tab shows stale numbers; merging must not stop for it
                 self.warn_once("publish", "Riffle: cannot update the Riffle tab and metrics: %s", exc)
 
-    def status(self) -> Any:
-        """The ``riffle_status`` message of now: the listed shuffles in the order seen, mergers, totals."""
-        rows = []
-        for sid, row in list(self.rows.items()):  # any thread may ask
-            s = self.shuffles.get(sid)
-            if row is None and s is not None:
-                row = shuffle_row(s, None, self._policy_label())
-            if row is not None:
-                rows.append(row)
-        return riffle_status(time.monotonic() - self._started, rows, self.fleet.merger_rows(), self.totals)
+    def status(self) -> messages.RiffleStatus:
+        """The ``riffle_status`` message of now: the listed shuffles in the order seen, mergers, totals (any thread may ask)."""
+        rows = self.tab.rows(lambda sid: None if (s := self._shuffles.get(sid)) is None else live_row(s, self._policy_label()))
+        return riffle_status(time.monotonic() - self._started, rows, self.fleet.merger_rows(), self.tab.totals)
 
     def _policy_label(self) -> str:
         return policy_label(self.config.policy, self.config.nway, self.config.target_block_bytes)
@@ -156,79 +173,65 @@ class MergeScheduler:
         self._published = time.monotonic()
         self.tracker.publishStatus(messages.encode(self.status()))
 
-    def _event(self, e: Any) -> None:
+    def _event(self, e: messages.Message) -> None:
         if isinstance(e, messages.MapStageSubmitted):
             self._map_stage_submitted(e)
         elif isinstance(e, messages.MapOutput):
             self._map_output(e)
         elif isinstance(e, messages.MapStageDone):
-            s = self.shuffles.get(e.shuffle)
-            if s is not None and not s.finalized and e.stage == s.stage_id:
-                if not e.succeeded:
-                    self._abandon(s, "map stage failed", causes.RETRIED)
-                elif not s.held:  # the cost model saw no output with data: nothing to merge
-                    self._finalize(s, commit=False, reason="no map output had data", cause=causes.NOT_WORTH_IT)
-                else:
-                    s.map_done_at = time.monotonic()
-                    if s.policy is not None:
-                        for group in s.policy.flush():
-                            self._submit(s, group)
+            self._map_stage_done(e)
         elif isinstance(e, messages.HoldExpired):
-            s = self.shuffles.get(e.shuffle)
+            s = self._shuffles.get(e.shuffle)
             if s is not None and not s.finalized:
                 self._finalize(s, commit=False, reason="the shim's hold timed out")
         elif isinstance(e, messages.ShuffleCleaned):
             self._forget(e.shuffle)
+        elif isinstance(e, messages.ExecutorDirs):
+            self.local_dirs.learn(e.executor, e.dirs)
         elif isinstance(e, messages.ExecutorRemoved):
-            self.executor_dirs.pop(e.executor, None)  # a new executor with this id would have new dirs
+            self.local_dirs.forget(e.executor)
             self.warn_once.forget(f"dirs-{e.executor}")
         elif isinstance(e, messages.ApplicationEnd):
             self.fleet.cleanup_all()
 
-    def _map_stage_submitted(self, e: Any) -> None:
-        if e.shuffle in self.shuffles or e.shuffle in self.rows:
-            old = self.shuffles.get(e.shuffle)
+    def _map_stage_submitted(self, e: messages.MapStageSubmitted) -> None:
+        if e.shuffle in self._shuffles or e.shuffle in self.tab:
+            old = self._shuffles.get(e.shuffle)
             if old is not None and not old.finalized:
                 self._abandon(old, "map stage retried", causes.RETRIED)
             return
         policy = make_merge_policy(self.config.policy, self.config.nway, self.config.target_block_bytes, e.partitions) if e.mergeable else None
-        s = self.shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, False, policy, name=e.name,
-                                                    cost=cost.for_shuffle(self.config.cost, e.sql, e.adaptive))
-        self.totals = seen(self.totals, "" if e.mergeable else e.not_held)
+        s = self._shuffles[e.shuffle] = ShuffleState(e.shuffle, e.stage, e.tasks, e.partitions, False, policy, name=e.name,
+                                                     cost=cost.for_shuffle(self.config.cost, e.sql, e.adaptive))
+        self.tab.seen(e.shuffle, e.mergeable, e.not_held)
         self._changed = True
         if e.mergeable:
-            self.rows[e.shuffle] = None  # merging: its row is built from its state until it settles
-            if not s.cost.enabled:
-                self._hold(s)  # every group is merged: the shim held it at its map stage's submission already
-            elif (storage := self.fleet.priciest_storage()) is not None:
-                self._can_pay(s, None, max(s.num_partitions, 1), storage, "at the map stage's submission, whatever its bytes and node")
+            self.holds.submitted(s)
             return
         log.info("Riffle: shuffle %d is left unmerged: %s", e.shuffle, e.why)
         s.finalized = s.settled = True  # nothing to merge or release: it only counts its outputs
-        self._list(shuffle_row(s, None, "", e.why))
+        self.tab.finished(settle(s, e.why, time.monotonic(), ""), e.not_held)
         self._prune_settled()
 
-    def _hold(self, s: ShuffleState) -> bool:
-        """Asks the shim to hold the shuffle's reducers; if a reader already runs, the shuffle is left unmerged."""
-        s.held = bool(self.tracker.hold(s.shuffle_id))
-        if not s.held:
-            self._finalize(s, commit=False, reason="a stage reading the shuffle was already running", cause=causes.READER_RUNNING)
-        return s.held
+    def _map_stage_done(self, e: messages.MapStageDone) -> None:
+        s = self._shuffles.get(e.shuffle)
+        if s is None or s.finalized or e.stage != s.stage_id:
+            return
+        if not e.succeeded:
+            self._abandon(s, "map stage failed", causes.RETRIED)
+        elif not s.held and not s.undecided:  # the cost model saw no output with data: nothing to merge
+            self._finalize(s, commit=False, reason="no map output had data", cause=causes.NOT_WORTH_IT)
+        else:  # held, or its outputs wait for the cost model: the last groups go once it decided
+            s.map_done_at = time.monotonic()
+            self._flush(s)
 
-    def _can_pay(self, s: ShuffleState, first: MapOutput | None, readers: int, storage: cost.StorageCost, when: str) -> bool:
-        """Whether a full group of outputs of ``first``'s size (unknown: empty) read by ``readers`` reduce tasks could pay on
-        ``storage``. If not, the shuffle is never held (or no longer) and nothing of it is merged."""
-        c = self.config
-        fan_in = full_group(c.policy, c.nway, c.target_block_bytes, s.num_maps, s.num_partitions, None if first is None else first.bytes)
-        best = cost.decide([0 if first is None else first.bytes] * fan_in, readers, storage)
-        if not best.merge:
-            s.decisions.append(best)
-            self._finalize(s, commit=False, reason=f"not worth merging ({when}): a group of {fan_in} would save {best.saved_seconds * 1e3:.1f} "
-                                                   f"ms, cost {best.cost_seconds * 1e3:.1f} ms", cause=causes.NOT_WORTH_IT)
-        return best.merge
+    def _flush(self, s: ShuffleState) -> None:
+        if s.held and s.map_done_at is not None and s.policy is not None:
+            for group in s.policy.flush():
+                self._submit(s, group)
 
-    def _map_output(self, e: Any) -> None:
-        s = self.shuffles.get(e.shuffle)
+    def _map_output(self, e: messages.MapOutput) -> None:
+        s = self._shuffles.get(e.shuffle)
         if s is None or s.finalized or e.attempt > 0:
             return
         out = MapOutput(e.shuffle, e.map_index, e.map_id, e.executor, e.host, e.bytes)
@@ -237,90 +240,43 @@ class MergeScheduler:
             return
         s.outputs[out.map_index] = out
         if s.policy is not None and has_data(out):
-            if not self._shuffle_pays(s, out):
-                return
-            for group in s.policy.add(out):
+            held = s.held
+            self._group(s, self.holds.admit(s, out), decided=not held)
+
+    def _group(self, s: ShuffleState, outputs: list[MapOutput], decided: bool) -> None:
+        """Puts ``outputs`` (held) into the shuffle's merge groups, full ones sent at once; outputs that waited for the
+        cost model's decision (``decided``) past the map stage's end are followed by its last groups."""
+        for out in outputs:
+            for group in s.policy.add(out) if s.policy is not None else []:
                 self._submit(s, group)
+        if decided and outputs and s.map_done_at is not None:
+            self._flush(s)
 
     def _forget(self, sid: int) -> None:
         """Spark cleaned the shuffle up: settle it if it had not, mark its row cleaned (what happened to it stays listed),
         delete its merged files and everything else kept about it (its state last: whoever sees it gone sees the row marked)."""
-        s = self.shuffles.get(sid)
+        s = self._shuffles.get(sid)
         if s is not None and not s.finalized:
             self._abandon(s, "Spark cleaned the shuffle up before it settled")
-        row = self.rows.get(sid)
-        if row is not None:
-            self.rows[sid] = cleaned(row)
+        if self.tab.clean(sid):
             self._changed = True
-        self.stats.pop(sid, None)
         self.fleet.cleanup(sid)
-        self.shuffles.pop(sid, None)
-
-    def _list(self, row: Any) -> None:
-        """The finished shuffle's row replaces its merging one (or comes last); only the latest MAX_SETTLED_SHUFFLES stay."""
-        self.rows[row.shuffle] = row
-        finished = [sid for sid, r in self.rows.items() if r is not None]
-        for sid in finished[:max(len(finished) - MAX_SETTLED_SHUFFLES, 0)]:
-            del self.rows[sid]
+        self._shuffles.pop(sid, None)
 
     def _prune_settled(self) -> None:
-        settled = [sid for sid, s in self.shuffles.items() if s.settled]
+        settled = [sid for sid, s in self._shuffles.items() if s.settled]
         for sid in settled[:max(len(settled) - MAX_SETTLED_SHUFFLES, 0)]:
-            del self.shuffles[sid]
+            del self._shuffles[sid]
 
     # ---------------------------------------------------------------- merging
-    def _local_dirs(self, executor: str) -> list[str]:
-        dirs = self.executor_dirs.get(executor)
-        if not dirs:
-            try:
-                dirs = [str(d) for d in self.tracker.localDirs(executor) if d]
-            except Exception as exc:  # reflection into Spark internals failed: merge nothing for it
-                log.warning("Riffle: cannot read the local dirs of executor %s: %s", executor, exc)
-                dirs = []
-            if dirs:
-                self.executor_dirs[executor] = dirs
-        return dirs or []
-
-    def _estimate_reduce_tasks(self, s: ShuffleState) -> int:
-        """The shuffle's bytes, estimated from its outputs so far, decide the coalesced reducers (once per shuffle)."""
-        if s.reduce_tasks is None:
-            sizes = [o.bytes for o in s.outputs.values() if o.bytes > 0]
-            estimate = (sum(sizes) / len(sizes)) * max(s.num_maps, len(s.outputs)) if sizes else 0.0
-            s.reduce_tasks = cost.reduce_tasks(s.num_partitions, estimate, s.cost, self._parallelism())
-        return s.reduce_tasks
-
-    def _shuffle_pays(self, s: ShuffleState, first: MapOutput) -> bool:
-        """Whether ``first`` (an output with data) may go into a merge group. A shuffle not held yet is undecided, so this is
-        its first output with data (an earlier one would have held or settled it): whether a full group of outputs that
-        size could pay at all, priced with the storage of the output's node. If so its reducers are held from now on; if
-        not, nothing of it is merged and nothing waits for it."""
-        if s.held:
-            return True
-        pays = self._can_pay(s, first, self._estimate_reduce_tasks(s), self.fleet.storage_cost(first.host), "at its first output")
-        return pays and self._hold(s)
-
-    def _worth_it(self, s: ShuffleState, group: list[MapOutput]) -> bool:
-        """The cost model's decision on ``group`` (always yes when it is off), kept on ``s`` and counted by reason."""
-        model = s.cost
-        if not model.enabled:
-            return True
-        decision = cost.decide([o.bytes for o in group], self._estimate_reduce_tasks(s), self.fleet.storage_cost(group[0].host))
-        s.decisions.append(decision)
-        if not decision.merge:
-            s.unsent[decision.reason] += 1
-        return decision.merge
-
-    def _parallelism(self) -> int:
-        try:
-            return int(self.sc.defaultParallelism)
-        except Exception:  # the context is stopping: any estimate will do
-            return 1
-
     def _submit(self, s: ShuffleState, group: list[MapOutput]) -> None:
-        if not self._worth_it(s, group):
+        if not self.holds.costs.known(s, group[0].host):  # sent at a later step, once its mergers answered Status
+            s.parked.append(group)
+            return
+        if not self.holds.costs.worth_it(s, group):
             return
         executor, host = group[0].executor, group[0].host
-        dirs = self._local_dirs(executor)
+        dirs = self.local_dirs.of(executor)
         if not dirs:
             self.warn_once(f"dirs-{executor}", "Riffle: local dirs of executor %s unknown; its outputs stay unmerged", executor)
             s.unsent[causes.OTHER] += 1
@@ -335,9 +291,13 @@ class MergeScheduler:
         s.merges.append(m)
 
     def _progress(self, s: ShuffleState, now: float) -> None:
+        parked, s.parked = s.parked, []
+        for group in parked:
+            self._submit(s, group)
         for m in s.merges:
             self.fleet.poll(m)
-        reason = settle_reason(s.map_done_at, [m.state for m in s.merges], now, self.config.best_effort, self.config.hold_timeout)
+        states = [m.state for m in s.merges] + [MergeState.RUNNING] * len(s.parked)  # a parked group counts as a running merge
+        reason = settle_reason(s.map_done_at, states, now, self.config.best_effort, self.config.hold_timeout)
         if reason is not None:
             self._finalize(s, commit=True, reason=reason)
 
@@ -348,6 +308,9 @@ class MergeScheduler:
         """Settles a mergeable shuffle: commits what finished (if held and ``commit``), cancels the rest and lets its readers
         go. ``cause``: why a shuffle that was never held stays unmerged (one of ``messages.NOT_HELD_CAUSES``)."""
         s.finalized = True
+        if s.parked:  # never sent: cancelled as a running merge would be
+            s.unsent[cause_of_release(reason)] += len(s.parked)
+            s.parked = []
         for m in s.merges:
             if m.state is MergeState.RUNNING:
                 m.cancel(cause_of_release(reason))
@@ -362,37 +325,14 @@ class MergeScheduler:
                 committed = 0
         self.tracker.release(s.shuffle_id)  # held or not: the shim forgets the shuffle
         s.committed = committed
-        self._record(s, reason, cause)
+        record = settle(s, reason, time.monotonic(), self._policy_label())
+        self.tab.finished(record, cause)
+        self._changed = True
+        log_settled(log, record, s.decisions, s.reduce_tasks)
         s.settled = True
         self._prune_settled()
         for observer in tuple(self.observers):
             observer.on_settled(s)
-
-    def _record(self, s: ShuffleState, reason: str, cause: str) -> None:
-        stats = self.stats[s.shuffle_id] = shuffle_stats(s, reason, time.monotonic())
-        _cap(self.stats)
-        if s.held:
-            row = shuffle_row(s, stats, self._policy_label())
-            self.totals = add_to_totals(self.totals, row)
-        else:
-            row = shuffle_row(s, None, "", reason)
-            self.totals = never_held(self.totals, cause)
-            log.info("Riffle: shuffle %d is left unmerged: %s", s.shuffle_id, reason)
-        self._list(row)
-        self._changed = True
-        if s.held:
-            log.info("Riffle: shuffle %d: %d merges requested, %d committed, %d cancelled, %d failed; map files %d -> %d "
-                     "(blocks %d -> %d, %d bytes); reducers held %.3f s after the map stage (%s)",
-                     s.shuffle_id, len(s.merges), s.committed, stats["merges_cancelled"], stats["merges_failed"], len(s.outputs),
-                     map_files_after(s), stats["blocks_before"], stats["blocks_after"], s.map_bytes, stats["hold_seconds"] or 0.0, reason)
-            if s.decisions:
-                log.info("Riffle: shuffle %d cost model (about %d reduce tasks): %s", s.shuffle_id, s.reduce_tasks or 0,
-                         cost.summary(s.decisions))
-
-
-def _cap(d: OrderedDict) -> None:
-    while len(d) > MAX_SETTLED_SHUFFLES:
-        d.popitem(last=False)
 
 
 __all__ = ["MergeScheduler"]

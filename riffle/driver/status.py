@@ -1,20 +1,19 @@
 """What the merge scheduler did, as the ``riffle_status`` message (riffle/messages.json) the
 driver JVM shows: the Riffle tab of the Spark UI and its JSON, Riffle's metric source, and the
-summary logged at application end (``sparkshim/java/io/slaqriffle/riffle/RiffleStatus.java``).
+summary logged at application end (``riffle/java/io/slaqriffle/riffle/RiffleStatus.java``).
 
 Every shuffle seen is in one state: ``merging`` (its reducers held now, or mergeable and not decided yet), ``settled`` (held, then released)
 or ``unmerged`` (never held, for one cause of ``messages.NOT_HELD_CAUSES``); the totals count every one
 of them, the rows only the ones the scheduler still lists. Every group of map outputs of a settled
 shuffle either merged (and committed) or fell back to the original files for one cause of
-``messages.FALLBACK_CAUSES``. Pure functions over the scheduler's state: no Spark, no I/O.
+``messages.FALLBACK_CAUSES``. Pure functions over the scheduler's state: no Spark, no I/O (the rows and
+totals themselves: :mod:`riffle.driver.tab_rows`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import grpc
 
@@ -79,66 +78,15 @@ def bytes_merged(s: ShuffleState) -> int:
     return sum(done) if s.committed >= len(done) else round(s.committed * sum(done) / len(done))
 
 
-def shuffle_row(s: ShuffleState, stats: Mapping[str, Any] | None, policy: str, why: str = "") -> Any:
-    """One shuffle's ``riffle_shuffle``: settled (``stats`` recorded), merging (held, or mergeable and not yet decided), or
-    unmerged (never held, for ``why``)."""
-    merging = s.held or (s.policy is not None and not s.finalized)
-    state = SETTLED if stats is not None else (MERGING if merging else UNMERGED)
-    blocks = len(s.outputs) * max(s.num_partitions, 0)
-    return messages.RiffleShuffle(
-        shuffle=s.shuffle_id, stage=s.stage_id, name=s.name, maps=s.num_maps, reducers=max(s.num_partitions, 0),
-        policy=policy if merging else "none", state=state, groups_merged=s.committed if stats is not None else 0,
-        groups_fell_back=fell_back(s), bytes_merged=bytes_merged(s) if stats is not None else 0,
-        blocks_unmerged=int(stats["blocks_before"]) if stats is not None else blocks,
-        blocks_merged=int(stats["blocks_after"]) if stats is not None else blocks,
-        gate_wait_seconds=float((stats or {}).get("hold_seconds") or 0.0), reason=str((stats or {}).get("reason") or why), cleaned=False)
-
-
-def cleaned(row: Any) -> Any:
-    """``row`` once Spark cleaned its shuffle up (its files are gone; what happened to it stays)."""
-    return dataclasses.replace(row, cleaned=True)
-
-
-def seen(totals: Any, not_held: str) -> Any:
-    """``totals`` with one more shuffle: merging when its reducers are held (``not_held`` empty), else unmerged for that cause."""
-    if not not_held:
-        return dataclasses.replace(totals, shuffles=totals.shuffles + 1, merging=totals.merging + 1)
-    unmerged = Counter(totals.unmerged)
-    unmerged[not_held] += 1
-    return dataclasses.replace(totals, shuffles=totals.shuffles + 1, unmerged=dict(unmerged))
-
-
-def never_held(totals: Any, cause: str) -> Any:
-    """``totals`` once a mergeable shuffle (counted as merging when seen) ended without being held, for ``cause``."""
-    unmerged = Counter(totals.unmerged)
-    unmerged[cause] += 1
-    return dataclasses.replace(totals, merging=max(totals.merging - 1, 0), unmerged=dict(unmerged))
-
-
-def add_to_totals(totals: Any, row: Any) -> Any:
-    """``totals`` once the held shuffle of ``row`` settled: merging no more, settled (and merged when a group of it merged)."""
-    causes = Counter(totals.groups_fell_back)
-    causes.update(row.groups_fell_back)
-    return dataclasses.replace(
-        totals, merging=max(totals.merging - 1, 0), settled=totals.settled + 1, merged=totals.merged + (row.groups_merged > 0),
-        groups_merged=totals.groups_merged + row.groups_merged, groups_fell_back=dict(causes),
-        bytes_merged=totals.bytes_merged + row.bytes_merged, blocks_unmerged=totals.blocks_unmerged + row.blocks_unmerged,
-        blocks_merged=totals.blocks_merged + row.blocks_merged, gate_wait_seconds=totals.gate_wait_seconds + row.gate_wait_seconds)
-
-
-def no_totals() -> Any:
-    return messages.RiffleTotals(shuffles=0, merging=0, settled=0, merged=0, unmerged={}, groups_merged=0, groups_fell_back={},
-                                 bytes_merged=0, blocks_unmerged=0, blocks_merged=0, gate_wait_seconds=0.0)
-
-
-def merger_row(address: str, health: str, queued: int, running: int, outcomes: Mapping[str, int]) -> Any:
+def merger_row(address: str, health: str, queued: int, running: int, outcomes: Mapping[str, int]) -> messages.RiffleMerger:
     """One merger's ``riffle_merger``: ``outcomes`` counts its merges by final state (done, failed, cancelled)."""
     return messages.RiffleMerger(address=address, health=health, queued=int(queued), running=int(running),
                                  merges_done=int(outcomes.get(MergeState.DONE, 0)), merges_failed=int(outcomes.get(MergeState.FAILED, 0)),
                                  merges_cancelled=int(outcomes.get(MergeState.CANCELLED, 0)))
 
 
-def riffle_status(t: float, rows: Iterable[Any], mergers: Iterable[Any], totals: Any) -> Any:
+def riffle_status(t: float, rows: Iterable[messages.RiffleShuffle], mergers: Iterable[messages.RiffleMerger],
+                  totals: messages.RiffleTotals) -> messages.RiffleStatus:
     return messages.RiffleStatus(t=float(t), shuffles=list(rows), mergers=list(mergers), totals=totals)
 
 

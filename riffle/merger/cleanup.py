@@ -12,9 +12,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from riffle.merger.inflight import InFlight, InFlightMerges
-from riffle.merger.journal import Journal, under_any
+from riffle.merger.journal import Journal
 from riffle.merger.leases import Leases
 from riffle.merger.paths import Location, Roots
+from riffle.merger.record import under_any
 from riffle.merger.refusals import Code, Refused
 from riffle.merger.requests import CleanupScope
 

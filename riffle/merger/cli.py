@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
 from riffle.merger.addresses import is_loopback
@@ -155,6 +155,33 @@ def check_exposure(listen: str, token: str | None, tls: bool, insecure: bool) ->
                            "or --insecure to accept that")
 
 
+def build_daemon(args: argparse.Namespace, environ: Mapping[str, str] = os.environ, owns_process: bool = True):
+    """The daemon ``serve`` with these arguments runs (every start-up refusal raised here), reading the token and the
+    fault injection from ``environ``; ``owns_process=False`` embeds it in a process that is not its own (tests)."""
+    from riffle.merger.config import Config
+    from riffle.merger.faults import Faults
+    from riffle.merger.server import MergerDaemon, ServerOptions
+
+    check_ranges(args)
+    storage_request, storage_bandwidth = storage_flags(args)
+    token = (read_config_text(args.token_file, "--token-file", private=True) if args.token_file
+             else environ.get("RIFFLE_MERGER_TOKEN") or None)
+    check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
+    if args.metrics_listen and not args.insecure and not is_loopback(args.metrics_listen):
+        raise StartupError(f"refusing to serve metrics on {args.metrics_listen} off loopback: the endpoint has neither "
+                           "TLS nor authentication; keep it on loopback (scrape through a local agent), or --insecure "
+                           "to accept that")
+    return MergerDaemon(ServerOptions(
+        listen=args.listen, local_dirs=tuple(args.local_dir),
+        config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
+                      max_queue_memory=args.max_queue_memory,
+                      fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env(environ),
+                      app_lease=args.app_lease, max_apps=args.max_apps, storage_request_seconds=storage_request,
+                      storage_bytes_per_second=storage_bandwidth, storage_probe=args.storage_probe),
+        token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
+        metrics_listen=args.metrics_listen, prune_interval=args.prune_interval, owns_process=owns_process))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
@@ -162,32 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     log = logging.getLogger("riffle.merger")
     try:
-        from riffle.merger.config import Config
-        from riffle.merger.faults import Faults
-        from riffle.merger.server import ListenError, MergerDaemon, ServerOptions
-
-        check_ranges(args)
-        storage_request, storage_bandwidth = storage_flags(args)
-        token = (read_config_text(args.token_file, "--token-file", private=True) if args.token_file
-                 else os.environ.get("RIFFLE_MERGER_TOKEN") or None)
-        check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
-        if args.metrics_listen and not args.insecure and not is_loopback(args.metrics_listen):
-            raise StartupError(f"refusing to serve metrics on {args.metrics_listen} off loopback: the endpoint has neither "
-                               "TLS nor authentication; keep it on loopback (scrape through a local agent), or --insecure "
-                               "to accept that")
-        daemon = MergerDaemon(ServerOptions(
-            listen=args.listen, local_dirs=tuple(args.local_dir),
-            config=Config(read_buffer=args.read_buffer, write_buffer=args.write_buffer, memory=args.memory, max_queue=args.max_queue,
-                          max_queue_memory=args.max_queue_memory,
-                          fsync=args.fsync, merge_threads=args.workers, faults=Faults.from_env(),
-                          app_lease=args.app_lease, max_apps=args.max_apps, storage_request_seconds=storage_request,
-                          storage_bytes_per_second=storage_bandwidth, storage_probe=args.storage_probe),
-            token=token, tls_cert=args.tls_cert, tls_key=args.tls_key, grace_seconds=args.grace, state_dir=args.state_dir,
-            metrics_listen=args.metrics_listen, prune_interval=args.prune_interval))
+        daemon = build_daemon(args)
     except Exception as exc:  # every start-up failure is one line and exit code 2, never a traceback
         message = str(exc) if isinstance(exc, StartupError | ValueError) else f"{type(exc).__name__}: {exc}"
         print(f"riffle-merger: error: {message}", file=sys.stderr)
         return 2
+    from riffle.merger.server import ListenError
+
     started = time.monotonic()
     try:
         daemon.serve_forever()

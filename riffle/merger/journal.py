@@ -15,61 +15,21 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
-import json
 import logging
 import os
 import stat
 import threading
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
 from typing import TypeVar
 
 from riffle.merger.faults import NO_FAULTS, Faults
-from riffle.merger.paths import PRIVATE_PREFIX, Location, Roots, is_plain_name, open_dir_at, open_private_file
+from riffle.merger.paths import Location, Roots, open_dir_at, open_private_file
+from riffle.merger.record import Record, app_key
 
 log = logging.getLogger("riffle.merger")
 T = TypeVar("T")
 STATE_DIR_NAME = ".riffle-merger"
-
-
-@dataclass(frozen=True)
-class Record:
-    app_id: str
-    shuffle_id: int
-    data_dir: tuple[str, ...]   # the data file's dir: the root's canonical path, then components below it
-    index_dir: tuple[str, ...]  # the index file's dir (Spark hashes each name to its own sub dir)
-    data: str
-    index: str
-    tmp_data: str
-    tmp_index: str
-    data_inode: tuple[int, int]
-    index_inode: tuple[int, int]
-
-    def encode(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
-
-    @staticmethod
-    def decode(raw: bytes) -> Record:
-        """Parse a record, refusing one that names anything but plain entries below a root: records are
-        only as trustworthy as the state dir, and a forged one must not reach outside the roots."""
-        d = json.loads(raw)
-        rec = Record(str(d["app_id"]), int(d["shuffle_id"]), tuple(d["data_dir"]), tuple(d["index_dir"]), d["data"], d["index"],
-                     d["tmp_data"], d["tmp_index"], (int(d["data_inode"][0]), int(d["data_inode"][1])),
-                     (int(d["index_inode"][0]), int(d["index_inode"][1])))
-        for where in (rec.data_dir, rec.index_dir):
-            if not where or not isinstance(where[0], str) or not all(isinstance(p, str) and is_plain_name(p) for p in where[1:]):
-                raise ValueError(f"record names a directory that is not plain components below a root: {where}")
-        for name, private in ((rec.data, False), (rec.index, False), (rec.tmp_data, True), (rec.tmp_index, True)):
-            if not isinstance(name, str) or not is_plain_name(name) or name.startswith(PRIVATE_PREFIX) != private:
-                raise ValueError(f"record names a file that is not a plain merged or temp name: {name!r}")
-        return rec
-
-
-def app_key(app_id: str) -> str:
-    """A file-name-safe key for an application id (any string)."""
-    return hashlib.sha256(app_id.encode()).hexdigest()[:32]
 
 
 def _inode(dir_fd: int, name: str) -> tuple[int, int] | None:
@@ -344,13 +304,3 @@ class Journal:
             os.close(app_fd)
         self._drop_if_empty(app_key(app_id))
         return files, freed
-
-
-def under_any(record: Record, roots: Roots, dirs: Iterable[Location]) -> bool:
-    """Whether the record's data file lies in one of an executor's local dirs."""
-    for loc in dirs:
-        where = (roots.paths[loc.root], *loc.parts)
-        if record.data_dir[:len(where)] == where:
-            return True
-    return False
-

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from riffle.merger.errors import as_disk_full
 from riffle.merger.faults import Faults
-from riffle.merger.journal import Journal, Record, unlink_if_ours, unlink_quietly
+from riffle.merger.journal import Journal, unlink_if_ours, unlink_quietly
 from riffle.merger.paths import PRIVATE_PREFIX, PathRefused, Roots, open_dir_at
+from riffle.merger.record import Record
 
 if TYPE_CHECKING:
     from riffle.merger.cancel import CancelToken

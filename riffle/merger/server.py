@@ -93,6 +93,9 @@ class ServerOptions:
     state_dir: str | None = None
     metrics_listen: str | None = None
     prune_interval: float = 3600.0  # seconds between sweeps that forget merged pairs whose files are gone
+    # the daemon owns its process (riffle-merger serve): SIGTERM/SIGINT stop it, and a shutdown that overruns the grace
+    # period ends the process. Off for a daemon embedded in another process (tests), which stops it with stop()
+    owns_process: bool = True
 
 
 class MergerDaemon:
@@ -125,6 +128,8 @@ class MergerDaemon:
         self.metrics_port = self.service.metrics.serve(options.metrics_listen) if options.metrics_listen else None
         self.port = 0
         self._started = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def _serve(self) -> None:
         o = self.options
@@ -156,20 +161,21 @@ class MergerDaemon:
                  c.app_lease, c.max_apps,
                  "token" if o.token else "none", "on" if self.tls_pair else "off",
                  f"port {self.metrics_port}" if self.metrics_port else "off")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        stop = self._stop = asyncio.Event()
+        loop = self._loop = asyncio.get_running_loop()
+        if o.owns_process:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
         self._started.set()
         pruner = asyncio.create_task(self._prune_periodically())
         expirer = asyncio.create_task(self._expire_periodically())
         await stop.wait()
         pruner.cancel()
         expirer.cancel()
-        # whatever the merges do, the process ends within the grace period plus a few seconds
-        watchdog = threading.Timer(o.grace_seconds + HARD_EXIT_SLACK, _hard_exit)
-        watchdog.daemon = True
-        watchdog.start()
+        if o.owns_process:  # whatever the merges do, the process ends within the grace period plus a few seconds
+            watchdog = threading.Timer(o.grace_seconds + HARD_EXIT_SLACK, _hard_exit)
+            watchdog.daemon = True
+            watchdog.start()
         await self._shutdown(server, health_service)
 
     async def _prune_periodically(self) -> None:
@@ -217,12 +223,24 @@ class MergerDaemon:
             await asyncio.sleep(0.05)
         await server.stop(0.5)
 
+    def wait_started(self, timeout: float) -> bool:
+        """True once the daemon serves (its port bound, health SERVING), False if ``timeout`` seconds pass first."""
+        return self._started.wait(timeout)
+
+    def stop(self) -> None:
+        """Begin the shutdown SIGTERM begins, from any thread (for a daemon embedded in another process)."""
+        if self._loop is None or self._stop is None:
+            raise RuntimeError("the daemon is not serving")
+        self._loop.call_soon_threadsafe(self._stop.set)
+
     def serve_forever(self) -> None:
         asyncio.run(self._serve())
         stuck = self.service.admission.running
-        if stuck:
+        if stuck and self.options.owns_process:
             log.error("%d merges did not stop after cancellation (blocked in I/O); exiting anyway", stuck)
             _hard_exit()
+        elif stuck:
+            log.error("%d merges did not stop after cancellation (blocked in I/O)", stuck)
         self.service.merge_pool.shutdown(wait=False)
         self.service.metrics.close()
         self.journal.close()

@@ -20,6 +20,7 @@ _FORBIDDEN = set("\t\n\r")
 
 Iteration = messages.Iteration  # one reported loss: job, loss, t, core_seconds, source (stamped by the JVM)
 PoolState = messages.PoolState  # one pool: job, consumed, tokens (negative: debt), running, closed
+Drained = tuple[list[Iteration], dict[str, PoolState]]
 
 
 def check_job_name(name: object) -> str:
@@ -30,10 +31,10 @@ def check_job_name(name: object) -> str:
     return name
 
 
-def split_drain(text: str) -> tuple[list[Any], dict[str, Any]]:
+def split_drain(text: str) -> Drained:
     """The shim's drain(): its ``iteration`` messages in order, and the latest ``pool_state`` per job."""
-    iterations: list[Any] = []
-    pools: dict[str, Any] = {}
+    iterations: list[Iteration] = []
+    pools: dict[str, PoolState] = {}
     for m in messages.decode(text):
         if isinstance(m, Iteration):
             iterations.append(m)
@@ -66,27 +67,30 @@ class PoolBridge:
     def report(self, job: str, loss: float) -> bool:
         return bool(self._j.report(job, float(loss), PYTHON_SOURCE))
 
-    def drain(self) -> tuple[list[Any], dict[str, Any]]:
+    def drain(self) -> Drained:
         return split_drain(self._j.drain())
 
     def connect_fits(self, on: bool) -> bool:
         """Make each spark.ml fit a Spark Connect client submits a job (False: Connect is not there)."""
         return bool(self._j.connectFits(bool(on)))
 
-    def poll_connect_fits(self) -> list[Any]:
+    def poll_connect_fits(self) -> list[messages.ConnectFit]:
         """The ``connect_fit`` messages (Connect fits that became jobs, or ended) since the last call, in order."""
         return [m for m in messages.decode(self._j.pollConnectFits()) if isinstance(m, messages.ConnectFit)]
 
     def deposit(self, alloc: Mapping[str, float], epoch: float) -> None:
         self._j.deposit(allocation_message(alloc, epoch))
 
-    def publish(self, status: Any) -> None:
+    def publish(self, status: messages.EpochStatus) -> None:
         """One epoch's ``epoch_status`` message to the JVM (the SLAQ UI tab and the driver log's line)."""
         self._j.publish(messages.encode(status))
 
-    def status_report(self) -> Any:
+    def status_report(self) -> messages.StatusReport:
         """What the SLAQ UI tab shows, as a ``status_report`` message."""
-        return messages.decode(self._j.statusReport())
+        report = messages.decode(self._j.statusReport())
+        if not isinstance(report, messages.StatusReport):
+            raise messages.MessageError(f"expected a status_report, got {type(report).__name__}")
+        return report
 
     def open_all(self, reason: str) -> None:
         """Every pool opens because something failed (a WARN in the driver log says ``reason``)."""

@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
 from slaq.live.job import LiveJob
 from slaq.live.registry import NO_LOSS_EPOCHS
-from slaq.live.status import QUEUED, SETUP, STORAGE, JobFigures, share_reason
+from slaq.live.status import JobFigures, share_reason
 from slaq.policy import make_policy
 from slaq.policy.base import unit
-from slaq.predict.forecast import ForecastTable, JobForecast, job_forecast
-from slaq.predict.prior import PriorBook, build_prior, prior_forecast, reference, uses_prior
-from slaq.predict.setup import InSetup, SetupBook, SetupDone, setup_forecast, setup_queue
+from slaq.predict.forecast import ForecastTable, job_forecast
 
 log = logging.getLogger("slaq.loop")
 
@@ -63,46 +61,32 @@ class Decision:
     cores: tuple[float, ...] = ()
     iterations: tuple[int, ...] = ()
     figures: tuple[JobFigures, ...] = ()
-    held: frozenset[str] = frozenset()  # fits waiting for storage memory: no cores, not started
-    queued: frozenset[str] = frozenset()  # fits queued for set-up behind the head: no cores of their own
 
 
 NOTHING = Decision({})
 
 
 class Allocator:
-    """The policy and what it decides with: the reserve, the epoch length and the application's
-    finished fits (the priors of the next ones, when ``prior`` is on; their set-ups, when
-    ``setup_order`` is on and the policy ranks by predicted gain: slaq.predict.setup)."""
+    """The policy and what it decides with: the reserve and the epoch length."""
 
-    def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, prior: bool = False,
-                 setup_order: bool = False):
+    def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0):
         self.policy_name = policy
         self.policy = make_policy(policy)
         self.epoch = float(epoch)
         self.reserve = float(reserve)
-        self.prior = prior
-        self.setup_order = setup_order and self.policy.fitted_curves
-        self.prior_book = PriorBook()  # the application's finished fits, for the next fits' priors
-        self.setup_book = SetupBook()  # the application's ended fits' set-ups, for the next fits' queue order
         self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
 
-    def decide(self, jobs: Sequence[LiveJob], capacity: float, closed: Iterable[str], held: set[str], now: float) -> Decision:
+    def decide(self, jobs: Sequence[LiveJob], capacity: float, closed: Iterable[str], now: float) -> Decision:
         """Cores per job in ``jobs`` (and per closed pool in ``closed``) for ``capacity`` cores: the
-        :func:`fixed_shares` first, none for the ``held`` ones, the policy's choice for the rest."""
+        :func:`fixed_shares` first, the policy's choice for the rest."""
         names = {j.name for j in jobs}
         closed = [c for c in closed if c not in names]
         if not jobs and not closed:
             return NOTHING
         capacity = max(capacity - self.reserve, 0.0)
-        held = held & names
-        alloc = fixed_shares([j for j in jobs if j.name not in held], closed, capacity)
+        alloc = fixed_shares(list(jobs), closed, capacity)
         fixed = set(alloc)
-        alloc.update(dict.fromkeys(held, 0.0))  # a fit waiting for storage memory has not started: no tasks to run
-        heads, queued = self._setup_queue([j for j in jobs if j.name not in alloc], jobs, capacity, now)
-        alloc.update(dict.fromkeys(queued, 0.0))  # behind the head of the set-up queue: only cores nobody takes
-        forecasts = [setup_forecast(j.name, heads[j.name], j.weight, math.inf, j.order) if j.name in heads
-                     else self._forecast(j, jobs) for j in jobs]  # all: the status shows them
+        forecasts = [job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs]  # all: the status shows them
         steered = [(j, f) for j, f in zip(jobs, forecasts) if j.name not in alloc]
         minimum = 0.0
         if steered:
@@ -114,34 +98,14 @@ class Allocator:
             if self.policy.fitted_curves:  # a policy that steers by predicted gain; fair, fifo, ... keep their own shares
                 chosen = self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered)))
             alloc.update(chosen)
-        ruled = dict.fromkeys(held, STORAGE) | dict.fromkeys(queued, QUEUED) | dict.fromkeys(heads, SETUP)
         figures = []
         for j, f in zip(jobs, forecasts):
             j.cores = alloc[j.name]
-            why = ruled.get(j.name) or share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
-                                                    self.policy.fitted_curves and self.policy.minimum_share)
+            why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
+                               self.policy.fitted_curves and self.policy.minimum_share)
             figures.append(j.figures(f, why, now))
         return Decision(alloc, tuple(j.name for j in jobs), ForecastTable(forecasts, self.epoch) if jobs else None,
-                        tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures),
-                        frozenset(held), frozenset(queued))
-
-    def _setup_queue(self, steered: Sequence[LiveJob], jobs: Sequence[LiveJob], capacity: float,
-                     now: float) -> tuple[dict[str, float], set[str]]:
-        """The head of the set-up queue among ``steered`` (with its remaining set-up core-seconds) and
-        the fits queued behind it, predicted from the ended fits' and ``jobs``' set-ups
-        (slaq.predict.setup); none without set-up order."""
-        fits = [j for j in steered if j.in_setup()] if self.setup_order else []
-        if not fits:
-            return {}, set()
-        done = self.known_setups(jobs)
-        queue = setup_queue([InSetup(j.name, j.fit.estimator if j.fit else "", j.input_bytes, j.consumed, j.added_at) for j in fits],
-                            done, capacity, now)
-        (head, left), rest = queue[0], queue[1:]
-        return {head.job: left}, {f.job for f, _ in rest}
-
-    def known_setups(self, jobs: Iterable[LiveJob]) -> list[SetupDone]:
-        """The set-ups later fits are predicted from: the ended fits' and those of ``jobs`` past their first loss."""
-        return self.setup_book.done() + [d for j in jobs if (d := j.setup_done()) is not None]
+                        tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures))
 
     def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:
         """The policy's choice with driver-bound jobs held to what their executors use (said once per application)."""
@@ -152,13 +116,3 @@ class Allocator:
             self.driver_warned = True
             log.warning(driver_bound_warning(found))
         return cap_driver_bound(chosen, {job: cap for job, (_, cap) in found.items()})
-
-    def _forecast(self, job: LiveJob, jobs: Sequence[LiveJob]) -> JobForecast:
-        """The job's own forecast, or for a spark.ml fit without enough losses yet its prior from the
-        application's finished fits and the other running ones."""
-        if self.prior and job.fit is not None and uses_prior(job.fit, job.history):
-            running = [reference(j.fit, j.history, finished=False) for j in jobs if j is not job and j.fit is not None
-                       and j.fit.estimator == job.fit.estimator]
-            prior = build_prior(job.fit, self.prior_book.finished() + running)
-            return prior_forecast(job.name, job.history, prior, job.weight, math.inf, job.order)
-        return job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)

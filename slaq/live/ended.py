@@ -9,10 +9,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 
 from slaq.live.job import LiveJob
 from slaq.live.status import ENDED, FINISHED, PRUNED, TARGET, job_status
+from slaq.messages import JobStatus
 from slaq.predict.forecast import job_forecast
 
 log = logging.getLogger("slaq.loop")
@@ -20,7 +20,7 @@ MAX_ENDED = 500  # final rows kept for the next status (the UI keeps as many fin
 PRUNED_KEPT = 1024  # (tuner, candidate) pairs remembered as pruned
 
 
-def final_row(job: LiveJob, now: float, pruned: bool) -> Any:
+def final_row(job: LiveJob, now: float, pruned: bool) -> JobStatus:
     """A finished job's row from its whole history (the last epoch's row misses the losses ingested
     after it): final loss and iterations, wall time, core-seconds, and its figures (:meth:`LiveJob.figures`)."""
     losses = list(job.history.losses)
@@ -36,8 +36,8 @@ class EndedJobs:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ended: list[Any] = []  # final rows of the jobs removed since the last published status
-        self._tuned_rows: OrderedDict[str, Any] = OrderedDict()  # the latest tuning fits' final rows, to mark them pruned
+        self._ended: list[JobStatus] = []  # final rows of the jobs removed since the last published status
+        self._tuned_rows: OrderedDict[str, JobStatus] = OrderedDict()  # the latest tuning fits' final rows, to mark them pruned
         self._pruned: OrderedDict[tuple[str, int], None] = OrderedDict()  # (tuner, candidate) pairs pruned
 
     def add(self, job: LiveJob, now: float) -> None:
@@ -70,7 +70,7 @@ class EndedJobs:
                 self._tuned_rows[row.job] = row
             self._ended = [*self._ended, *marked][-MAX_ENDED:]
 
-    def take(self) -> list[Any]:
+    def take(self) -> list[JobStatus]:
         """The rows for the status being built (each row is handed on once)."""
         with self._lock:
             ended, self._ended = self._ended, []

@@ -1,7 +1,7 @@
 """One SLAQ job, the one record of it: what its owner declared and what the epoch loop learns.
 
 The user API creates it (:class:`slaq.api.Job`, a Spark Connect fit), the runtime opens and closes
-it, the epoch loop schedules on it: one loss history (the loop folds losses into it, the user reads
+it, the epoch loop schedules on it: one loss history (:func:`slaq.live.registry.record` appends to it, the user reads
 it), the curve fits cached for it (shared by the forecasts and the target check) and whether it
 reached its target.
 """
@@ -9,7 +9,6 @@ reached its target.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +17,6 @@ from slaq.live.status import NOT_TUNING, JobFigures, Tuning
 from slaq.live.target import Target
 from slaq.metrics import NINETY, loss_reference, seconds_to_target, time_to_reduction
 from slaq.predict.forecast import CurveCache, JobForecast
-from slaq.predict.prior import FitKey
-from slaq.predict.setup import SetupDone
 from slaq.stats.history import JobHistory
 
 log = logging.getLogger("slaq")  # the lines a user reads about their own jobs
@@ -35,7 +32,6 @@ class LiveJob:
     history: JobHistory = field(default_factory=JobHistory)
     curves: CurveCache = field(default_factory=CurveCache)
     tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit, if any
-    fit: FitKey | None = None  # a spark.ml fit's estimator and params: what its prior learns from (slaq.predict.prior)
     satisfied: bool = False  # reached its target: the minimum share from then on
     satisfied_at: float | None = None  # when it reached its target (the loop's clock)
     # what the epoch loop keeps while it schedules the job
@@ -48,14 +44,6 @@ class LiveJob:
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
     driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
     skipped: int = 0  # NaN or infinite losses its owner reported: skipped, not in the history
-    input_bytes: float | None = None  # a spark.ml fit's input DataFrame's size, when Spark knows it
-    setup_core_seconds: float | None = None  # core-seconds its pool used until its first loss (its set-up)
-
-    def record(self, loss: float) -> bool:
-        """A loss that does not pass through the JVM joins the history here; True when it made the
-        job reach its target."""
-        self.history.report(loss, at=time.monotonic())
-        return self.check_target()
 
     def skip(self, loss: float) -> None:
         """A NaN or infinite loss its owner reported: left out of the history; the first one is logged."""
@@ -75,17 +63,6 @@ class LiveJob:
         return JobFigures(why, now - self.added_at, self.consumed, seconds_to_target(self.added_at, self.satisfied_at), self.tuning,
                           self.driver.fraction(), None if ninety is None else max(ninety - self.added_at, 0.0),
                           self.target.describe(), first, floor)
-
-    def in_setup(self) -> bool:
-        """A spark.ml fit known to report losses that has reported none yet: its set-up is queued
-        (:mod:`slaq.predict.setup`)."""
-        return self.fit is not None and self.reports is True and not self.history.losses
-
-    def setup_done(self) -> SetupDone | None:
-        """Its set-up, once its first loss arrived (what later fits of its estimator are predicted from)."""
-        if self.fit is None or self.setup_core_seconds is None:
-            return None
-        return SetupDone(self.fit.estimator, self.input_bytes, self.setup_core_seconds)
 
     def check_target(self, now: float | None = None) -> bool:
         """Marks the job satisfied (at ``now``) once its history reached its target; True only that first time."""

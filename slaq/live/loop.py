@@ -19,118 +19,91 @@ from slaq.live.allocation import NOTHING, Allocator, Decision
 from slaq.live.ended import EndedJobs
 from slaq.live.job import LiveJob
 from slaq.live.observer import LoopObserver
-from slaq.live.registry import JobRegistry, ended_silently, reached_targets
+from slaq.live.registry import JobRegistry, ended_silently, record
 from slaq.live.status import epoch_status, used_cores
-from slaq.predict.setup import InSetup, remaining_setup
+from slaq.messages import EpochStatus, Iteration, PoolState
 
 log = logging.getLogger("slaq.loop")
+user_log = logging.getLogger("slaq")  # the lines a user reads about their own jobs
 LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
 
 
 class Pools(Protocol):
-    def drain(self) -> tuple[list[Any], dict[str, Any]]: ...  # iteration and pool_state messages (slaq.messages)
+    def drain(self) -> tuple[list[Iteration], dict[str, PoolState]]: ...
     def deposit(self, alloc: dict[str, float], epoch: float) -> None: ...
     def open_all(self, reason: str) -> None: ...
     def resume(self) -> None: ...
     def capacity(self) -> float: ...
 
 
+def said_reached(jobs: list[LiveJob]) -> bool:
+    """Logs each job that just reached its target; True when any did."""
+    for job in jobs:
+        user_log.info("SLAQ: job %s reached its target after %d losses; it keeps running on the minimum share",
+                      job.name, job.history.iterations)
+    return bool(jobs)
+
+
 class EpochLoop:
     def __init__(self, pools: Pools, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0,
-                 clock: Callable[[], float] = time.monotonic, clock_offset: float = 0.0,
-                 admit: Callable[[], Callable[[], None] | None] | None = None, prior: bool = False,
-                 waiting: Callable[[], set[str]] | None = None, observers: Iterable[LoopObserver] = (), setup_order: bool = False):
-        """``clock_offset`` turns the JVM's report times into the Python process's clock. ``admit``
-        runs before each drain (it adds jobs that started in the JVM, Spark Connect fits, so their
-        first losses are not dropped) and returns what to run once the drain is ingested (it removes
-        the jobs that ended there, after their last losses). ``prior``: forecast a spark.ml fit from
-        its estimator's other fits until its own losses carry a curve (slaq.predict.prior).
-        ``waiting``: the fits waiting for storage memory (slaq.live.admission), given no cores.
-        ``setup_order``: serve spark.ml fits' set-up in turn, shortest first (slaq.predict.setup)."""
+                 clock: Callable[[], float] = time.monotonic, clock_offset: float = 0.0, observers: Iterable[LoopObserver] = ()):
+        """``clock_offset`` turns the JVM's report times into the Python process's clock."""
         self.pools = pools
-        self.allocator = Allocator(policy, epoch, reserve, prior, setup_order)
+        self.allocator = Allocator(policy, epoch, reserve)
         self.epoch = self.allocator.epoch
-        self.prior_book = self.allocator.prior_book
-        self._registry = JobRegistry(clock, clock_offset)
+        self.jobs = JobRegistry(clock, clock_offset)  # the one record of the open and the latest finished jobs
         self._ended = EndedJobs()
-        self.observers: list[LoopObserver] = list(observers)  # told of each epoch and job end, in this order
+        self.observers: list[LoopObserver] = list(observers)  # told of each drain, epoch and job end, in this order
         self.epochs = 0
         self.failures = 0
         self.last_error: str | None = None
-        self.status: Any = None  # the latest epoch_status message (the console table reads it)
+        self.status: EpochStatus | None = None  # the latest epoch_status message (the console table reads it)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ingest_lock = threading.Lock()  # one drain + ingest at a time, so losses stay in order
-        self._admit = admit
-        self._waiting = waiting
         self._clock = clock
         self._started = clock()
-        self._published_sample = self._registry.sample  # every pool's core-seconds at the drain the previous status measured up to
+        self._published_sample = self.jobs.sample  # every pool's core-seconds at the drain the previous status measured up to
         self._decided: Decision = NOTHING
 
-    @property
-    def jobs(self) -> dict[str, LiveJob]:
-        """The jobs it schedules, by name."""
-        return self._registry.jobs
-
-    # -- job registry (called from user threads) -------------------------------------------------
+    # -- jobs (called from user threads) ---------------------------------------------------------
     def add(self, job: LiveJob) -> LiveJob:
-        """Schedule ``job`` on its own history from now on; it gets tokens now, not at the next epoch boundary."""
-        self._registry.add(job)
+        """Schedule ``job`` on its own history from now on; it gets tokens now, not at the next epoch boundary.
+        Raises ``ValueError`` if a running job has its name."""
+        self.jobs.add(job)
+        if job.reports is False:
+            log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", job.name)
         self._wake.set()
         return job
 
-    def remove(self, name: str) -> LiveJob | None:
-        job = self._registry.remove(name)
-        if job is not None:
-            self._ended.add(job, self._clock())
+    def remove(self, name: str, job: LiveJob | None = None) -> LiveJob | None:
+        """Stop scheduling the job called ``name`` (only if it is ``job``, when given); its final row goes to the next status."""
+        ended = self.jobs.remove(name, job)
+        if ended is not None:
+            self._ended.add(ended, self._clock())
         self._wake.set()
-        if job is not None:
-            if job.fit is not None:
-                self.prior_book.record(job.fit, job.history)
-            if (setup := job.setup_done()) is not None:
-                self.allocator.setup_book.record(setup)
-            self._notify("on_job_ended", job)
-            ended_silently(job)
-        return job
-
-    def setup_seconds(self, names: Iterable[str]) -> dict[str, float]:
-        """The predicted set-up left of each fit in ``names``, in seconds on the whole cluster (slaq.predict.setup),
-        from the ended and running fits' set-ups; a job that is not a spark.ml fit is left out, and every job is
-        left out before the first epoch measured the cluster. What ranks fits waiting for storage memory (slaq.live.admission)."""
-        status = self.status
-        if status is None or not status.capacity:
-            return {}
-        done = self.allocator.known_setups(self._registry.running())
-        out = {}
-        for name in names:
-            job = self.jobs.get(name)
-            if job is not None and job.fit is not None:
-                out[name] = remaining_setup(InSetup(name, job.fit.estimator, job.input_bytes, job.consumed, job.added_at), done) / status.capacity
-        return out
+        if ended is not None:
+            self._notify("on_job_ended", ended)
+            ended_silently(ended)
+        return ended
 
     def mark_pruned(self, group: str, candidates: Iterable[int]) -> None:
         """Candidates of tuner ``group`` whose remaining fits will not run: the UI tab says so."""
         self._ended.mark_pruned(group, candidates)
 
-    def wake(self) -> None:
-        """Run the next epoch now rather than at the epoch boundary."""
-        self._wake.set()
-
     def record(self, job: LiveJob, loss: float) -> None:
-        """A loss of ``job`` that did not pass through the JVM: into its history, checked against its target."""
-        with self._registry.lock:
-            job.history.report(loss, at=time.monotonic())
-        if reached_targets([job], self._clock()):
+        """A loss of ``job`` that did not pass through the JVM (:func:`slaq.live.registry.record`)."""
+        with self.jobs.lock:
+            reached = record(job, [loss], self._clock())
+        if reached and said_reached([job]):
             self._wake.set()
 
     # -- one epoch -------------------------------------------------------------------------------
     def allocate(self, capacity: float, closed: Iterable[str] = ()) -> dict[str, float]:
         """Cores per active job (and per closed pool in ``closed``) for ``capacity`` cores (slaq.live.allocation)."""
-        jobs = self._registry.running()
-        held = self._waiting() if self._waiting is not None else set()
-        self._decided = self.allocator.decide(jobs, capacity, closed, held, self._clock())
+        jobs = self.jobs.running()
+        self._decided = self.allocator.decide(jobs, capacity, closed, self._clock())
         self._notify("on_allocated", jobs, self._decided)
         return dict(self._decided.alloc)
 
@@ -139,17 +112,15 @@ class EpochLoop:
         (any thread; the user's ``job.losses`` calls it so a spark.ml fit's captured losses are there
         when the fit returns)."""
         with self._ingest_lock:
-            after = self._admit() if self._admit is not None else None
+            self._notify("before_drain")
             iterations, pools = self.pools.drain()
-            reporting = self._registry.fold(iterations, pools, self._clock())
-            if reached_targets(reporting, self._clock()):
+            if said_reached(self.jobs.fold(iterations, pools, self._clock())):
                 self._wake.set()  # from the next epoch on it gets the minimum share
-            if after is not None:
-                after()
+            self._notify("after_drain")
 
     def step(self) -> dict[str, float]:
         self.poll()
-        closed = self._registry.count_silent_epoch()
+        closed = self.jobs.count_silent_epoch()
         capacity = self.pools.capacity()
         alloc = self.allocate(capacity, closed)
         self.pools.deposit(alloc, self.epoch)
@@ -161,8 +132,8 @@ class EpochLoop:
         """Builds this epoch's ``epoch_status`` and hands it to the observers; a failure here never fails the epoch."""
         self._notify("before_status")
         now = self._clock()
-        with self._registry.lock:
-            sample = self._registry.sample
+        with self.jobs.lock:
+            sample = self.jobs.sample
         ended = self._ended.take()
         before, self._published_sample = self._published_sample, sample
         d = self._decided

@@ -1,45 +1,50 @@
-"""The jobs the epoch loop schedules, and the shim's losses and pool states folded into them.
+"""The one record of a runtime's jobs: the open ones by name, the latest finished ones, and the shim's
+losses and pool states folded into them.
 
-Each loss is checked against its job's target where it is ingested: a job that reached its target
-gets the minimum share from the next allocation on (:func:`slaq.live.allocation.fixed_shares`).
+Every loss joins its job's history through :func:`record`, which checks the job's target after it: a
+job that reached its target gets the minimum share from the next allocation on
+(:func:`slaq.live.allocation.fixed_shares`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from slaq.live.job import LiveJob
 from slaq.live.status import CoreSample
+from slaq.messages import Iteration, PoolState
 from slaq.stats.history import InvalidReport
 
 log = logging.getLogger("slaq.loop")
-user_log = logging.getLogger("slaq")  # the lines a user reads about their own jobs
 
 NO_LOSS_EPOCHS = 3  # a job with no loss after this many epochs is taken for one that reports none
+FINISHED_KEPT = 256  # closed jobs a registry remembers (with their histories) for inspection
 
 
-def ingest(jobs: Mapping[str, LiveJob], iterations: list[Any], clock_offset: float = 0.0) -> list[Any]:
-    """Append reported iterations to their jobs' histories; returns the accepted ones, in order.
+def record(job: LiveJob, losses: Iterable[Iteration | float], now: float | None = None, clock_offset: float = 0.0) -> bool:
+    """The one way losses join a job's history, in order, then its target is checked (at ``now``, once);
+    True when they made the job reach it.
 
-    The cost of an iteration is the core-seconds the job's pool used between two reports and its
-    wall time the time between them, so the runtime model learns both online; the seconds its pool
-    had a stage in the scheduler meanwhile split that wall time into executor and driver side
-    (:mod:`slaq.live.driver_share`). Each loss is stamped
-    with the JVM's time of the report plus ``clock_offset`` (to the Python process's clock).
+    A loss reported from Python is stamped ``time.monotonic()``. A shim ``Iteration`` is stamped with
+    the JVM's time of the report plus ``clock_offset``; its cost is the core-seconds the job's pool used
+    since the previous report and its wall time the time between them, so the runtime model learns both
+    online, and the seconds its pool had a stage in the scheduler meanwhile split that wall time into
+    executor and driver side (:mod:`slaq.live.driver_share`).
     """
-    accepted = []
-    for it in iterations:
-        job = jobs.get(it.job)
-        if job is None:
+    added = False
+    for it in losses:
+        if not isinstance(it, Iteration):
+            job.history.report(it, at=time.monotonic())
+            added = True
             continue
         try:
             at = it.t + clock_offset
             if job.last is None:
                 job.history.report(it.loss, at=at)
-                job.setup_core_seconds = it.core_seconds
             else:
                 wall = max(it.t - job.last[0], 1e-6)
                 used = max(it.core_seconds - job.last[1], 0.0)
@@ -50,69 +55,86 @@ def ingest(jobs: Mapping[str, LiveJob], iterations: list[Any], clock_offset: flo
             continue
         job.last = (it.t, it.core_seconds)
         job.last_stage = it.stage_seconds
-        accepted.append(it)
-    return accepted
+        added = True
+    return added and job.check_target(now)
 
 
-def reached_targets(jobs: list[LiveJob], now: float) -> bool:
-    """Checks each job with new losses against its target (in the order of their first new loss);
-    logs those that reached it; True when any did."""
-    reached = False
-    for job in jobs:
-        if job.check_target(now):
-            reached = True
-            user_log.info("SLAQ: job %s reached its target after %d losses; it keeps running on the minimum share",
-                          job.name, job.history.iterations)
-    return reached
+class JobRegistry(Mapping[str, LiveJob]):
+    """A read-only mapping of the open jobs by name, plus the latest :meth:`finished` ones (at most
+    :data:`FINISHED_KEPT`, oldest first), the pools the latest drain reported closed and every pool's
+    core-seconds at that drain; ``lock`` guards all of them (user threads open and close jobs)."""
 
-
-class JobRegistry:
-    """The loop's jobs by name, the pools the latest drain reported closed and every pool's
-    core-seconds at that drain; ``lock`` guards all of them (user threads add and remove jobs)."""
-
-    def __init__(self, clock: Callable[[], float], clock_offset: float = 0.0):
-        self.jobs: dict[str, LiveJob] = {}
+    def __init__(self, clock: Callable[[], float] = time.monotonic, clock_offset: float = 0.0):
         self.lock = threading.Lock()
         self.closed: list[str] = []  # closed pools the latest drain reported
         self.sample = CoreSample(clock())  # every pool's core-seconds at the latest drain
+        self._open: dict[str, LiveJob] = {}
+        self._finished: deque[LiveJob] = deque(maxlen=FINISHED_KEPT)
         self._clock = clock
         self._clock_offset = clock_offset
         self._arrivals = 0
 
-    def add(self, job: LiveJob) -> LiveJob:
-        now = self._clock()
+    def __getitem__(self, name: str) -> LiveJob:
         with self.lock:
-            self._arrivals += 1
-            job.order, job.added_at = float(self._arrivals), now
-            self.jobs[job.name] = job
-        if job.reports is False:
-            log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", job.name)
-        return job
+            return self._open[name]
 
-    def remove(self, name: str) -> LiveJob | None:
+    def __iter__(self) -> Iterator[str]:
         with self.lock:
-            return self.jobs.pop(name, None)
+            return iter(list(self._open))
+
+    def __len__(self) -> int:
+        return len(self._open)
 
     def running(self) -> list[LiveJob]:
         with self.lock:
-            return list(self.jobs.values())
+            return list(self._open.values())
 
-    def fold(self, iterations: list[Any], pools: Mapping[str, Any], drained: float) -> list[LiveJob]:
-        """One drain's losses and pool states into the jobs; returns the jobs that got new losses, in
-        the order of their first one (their targets are checked outside the lock)."""
+    def finished(self) -> list[LiveJob]:
+        """The latest closed jobs, oldest first."""
+        with self.lock:
+            return list(self._finished)
+
+    def add(self, job: LiveJob) -> LiveJob:
+        """Open ``job``; raises ``ValueError`` if an open job has its name."""
+        now = self._clock()
+        with self.lock:
+            if job.name in self._open:
+                raise ValueError(f"a SLAQ job named {job.name!r} is already running; job names must be unique while they run")
+            self._arrivals += 1
+            job.order, job.added_at = float(self._arrivals), now
+            self._open[job.name] = job
+        return job
+
+    def remove(self, name: str, job: LiveJob | None = None) -> LiveJob | None:
+        """Close the open job called ``name`` (only if it is ``job``, when given); it joins the finished ones."""
+        with self.lock:
+            found = self._open.get(name)
+            if found is None or (job is not None and found is not job):
+                return None
+            del self._open[name]
+            self._finished.append(found)
+            return found
+
+    def fold(self, iterations: list[Iteration], pools: Mapping[str, PoolState], drained: float) -> list[LiveJob]:
+        """One drain's losses and pool states into the open jobs; returns the jobs that reached their
+        target, in the order of their first new loss."""
         with self.lock:
             self.sample = CoreSample(drained, {name: state.consumed for name, state in pools.items()})
-            accepted = ingest(self.jobs, iterations, self._clock_offset)
+            by_job: dict[str, list[Iteration | float]] = {}
+            for it in iterations:
+                if it.job in self._open:
+                    by_job.setdefault(it.job, []).append(it)
             for name, state in pools.items():
-                if name in self.jobs:
-                    self.jobs[name].consumed = state.consumed
+                if name in self._open:
+                    self._open[name].consumed = state.consumed
             self.closed = [name for name, state in pools.items() if state.closed]
-            return [self.jobs[name] for name in dict.fromkeys(it.job for it in accepted) if name in self.jobs]
+            now = self._clock()
+            return [self._open[name] for name, losses in by_job.items() if record(self._open[name], losses, now, self._clock_offset)]
 
     def count_silent_epoch(self) -> list[str]:
         """One more epoch for each job without a loss yet; returns the pools reported closed."""
         with self.lock:
-            for j in self.jobs.values():
+            for j in self._open.values():
                 j.silent_epochs = 0 if j.history.losses else j.silent_epochs + 1
                 if j.silent_epochs == NO_LOSS_EPOCHS and j.reports is None:
                     log.info("SLAQ: job %s reported no loss in %d epochs; it gets an even share of the cores until it does", j.name, NO_LOSS_EPOCHS)

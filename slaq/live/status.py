@@ -2,7 +2,7 @@
 
 The loop builds one per epoch from what it just decided and pushes it to the driver JVM, where the
 SLAQ tab of the Spark UI, its REST JSON and the per-epoch driver log line show it
-(``sparkshim/java/io/slaqriffle/slaq/SlaqStatus.java``); the console table of :mod:`slaq.progress` prints the same
+(``slaq/java/io/slaqriffle/slaq/SlaqStatus.java``); the console table of :mod:`slaq.progress` prints the same
 message. Pure functions: no Spark, no clock.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -31,10 +30,7 @@ TARGET = "target reached"  # reached its target: the minimum share from then on
 POLICY = "policy's share"  # a policy that does not rank by predicted gain (fair, fifo, ...) chose it
 ENDED = "ended"  # a finished job that did not reach a target
 PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.prune)
-STORAGE = "waiting for storage memory"  # a caching spark.ml fit not started yet: storage memory is full of running fits' caches
-SETUP = "set-up, shortest first"  # a spark.ml fit before its first loss, at the head of the set-up queue (slaq.predict.setup)
-QUEUED = "queued for set-up"  # a spark.ml fit before its first loss behind the head: only cores no other job takes
-WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED, STORAGE, SETUP, QUEUED)
+WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED)
 
 @dataclass(frozen=True)
 class Tuning:
@@ -113,7 +109,7 @@ def predicted_gain(table: ForecastTable, cores: Sequence[float], figures: Sequen
     return np.maximum(drop / span, 0.0)
 
 
-def job_status(job: str, state: str, iterations: int, loss: float, gain: float, cores: float, used: float, figures: JobFigures) -> Any:
+def job_status(job: str, state: str, iterations: int, loss: float, gain: float, cores: float, used: float, figures: JobFigures) -> JobStatus:
     """One row (a ``job_status`` message), every number finite; a figure it has none of is -1."""
     t = figures.tuning
     normalized = float(normalized_loss(loss, figures.first_loss, figures.floor)) if iterations > 0 else 1.0
@@ -128,10 +124,10 @@ def job_status(job: str, state: str, iterations: int, loss: float, gain: float, 
 
 def epoch_status(epoch: int, t: float, policy: str, capacity: float, table: ForecastTable | None, cores: Sequence[float],
                  iterations: Sequence[int], used: Mapping[str, float], figures: Sequence[JobFigures] = (),
-                 finished: Sequence[Any] = ()) -> Any:
+                 finished: Sequence[JobStatus] = ()) -> EpochStatus:
     """The ``epoch_status`` message of one epoch; ``table`` rows, ``cores``, ``iterations`` and ``figures`` are per
     job, in order; ``finished``: the final rows of the jobs that ended since the previous epoch."""
-    jobs = []
+    jobs: list[JobStatus] = []
     if table is not None and len(table):
         rows = [figures[i] if i < len(figures) else JobFigures(POLICY, 0.0, 0.0) for i in range(len(table))]
         gain = predicted_gain(table, cores, rows)

@@ -14,8 +14,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from slaq.live.admission import CachedRdd, StorageReading
-
 log = logging.getLogger("slaq.storage")
 CHECK_EVERY_EPOCHS = 10  # reading every RDD's storage is an RPC to the block manager master: not every epoch
 MB = 1024 * 1024
@@ -32,33 +30,6 @@ def memory_blocks_on_disk(sc: Any) -> int:
     return total
 
 
-def read_storage(sc: Any) -> StorageReading:
-    """The executors' storage memory (the driver's only in local mode, where it is the executor) and
-    every persisted RDD's size, for :class:`slaq.live.admission.StorageAdmission`."""
-    jsc = sc._jsc.sc()
-    summaries = list(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(jsc.statusStore().executorList(True)))
-    executors = [e for e in summaries if e.id() != "driver"] or summaries
-    capacity = float(sum(int(e.maxMemory()) for e in executors))
-    rdds = tuple(CachedRdd(str(info.name()), float(int(info.memSize()) + int(info.diskSize())),
-                           int(info.numCachedPartitions()) >= int(info.numPartitions()), int(info.id()))
-                 for info in jsc.getRDDStorageInfo())
-    return StorageReading(capacity, rdds)
-
-
-UNKNOWN_SIZE = 1 << 60  # Spark's "size unknown" is spark.sql.defaultSizeInBytes, Long.MaxValue by default
-
-
-def input_bytes(dataset: Any) -> float | None:
-    """Spark SQL's size estimate of a DataFrame (a cached one's: its cached size once materialized), or
-    None when Spark does not know it."""
-    try:
-        size = int(dataset._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())  # py4j hands a BigInt over as an int
-    except Exception as exc:
-        log.debug("SLAQ: no size estimate for a fit's input: %s", exc)
-        return None
-    return float(size) if 0 < size < UNKNOWN_SIZE else None
-
-
 def spill_warning(on_disk: int, jobs: int) -> str | None:
     """The warning for ``on_disk`` bytes of memory-level cached blocks on disk while ``jobs`` SLAQ jobs
     run, or ``None`` when there is nothing to say (no spill, or a single job, which SLAQ does not widen)."""
@@ -68,7 +39,7 @@ def spill_warning(on_disk: int, jobs: int) -> str | None:
             f"cached for memory are on disk while {jobs} SLAQ jobs run. Each iterative spark.ml fit caches its own "
             "copy of its training data while it runs, and SLAQ runs many fits at once, so every iteration now "
             "reads blocks back from disk; give the executors more memory (spark.executor.memory) or start fewer "
-            "fits at a time (spark.slaq.storageAdmission=true; docs/mllib.md, 'Memory')")
+            "fits at a time (docs/mllib.md, 'Memory')")
 
 
 class StorageCheck:

@@ -137,8 +137,8 @@ class ForecastTable:
         self.floor = np.fromiter((j.floor for j in self.jobs), float, n)
         self.loss_first = np.fromiter((j.loss_first for j in self.jobs), float, n)
         self.span = loss_span(self.loss_first, self.floor)
-        # what an unmeasured job is assumed to cost: the median of the jobs that ran iterations (a set-up's or
-        # a prior's cost before the job's first reduction is a prediction, not a cost per iteration seen)
+        # what an unmeasured job is assumed to cost: the median of the jobs that ran iterations (a cost given
+        # before the job's first reduction is a prediction, not a cost per iteration seen)
         known = [j.cost for j in self.jobs if j.cost is not None and j.k_now >= 1]
         prior = float(np.median(known)) if known else DEFAULT_COST
         self.cost = np.fromiter((prior if j.cost is None else j.cost for j in self.jobs), float, n)

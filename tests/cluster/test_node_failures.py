@@ -37,10 +37,10 @@ def test_node_killed_after_commit(cluster, session):
     spark, scheduler = session
     rdd = spark.sparkContext.parallelize(range(9000), 12).map(lambda x: (x % KEYS, x)).reduceByKey(add, 6)
     set_merging(scheduler, True)
-    before = set(scheduler.stats)
+    before = set(scheduler.settled)
     assert sorted(rdd.collect()) == expected(9000)
     assert wait_idle(scheduler, 60)
-    assert any(v["merges_committed"] > 0 for k, v in scheduler.stats.items() if k not in before)
+    assert any(v.merges_committed > 0 for k, v in scheduler.settled.items() if k not in before)
     cluster.kill_node(2)  # its merged files and map outputs are gone with it
     assert sorted(rdd.collect()) == expected(9000)  # fetch failure -> the lost outputs are recomputed elsewhere
 

@@ -18,10 +18,10 @@ from tests.cluster.support import cluster_session, merged_files_by_node, wait_ex
 
 def run(scheduler, fn, merging: bool):
     set_merging(scheduler, merging)
-    before = set(scheduler.stats)
+    before = set(scheduler.settled)
     result = fn()
     assert wait_idle(scheduler, 60)
-    return result, [v for k, v in scheduler.stats.items() if k not in before]
+    return result, [v for k, v in scheduler.settled.items() if k not in before]
 
 
 def compare(cluster, scheduler, fn):
@@ -29,7 +29,7 @@ def compare(cluster, scheduler, fn):
     vanilla, _ = run(scheduler, fn, False)
     merged, stats = run(scheduler, fn, True)
     assert merged == vanilla
-    ids = {s["shuffle_id"] for s in stats if s["merges_committed"] > 0}
+    ids = {s.shuffle_id for s in stats if s.merges_committed > 0}
     assert ids, stats
     return merged, {host for host, n in merged_files_by_node(cluster, ids).items() if n > 0}
 
@@ -137,7 +137,7 @@ class TestShuffleServiceDynamicAllocation:
         rdd = sc.parallelize(range(6000), 12).map(lambda x: (x % 43, x)).reduceByKey(add, 6)
         # 12 maps on at most three executors: one of them writes >= 3 outputs, a full 3-way group
         first, stats = run(scheduler, lambda: sorted(rdd.collect()), True)
-        assert any(s["merges_committed"] > 0 for s in stats)
+        assert any(s.merges_committed > 0 for s in stats)
         deadline = time.monotonic() + 60  # idle executors are removed; the shuffle service keeps their files
         while sc._jsc.sc().getExecutorMemoryStatus().size() > 1 and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -1,9 +1,12 @@
+"""Fixtures of the daemon tests: a local root with three executor dirs, its journal, and mergers started in this process."""
+
 from pathlib import Path
 
 import pytest
 
 from riffle.merger.journal import Journal
 from riffle.merger.paths import Roots
+from srsupport.daemons import DaemonInProcess
 
 
 @pytest.fixture
@@ -33,3 +36,20 @@ def journal(roots):
     j = Journal(roots, durable=False)
     yield j
     j.close()
+
+
+@pytest.fixture
+def start_merger(root):
+    """Starts mergers in this process (``start_merger(*serve_flags, token=, env=)``, on ``root`` unless ``local_dirs``
+    says otherwise), each stopped at teardown: the same daemon the CLI builds, without a Python start-up per test.
+    Tests of crashes, signals, peak memory, rlimits or exit codes start a ``DaemonProcess`` instead."""
+    started: list[DaemonInProcess] = []
+
+    def start(*flags: str, token: str | None = None, env: dict | None = None, local_dirs: list | None = None,
+              port: int | None = None) -> DaemonInProcess:
+        started.append(DaemonInProcess(local_dirs or [root], *flags, token=token, env=env, port=port))
+        return started[-1]
+
+    yield start
+    for daemon in reversed(started):
+        daemon.stop()

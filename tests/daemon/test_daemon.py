@@ -1,11 +1,10 @@
-"""The merger daemon as a real process on loopback: gRPC errors, auth, limits, crash and shutdown."""
+"""The merger daemon on loopback gRPC: errors, auth, limits and TLS in this process (``start_merger``); crash,
+shutdown and a file-size limit as a real process (``DaemonProcess``)."""
 
-import os
 import resource
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -39,9 +38,9 @@ def rpc_error(call) -> grpc.RpcError:
 
 
 @pytest.fixture
-def daemon(root):
-    with DaemonProcess([root], "--log-level", "DEBUG", token="t0ken") as d:
-        yield d
+def daemon(start_merger):
+    """A merger that wants a token and logs everything."""
+    return start_merger("--log-level", "DEBUG", token="t0ken")
 
 
 def test_merge_and_status_and_cleanup(daemon, dirs, root):
@@ -139,29 +138,29 @@ def test_cancel_running_merge(daemon, root, dirs):
     assert daemon.client.cancel("unknown") is False
 
 
-def test_overloaded_queue_is_refused_clearly(root, dirs):
+def test_overloaded_queue_is_refused_clearly(root, dirs, start_merger):
     from riffle.protocol import pb
 
     make_outputs(dirs, 2, [0, 1], 10)
     slow = slow_inputs(dirs, sid=9, maps=4)
-    with DaemonProcess([root], "--memory", "2m", "--read-buffer", "128k", "--write-buffer", "256k", "--max-queue", "1") as d:
-        req = lambda rid, sid, maps, mid, parts: pb.MergeRequest(  # noqa: E731
-            app_id="app", request_id=rid, shuffle_id=sid, map_ids=maps, local_dirs=dirs, num_partitions=parts, merged_map_id=mid)
-        running = d.client.stub.Merge.future(req("r", 9, slow, M + 10, 20000), metadata=d.client.metadata, timeout=120)
-        wait_for_temp(root)
-        waiting = d.client.stub.Merge.future(req("w", 2, [0, 1], M + 11, 10), metadata=d.client.metadata, timeout=120)
-        deadline = time.monotonic() + 10
-        while d.client.status().queued < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        err = rpc_error(lambda: d.client.stub.Merge(req("x", 2, [0, 1], M + 12, 10), metadata=d.client.metadata, timeout=30))
-        assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "overloaded" in err.details()
-        assert running.result(timeout=120).bytes_written > 0
-        assert waiting.result(timeout=60).bytes_written > 0
-        status = d.client.status()
-        assert status.merges_rejected == 1 and status.requests_queued_total >= 1
+    d = start_merger("--memory", "2m", "--read-buffer", "128k", "--write-buffer", "256k", "--max-queue", "1")
+    req = lambda rid, sid, maps, mid, parts: pb.MergeRequest(  # noqa: E731
+        app_id="app", request_id=rid, shuffle_id=sid, map_ids=maps, local_dirs=dirs, num_partitions=parts, merged_map_id=mid)
+    running = d.client.stub.Merge.future(req("r", 9, slow, M + 10, 20000), metadata=d.client.metadata, timeout=120)
+    wait_for_temp(root)
+    waiting = d.client.stub.Merge.future(req("w", 2, [0, 1], M + 11, 10), metadata=d.client.metadata, timeout=120)
+    deadline = time.monotonic() + 10
+    while d.client.status().queued < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    err = rpc_error(lambda: d.client.stub.Merge(req("x", 2, [0, 1], M + 12, 10), metadata=d.client.metadata, timeout=30))
+    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "overloaded" in err.details()
+    assert running.result(timeout=120).bytes_written > 0
+    assert waiting.result(timeout=60).bytes_written > 0
+    status = d.client.status()
+    assert status.merges_rejected == 1 and status.requests_queued_total >= 1
 
 
-def test_crash_mid_merge_then_restart_cleans_up(root, dirs):
+def test_crash_mid_merge_then_restart_cleans_up(root, dirs, start_merger):
     maps = slow_inputs(dirs)
     d = DaemonProcess([root])
     from riffle.protocol import pb
@@ -174,11 +173,11 @@ def test_crash_mid_merge_then_restart_cleans_up(root, dirs):
     assert in_flight.exception(timeout=30) is not None
     assert temps(root), "the crash should have left a partial temp file behind"
     assert not block_file_path(dirs, data_file_name(8, M + 5)).exists()
-    with DaemonProcess([root]) as again:
-        assert temps(root) == []
-        assert "removed 1 temp files" in again.log() or "removed 2 temp files" in again.log()
-        resp = again.client.merge("again", 8, maps[:2], dirs, 20000, M + 5, app_id="app")
-        assert resp.bytes_written == 2 * 20000 * 1024
+    again = start_merger()
+    assert temps(root) == []
+    assert "removed 1 temp files" in again.log() or "removed 2 temp files" in again.log()
+    resp = again.client.merge("again", 8, maps[:2], dirs, 20000, M + 5, app_id="app")
+    assert resp.bytes_written == 2 * 20000 * 1024
 
 
 def test_graceful_shutdown_never_leaves_temp_files(root, dirs):
@@ -220,40 +219,24 @@ def tls_files(tmp_path):
     return key, cert
 
 
-def start_tls_daemon(root, key, cert, token="tt"):
-    """Started by hand: DaemonProcess's readiness probe speaks plaintext."""
-    from srsupport.daemons import free_port
-
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "riffle.merger.cli", "serve", "--listen", f"127.0.0.1:{port}", "--local-dir", str(root),
-                             "--tls-cert", str(cert), "--tls-key", str(key), "--no-fsync"], env={**os.environ, "RIFFLE_MERGER_TOKEN": token},
-                            stderr=subprocess.DEVNULL)
-    return proc, f"127.0.0.1:{port}"
+def start_tls_daemon(start_merger, key, cert, token="tt"):
+    """A merger serving TLS only, that wants ``token``."""
+    return start_merger("--tls-cert", str(cert), "--tls-key", str(key), "--no-fsync", token=token)
 
 
-def wait_healthy(client, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not client.healthy() and time.monotonic() < deadline:
-        time.sleep(0.1)
-
-
-def test_tls_with_token(root, dirs, tls_files):
+def test_tls_with_token(dirs, tls_files, start_merger):
     from riffle.merger.client import MergerClient
 
     key, cert = tls_files
     make_outputs(dirs, 3, [0, 1], 4)
-    proc, address = start_tls_daemon(root, key, cert)
-    try:
-        with MergerClient(address, token="tt", tls_ca=str(cert)) as secure, MergerClient(address, token="tt", timeout=5) as plaintext:
-            wait_healthy(secure)
-            assert secure.merge("tls", 3, [0, 1], dirs, 4, M + 20, app_id="app").bytes_written > 0
-            assert rpc_error(plaintext.status).code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    address = start_tls_daemon(start_merger, key, cert).address
+    with MergerClient(address, token="tt", tls_ca=str(cert)) as secure, MergerClient(address, token="tt", timeout=5) as plaintext:
+        assert secure.healthy()
+        assert secure.merge("tls", 3, [0, 1], dirs, 4, M + 20, app_id="app").bytes_written > 0
+        assert rpc_error(plaintext.status).code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
 
 
-def test_a_reply_over_4mib_reaches_a_tls_client_like_a_plaintext_one(root, dirs, tls_files):
+def test_a_reply_over_4mib_reaches_a_tls_client_like_a_plaintext_one(dirs, tls_files, start_merger):
     """Both clients take replies up to the same limit: 4.5 million partition lengths of one byte each make a
     reply of 4.5 MB, over gRPC's default 4 MiB receive limit."""
     from riffle.merger.client import MergerClient
@@ -265,12 +248,7 @@ def test_a_reply_over_4mib_reaches_a_tls_client_like_a_plaintext_one(root, dirs,
         path.parent.mkdir(parents=True, exist_ok=True)
     data.write_bytes(b"x" * parts)
     index.write_bytes(encode_index([1] * parts))
-    proc, address = start_tls_daemon(root, key, cert)
-    try:
-        with MergerClient(address, token="tt", tls_ca=str(cert)) as secure:
-            wait_healthy(secure)
-            resp = secure.merge("big-reply", 9, [0], dirs, parts, M + 30, app_id="app", timeout=300)
-            assert len(resp.partition_lengths) == parts and resp.ByteSize() > 4 << 20
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    address = start_tls_daemon(start_merger, key, cert).address
+    with MergerClient(address, token="tt", tls_ca=str(cert)) as secure:
+        resp = secure.merge("big-reply", 9, [0], dirs, parts, M + 30, app_id="app", timeout=300)
+        assert len(resp.partition_lengths) == parts and resp.ByteSize() > 4 << 20

@@ -1,4 +1,5 @@
-"""Merger defects found by attacking it, each against a real daemon process on real files: races, crashes, hostile inputs, load."""
+"""Merger defects found by attacking it, each against a real daemon on real files: races, crashes, hostile inputs, load.
+In this process (``start_merger``) unless a crash, a signal, an rlimit or the process's peak memory is under test."""
 
 import contextlib
 import os
@@ -65,7 +66,7 @@ def files_under(path: Path) -> set[str]:
 
 
 # -- 1. confinement by descriptor -------------------------------------------------------------------
-def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path):
+def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path, start_merger):
     root, outside = tmp_path / "local", tmp_path / "outside"
     executor = root / "blockmgr-a"
     executor.mkdir(parents=True)
@@ -107,7 +108,7 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path)
             swaps[0] += 1
             time.sleep(rng.random() * 0.005)
 
-    with DaemonProcess([root], "--no-fsync", "--log-level", "WARNING") as d:
+    with start_merger("--no-fsync", "--log-level", "WARNING", local_dirs=[root]) as d:
         thread = threading.Thread(target=swapper)
         thread.start()
         outcomes = []
@@ -127,7 +128,7 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path)
     assert files_under(outside) == before
 
 
-def test_fifo_socket_and_device_inputs_refused_without_blocking(root, dirs):
+def test_fifo_socket_and_device_inputs_refused_without_blocking(root, dirs, start_merger):
     make_outputs(dirs, 2, [0], 3)
     hostile = {}
     for m, kind in ((1, "fifo"), (2, "socket"), (3, "device")):
@@ -148,7 +149,7 @@ def test_fifo_socket_and_device_inputs_refused_without_blocking(root, dirs):
             except PermissionError:
                 continue
         hostile[m] = kind
-    with DaemonProcess([root], "--grace", "1") as d:
+    with start_merger("--grace", "1") as d:
         for m in [k for k in hostile if isinstance(k, int)]:
             t0 = time.monotonic()
             assert rpc_code(lambda: d.client.merge(f"h{m}", 2, [0, m], dirs, 3, M + m, app_id="app", timeout=10)) == \
@@ -167,7 +168,7 @@ def test_fifo_socket_and_device_inputs_refused_without_blocking(root, dirs):
 
 
 # -- 2. publish exactly once ----------------------------------------------------------------------
-def test_input_hardlinked_to_a_file_outside_the_roots_is_refused(root, dirs, tmp_path):
+def test_input_hardlinked_to_a_file_outside_the_roots_is_refused(root, dirs, tmp_path, start_merger):
     """A hard link is the one way to put a file from elsewhere (another user's, one the executor cannot read) under
     an executor's dir; the merger, often privileged, would copy it into a world-readable merged file."""
     secret = tmp_path / "secret"
@@ -178,13 +179,13 @@ def test_input_hardlinked_to_a_file_outside_the_roots_is_refused(root, dirs, tmp
         path.parent.mkdir(parents=True, exist_ok=True)
     os.link(secret, data)
     index.write_bytes(encode_index([len(b"top secret")]))
-    with DaemonProcess([root]) as d:
+    with start_merger() as d:
         assert rpc_code(lambda: d.client.merge("leak", 3, [0, 1], dirs, 1, M + 1, app_id="app")) == grpc.StatusCode.PERMISSION_DENIED
     assert not block_file_path(dirs, data_file_name(3, M + 1)).exists()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can give the executor dir to another user")
-def test_sub_dir_the_merger_creates_belongs_to_the_executor(root, dirs):
+def test_sub_dir_the_merger_creates_belongs_to_the_executor(root, dirs, start_merger):
     """A privileged merger that creates a Spark sub dir must hand it to the dir's owner, or the executor can
     neither write its later blocks there nor remove the dir when its application ends."""
     make_outputs(dirs, 3, [0, 1], 2)
@@ -193,15 +194,15 @@ def test_sub_dir_the_merger_creates_belongs_to_the_executor(root, dirs):
         shutil.rmtree(out_sub)
     for d in dirs:
         os.chown(d, 4321, 4322)
-    with DaemonProcess([root]) as d:
+    with start_merger() as d:
         d.client.merge("own", 3, [0, 1], dirs, 2, M + 1, app_id="app")
     st = out_sub.stat()
     assert (st.st_uid, st.st_gid) == (4321, 4322)
 
 
-def test_concurrent_same_output_merges_publish_once(root, dirs):
+def test_concurrent_same_output_merges_publish_once(root, dirs, start_merger):
     write_inputs(dirs, 3, 8, 5000, 512)  # a few seconds of work each
-    with DaemonProcess([root], "--no-fsync") as d:
+    with start_merger("--no-fsync") as d:
         first = d.client.stub.Merge.future(request("one", 3, [0, 1, 2, 3], dirs, 5000, M + 1), metadata=d.client.metadata, timeout=120)
         second = d.client.stub.Merge.future(request("two", 3, [4, 5, 6, 7], dirs, 5000, M + 1), metadata=d.client.metadata, timeout=120)
         results = []
@@ -223,7 +224,7 @@ def test_concurrent_same_output_merges_publish_once(root, dirs):
 
 
 @pytest.mark.parametrize("step", PUBLISH_STEPS)
-def test_crash_at_every_publish_step_leaves_nothing_or_a_complete_pair(root, dirs, step):
+def test_crash_at_every_publish_step_leaves_nothing_or_a_complete_pair(root, dirs, step, start_merger):
     blocks = make_outputs(dirs, 7, [0, 1, 2], 30)
     data, index = block_file_path(dirs, data_file_name(7, M + 1)), block_file_path(dirs, index_file_name(7, M + 1))
     crashing = DaemonProcess([root], env={CRASH_ENV: step})
@@ -231,7 +232,7 @@ def test_crash_at_every_publish_step_leaves_nothing_or_a_complete_pair(root, dir
         crashing.client.merge("c", 7, [0, 1, 2], dirs, 30, M + 1, app_id="app", timeout=30)
     assert crashing.proc.wait(30) == 86
     crashing.kill()
-    with DaemonProcess([root]) as again:
+    with start_merger() as again:
         assert not [f for f in all_files(root) if TEMP_PREFIX in f]
         complete = PUBLISH_STEPS.index(step) >= PUBLISH_STEPS.index("index-linked")
         assert data.exists() == index.exists() == complete, (step, data.exists(), index.exists())
@@ -243,7 +244,7 @@ def test_crash_at_every_publish_step_leaves_nothing_or_a_complete_pair(root, dir
         assert resp.bytes_written == sum(len(b) for m in (0, 1, 2) for b in blocks[m])
 
 
-def test_recovery_undoes_an_index_whose_data_file_was_lost(root, dirs):
+def test_recovery_undoes_an_index_whose_data_file_was_lost(root, dirs, start_merger):
     """After a power loss the index's link can survive without the data's: recovery must not keep half a pair."""
     make_outputs(dirs, 8, [0, 1], 20)
     data, index = block_file_path(dirs, data_file_name(8, M + 1)), block_file_path(dirs, index_file_name(8, M + 1))
@@ -253,18 +254,18 @@ def test_recovery_undoes_an_index_whose_data_file_was_lost(root, dirs):
     assert crashing.proc.wait(30) == 86
     crashing.kill()
     data.unlink()
-    with DaemonProcess([root]) as again:
+    with start_merger() as again:
         assert not index.exists() and not data.exists()
         assert again.client.merge("retry", 8, [0, 1], dirs, 20, M + 1, app_id="app").bytes_written > 0
 
 
 # -- 3. bounded, control never starved ------------------------------------------------------------
-def test_full_queue_refuses_at_once_and_control_answers_within_a_second(root, dirs):
+def test_full_queue_refuses_at_once_and_control_answers_within_a_second(root, dirs, start_merger):
     slow = list(range(8))
     write_inputs(dirs, 8, 8, 20000, 512)
     make_outputs(dirs, 2, [0, 1], 10)
-    with DaemonProcess([root], "--memory", "10m", "--read-buffer", "256k", "--write-buffer", "512k", "--max-queue", "8",
-                       "--workers", "2", "--no-fsync") as d:
+    with start_merger("--memory", "10m", "--read-buffer", "256k", "--write-buffer", "512k", "--max-queue", "8",
+                      "--workers", "2", "--no-fsync") as d:
         meta = d.client.metadata
         running = [d.client.stub.Merge.future(request(f"r{i}", 8, slow, dirs, 20000, M + i), metadata=meta, timeout=300) for i in range(2)]
         deadline = time.monotonic() + 20  # both slots taken by the slow merges before the flood, whatever order gRPC serves in
@@ -360,13 +361,13 @@ def test_sigterm_ends_within_grace_plus_five_seconds_during_merges(root, dirs):
 
 
 # -- 4. cleanup scoped to its application ---------------------------------------------------------
-def test_cleanup_deletes_only_the_apps_own_merged_files(root, dirs):
+def test_cleanup_deletes_only_the_apps_own_merged_files(root, dirs, start_merger):
     make_outputs(dirs, 1, [0, 1], 6)
     make_outputs(dirs, 2, [0, 1], 6)
     foreign = block_file_path(dirs, data_file_name(1, M + 99))  # looks merged, but this daemon did not write it
     foreign.parent.mkdir(parents=True, exist_ok=True)
     foreign.write_bytes(b"not ours")
-    with DaemonProcess([root]) as d:
+    with start_merger() as d:
         a1 = d.client.merge("a1", 1, [0, 1], dirs, 6, M + 1, app_id="app-A")
         a2 = d.client.merge("a2", 2, [0, 1], dirs, 6, M + 2, app_id="app-A")
         b1 = d.client.merge("b1", 1, [0, 1], dirs, 6, M + 3, app_id="app-B")
@@ -439,12 +440,12 @@ def test_cleanups_beyond_the_pending_bound_are_refused_not_queued(roots, dirs):
 
 
 # -- 5. every request field bounded ---------------------------------------------------------------
-def test_every_request_field_is_bounded_and_errors_never_echo_it_whole(root, dirs):
+def test_every_request_field_is_bounded_and_errors_never_echo_it_whole(root, dirs, start_merger):
     make_outputs(dirs, 4, [0, 1], 3)
     long_component = f"{dirs[0]}/{'x' * 300}"
     deep = f"{dirs[0]}/" + "/".join(["y" * 200] * 30)  # over PATH_MAX
     outside = "/elsewhere/" + "/".join(["z" * 200] * 19)  # within PATH_MAX, outside the roots
-    with DaemonProcess([root]) as d:
+    with start_merger() as d:
         cases = [
             ({"executor_id": "exec\n" * 90_000}, grpc.StatusCode.INVALID_ARGUMENT, "executor_id"),
             ({"request_id": "a\nb"}, grpc.StatusCode.INVALID_ARGUMENT, "request_id"),
@@ -470,7 +471,7 @@ def test_every_request_field_is_bounded_and_errors_never_echo_it_whole(root, dir
     assert len(log) < 20_000, len(log)
 
 
-def test_index_offsets_at_the_int64_limits_are_data_loss(root, dirs):
+def test_index_offsets_at_the_int64_limits_are_data_loss(root, dirs, start_merger):
     """Offsets a difference of which overflows int64: DATA_LOSS (corrupt input), not INTERNAL with a traceback."""
     make_outputs(dirs, 5, [0], 2)
     for m, offsets in ((1, (0, (1 << 63) - 1, -(1 << 63))), (2, (0, (1 << 63) - 1, (1 << 63) - 1)), (3, (-(1 << 63), 0, 0))):
@@ -479,7 +480,7 @@ def test_index_offsets_at_the_int64_limits_are_data_loss(root, dirs):
             path.parent.mkdir(parents=True, exist_ok=True)
         data.write_bytes(b"0123456789")
         index.write_bytes(b"".join(o.to_bytes(8, "big", signed=True) for o in offsets))
-    with DaemonProcess([root]) as d:
+    with start_merger() as d:
         for m in (1, 2, 3):
             with pytest.raises(grpc.RpcError) as info:
                 d.client.merge(f"i{m}", 5, [0, m], dirs, 2, M + m, app_id="app")
@@ -499,18 +500,18 @@ def merged_pair(dirs, sid, mid):
     return block_file_path(dirs, data_file_name(sid, mid)), block_file_path(dirs, index_file_name(sid, mid))
 
 
-def test_cancel_after_the_copy_loop_never_publishes_and_a_late_one_says_so(root, dirs):
+def test_cancel_after_the_copy_loop_never_publishes_and_a_late_one_says_so(root, dirs, start_merger):
     """A Cancel that finds the merge means nothing is published; past the first link it is too late and says found=false."""
     make_outputs(dirs, 3, [0, 1], 6)
     before = all_files(root)
-    with DaemonProcess([root], env={PAUSE_ENV: "temps-written:3"}) as d:
+    with start_merger(env={PAUSE_ENV: "temps-written:3"}) as d:
         future = d.client.stub.Merge.future(request("c", 3, [0, 1], dirs, 6, M + 1), metadata=d.client.metadata, timeout=60)
         wait_for_log(d, "fault injected: pausing")  # the copy loop is over, nothing is published yet
         assert d.client.cancel("c") is True
         assert future.exception(timeout=30).code() == grpc.StatusCode.CANCELLED
         assert all_files(root) == before and not os.listdir(root / ".riffle-merger" / "pending")
         assert d.client.status().merges_cancelled == 1
-    with DaemonProcess([root], env={PAUSE_ENV: "index-linked:2"}) as d:
+    with start_merger(env={PAUSE_ENV: "index-linked:2"}) as d:
         future = d.client.stub.Merge.future(request("late", 3, [0, 1], dirs, 6, M + 2), metadata=d.client.metadata, timeout=60)
         wait_for_log(d, "fault injected: pausing")
         assert d.client.cancel("late") is False  # too late: it publishes, and says so
@@ -519,12 +520,12 @@ def test_cancel_after_the_copy_loop_never_publishes_and_a_late_one_says_so(root,
 
 
 @pytest.mark.parametrize("step", ["temps-written", "index-linked"])
-def test_cleanup_of_an_app_ends_its_running_merges_so_nothing_outlives_it(root, dirs, step):
+def test_cleanup_of_an_app_ends_its_running_merges_so_nothing_outlives_it(root, dirs, step, start_merger):
     """The driver's stop sends Cancel and Cleanup at once: whether the merge can still be cancelled (paused before
     publishing) or not (paused after its index is linked), Cleanup returns only once nothing of the app is left."""
     make_outputs(dirs, 3, [0, 1], 6)
     before = all_files(root)
-    with DaemonProcess([root], env={PAUSE_ENV: f"{step}:2"}) as d:
+    with start_merger(env={PAUSE_ENV: f"{step}:2"}) as d:
         future = d.client.stub.Merge.future(request("m", 3, [0, 1], dirs, 6, M + 1, app="app-A"), metadata=d.client.metadata,
                                             timeout=60)
         wait_for_log(d, "fault injected: pausing")
@@ -586,12 +587,12 @@ def test_cleanup_that_outwaits_a_merge_past_cancelling_returns_and_its_output_go
 # -- 7. a full disk at every step -----------------------------------------------------------------
 @pytest.mark.parametrize("errno_name", ["ENOSPC", "EDQUOT"])
 @pytest.mark.parametrize("step", FAIL_STEPS)
-def test_disk_full_at_every_step_is_resource_exhausted_and_leaves_nothing(root, dirs, step, errno_name):
+def test_disk_full_at_every_step_is_resource_exhausted_and_leaves_nothing(root, dirs, step, errno_name, start_merger):
     """Out of space (or quota) creating the output's sub dir, its temps, writing them, writing the journal record,
     or creating the app's record dir after the links: RESOURCE_EXHAUSTED, nothing published, nothing pending."""
     make_outputs(dirs, 3, [0, 1], 6)
     before = all_files(root)
-    with DaemonProcess([root], env={FAIL_ENV: f"{step}:{errno_name}"}) as d:
+    with start_merger(env={FAIL_ENV: f"{step}:{errno_name}"}) as d:
         with pytest.raises(grpc.RpcError) as info:
             d.client.merge("full", 3, [0, 1], dirs, 6, M + 1, app_id="app")
         assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, info.value.details()

@@ -1,4 +1,5 @@
-"""The daemon's journal as an attacker who can write into the local dirs would forge it, against real daemon processes.
+"""The daemon's journal as an attacker who can write into the local dirs would forge it, against real daemons
+(in this process; the start-up refusals' exit code and line as ``riffle-merger serve``).
 
 The default state dir lies inside the first local dir, which executors can write: a record there must never make
 recovery or cleanup remove anything outside the roots, and a state dir others could have written is refused.
@@ -13,7 +14,6 @@ from pathlib import Path
 
 from riffle.merger.journal import STATE_DIR_NAME, app_key
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srsupport.daemons import DaemonProcess
 from tests.fixtures import make_outputs
 
 
@@ -37,7 +37,7 @@ def inode(p: Path) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def test_forged_records_never_remove_files_outside_the_roots(root, dirs, tmp_path):
+def test_forged_records_never_remove_files_outside_the_roots(root, dirs, tmp_path, start_merger):
     """Names with '/' or '..' and dirs with '..' components are refused, in recovery and in cleanup."""
     v = victims(tmp_path, 4)
     state = root / STATE_DIR_NAME
@@ -53,7 +53,7 @@ def test_forged_records_never_remove_files_outside_the_roots(root, dirs, tmp_pat
     }
     for path, rec in records.items():
         path.write_text(json.dumps(rec))
-    with DaemonProcess([root]) as d:
+    with start_merger() as d:
         assert d.client.cleanup(dirs, "app", all_shuffles=True).files_deleted == 0
         assert "ignoring" in d.log()
     assert [f.read_text() for f in v] == ["precious"] * 4
@@ -64,7 +64,7 @@ def serve_once(root: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def test_state_dir_others_could_write_is_refused_in_one_line(root):
+def test_state_dir_others_could_write_is_refused_in_one_line(root, start_merger):
     """A state dir another user owns, or that group/others may write, could hold forged records: refuse to start."""
     state = root / STATE_DIR_NAME
     state.mkdir()
@@ -81,16 +81,16 @@ def test_state_dir_others_could_write_is_refused_in_one_line(root):
     state.chmod(0o755)
     if os.geteuid() == 0:
         os.chown(state, os.geteuid(), os.getegid())
-    with DaemonProcess([root]):
+    with start_merger():
         pass
 
 
-def test_records_of_gone_files_and_empty_app_dirs_are_pruned_while_running(root, dirs):
+def test_records_of_gone_files_and_empty_app_dirs_are_pruned_while_running(root, dirs, start_merger):
     """An application that ends without Cleanup (Spark removes its dirs) leaves no record behind for long,
     and one that cleans up leaves no empty record dir: the state dir does not grow with every application."""
     apps = root / STATE_DIR_NAME / "apps"
     make_outputs(dirs, 1, [0, 1], 4)
-    with DaemonProcess([root], "--prune-interval", "0.2") as d:
+    with start_merger("--prune-interval", "0.2") as d:
         gone = d.client.merge("a", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="ended")
         d.client.merge("b", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 2, app_id="tidy")
         assert d.client.cleanup(dirs, "tidy", all_shuffles=True).files_deleted == 2
@@ -103,16 +103,16 @@ def test_records_of_gone_files_and_empty_app_dirs_are_pruned_while_running(root,
         assert os.listdir(apps) == []
 
 
-def test_half_written_record_of_a_crash_is_removed_at_start(root):
+def test_half_written_record_of_a_crash_is_removed_at_start(root, start_merger):
     """A crash while a record was being written leaves its temp in pending/: recovery removes it (it never began)."""
     pending = root / STATE_DIR_NAME / "pending"
     pending.mkdir(parents=True)
     (pending / ".0123.json.4567").write_text('{"app_id": "ap')
-    with DaemonProcess([root]):
+    with start_merger():
         assert os.listdir(pending) == []
 
 
-def test_fifos_in_the_state_dir_hang_neither_start_up_nor_cleanup(root, dirs):
+def test_fifos_in_the_state_dir_hang_neither_start_up_nor_cleanup(root, dirs, start_merger):
     """The state dir's files are opened like inputs (no symlink, non-blocking, a regular file on the descriptor):
     a FIFO named like a record must not block start-up's recovery or a cleanup thread for good."""
     make_outputs(dirs, 1, [0, 1], 4)
@@ -121,7 +121,7 @@ def test_fifos_in_the_state_dir_hang_neither_start_up_nor_cleanup(root, dirs):
         (state / sub).mkdir(parents=True, mode=0o700)
         os.mkfifo(state / sub / "0000-fifo.json")
     t0 = time.monotonic()
-    with DaemonProcess([root]) as d:
+    with start_merger() as d:
         assert time.monotonic() - t0 < 20
         resp = d.client.merge("m", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app")
         t0 = time.monotonic()

@@ -111,10 +111,10 @@ def test_client_refuses_to_send_a_token_in_cleartext_off_loopback():
     MergerClient("10.1.2.3:7338", insecure=False).close()  # no token, nothing to leak
 
 
-def test_metrics_endpoint_and_riffle_status(root, dirs):
+def test_metrics_endpoint_and_riffle_status(root, dirs, start_merger):
     make_outputs(dirs, 1, [0, 1, 2], 10)
     port = free_port()
-    with DaemonProcess([root], "--metrics-listen", f"127.0.0.1:{port}", token="tok") as d:
+    with start_merger("--metrics-listen", f"127.0.0.1:{port}", token="tok") as d:
         d.client.merge("m", 1, [0, 1, 2], dirs, 10, SYNTHETIC_MAP_ID_BASE + 1, app_id="app")
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         for line in ('riffle_merges_total{outcome="completed"} 1.0', 'riffle_merges_total{outcome="failed"} 0.0',
@@ -152,15 +152,15 @@ def test_port_in_use_is_one_error_line_and_exit_code_2(root):
     assert out.stderr.strip().splitlines()[-1] == f"riffle-merger: error: cannot listen on {address}: the address is in use or not on this host"
 
 
-def test_second_daemon_on_the_same_state_dir_is_refused(root):
+def test_second_daemon_on_the_same_state_dir_is_refused(root, start_merger):
     """Two daemons on one state dir would each take the other's merges in progress for a crash's leftovers."""
-    with DaemonProcess([root]) as first:
+    with start_merger() as first:
         out = serve("--listen", f"127.0.0.1:{free_port()}", "--local-dir", str(root))
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "another merger is running on state dir" in lines[0], out.stderr
         assert first.client.healthy()
-    with DaemonProcess([root]) as again:  # the lock goes with the daemon
+    with start_merger() as again:  # the lock goes with the daemon
         assert again.client.healthy()
 
 
@@ -169,9 +169,9 @@ def threads_of(pid: int) -> int:
 
 
 def test_metrics_endpoint_is_bounded_in_connections_and_threads(root, dirs):
-    """Hundreds of idle connections to the metrics port cost no thread each (they are closed past the bound)
-    and leave merges and, once they idle out, scrapes working."""
-    from riffle.merger.metrics import IDLE_TIMEOUT
+    """Four times the bound of idle connections to the metrics port cost no thread each (they are closed past the
+    bound) and leave merges and, once they are gone, scrapes working. A real process: its thread count is the claim."""
+    from riffle.merger.metrics import IDLE_TIMEOUT, MAX_CONNECTIONS
 
     make_outputs(dirs, 1, [0, 1], 4)
     port = free_port()
@@ -179,22 +179,27 @@ def test_metrics_endpoint_is_bounded_in_connections_and_threads(root, dirs):
         before = threads_of(d.proc.pid)
         idle = []
         try:
-            for _ in range(300):
+            for _ in range(4 * MAX_CONNECTIONS):
                 idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
-            time.sleep(0.5)
-            assert threads_of(d.proc.pid) <= before + 4, (before, threads_of(d.proc.pid))
             assert d.client.merge("m", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app").bytes_written > 0
+            assert threads_of(d.proc.pid) <= before + 4, (before, threads_of(d.proc.pid))
         finally:
             for sock in idle:
                 sock.close()
-        time.sleep(IDLE_TIMEOUT + 0.5)
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        deadline = time.monotonic() + IDLE_TIMEOUT + 10  # the closed connections free their slots; at worst they idle out
+        while True:
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+                break
+            except OSError:  # refused past the bound while the slots are still held
+                assert time.monotonic() < deadline, "scrapes never worked again"
+                time.sleep(0.1)
         refused = float(next(line.split()[1] for line in body.splitlines() if line.startswith("riffle_metrics_connections_refused_total")))
         assert refused > 0  # how many depends on how many were accepted before the close freed the slots
         assert threads_of(d.proc.pid) <= before + 4
 
 
-def test_calls_grpc_cancels_are_counted_and_logged(root, dirs):
+def test_calls_grpc_cancels_are_counted_and_logged(root, dirs, start_merger):
     """A caller whose deadline passes sees CANCELLED or DEADLINE_EXCEEDED; the daemon counts and logs it."""
     import grpc
 
@@ -202,7 +207,7 @@ def test_calls_grpc_cancels_are_counted_and_logged(root, dirs):
 
     make_outputs(dirs, 1, [0, 1], 4)
     port = free_port()
-    with DaemonProcess([root], "--metrics-listen", f"127.0.0.1:{port}", env={PAUSE_ENV: "temps-written:2"}) as d:
+    with start_merger("--metrics-listen", f"127.0.0.1:{port}", env={PAUSE_ENV: "temps-written:2"}) as d:
         with pytest.raises(grpc.RpcError) as info:
             d.client.merge("gone", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app", timeout=0.5)
         assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
@@ -246,7 +251,7 @@ def test_an_application_silent_for_its_lease_loses_its_merged_files(root, dirs):
         assert len(list(apps.iterdir())) == 1  # only app-live's records are left
 
 
-def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs):
+def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs, start_merger):
     """The driver's fleet renews its application's lease on the mergers holding its merged files (at once on a
     merger new to it, then every lease / 3 as the daemon's reply says): the files outlive several leases, and go
     once the renewals stop."""
@@ -254,7 +259,7 @@ def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs):
     from riffle.driver.fleet import MergerFleet
 
     make_outputs(dirs, 1, [0, 1], 4)
-    with DaemonProcess([root], "--app-lease", "2") as d:
+    with start_merger("--app-lease", "2") as d:
         out = d.client.merge("m", 1, [0, 1], dirs, 4, SYNTHETIC_MAP_ID_BASE + 1, app_id="app-x")
         fleet = MergerFleet(RiffleConfig(enabled=True, mergers=(d.address,)), "app-x")
         fleet.keep_alive()  # nothing merged yet: nothing renewed, the next periodic renewal is a minute away
@@ -271,7 +276,7 @@ def test_the_driver_renews_its_lease_where_it_has_merged_files(root, dirs):
             time.sleep(0.1)
 
 
-def test_merged_files_are_their_applications_claim_to_a_lease_even_in_a_full_table(root, dirs):
+def test_merged_files_are_their_applications_claim_to_a_lease_even_in_a_full_table(root, dirs, start_merger):
     """After a restart, other applications take every lease the table allows (--max-apps) first: the one whose merged
     files are on record is still renewed, by KeepAlive and Merge alike, and keeps its files past its lease while the
     silent one's go; one more application without files is refused, by KeepAlive and Merge alike, until some lapse."""
@@ -279,10 +284,10 @@ def test_merged_files_are_their_applications_claim_to_a_lease_even_in_a_full_tab
 
     M = SYNTHETIC_MAP_ID_BASE
     make_outputs(dirs, 1, [0, 1, 2, 3], 4)
-    with DaemonProcess([root]) as d:
+    with start_merger() as d:
         live = d.client.merge("m-live", 1, [0, 1], dirs, 4, M + 1, app_id="app-live")
         dead = d.client.merge("m-dead", 1, [2, 3], dirs, 4, M + 2, app_id="app-dead")
-    with DaemonProcess([root], "--app-lease", "2", "--max-apps", "4") as d:
+    with start_merger("--app-lease", "2", "--max-apps", "4") as d:
         for i in range(4):
             d.client.keep_alive(f"filler-{i}")
         assert d.client.keep_alive("app-live").lease_seconds == 2

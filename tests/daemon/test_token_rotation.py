@@ -15,7 +15,7 @@ from riffle.driver.merges import Merge, MergeState
 from riffle.driver.policy import MapOutput
 from riffle.driver.status import REFUSED, UP
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srsupport.daemons import DaemonProcess, free_port
+from srsupport.daemons import free_port
 from tests.fixtures import make_outputs
 
 
@@ -31,12 +31,12 @@ def merge_on(fleet: MergerFleet, address: str, dirs: list[str], shuffle_id: int)
     return m
 
 
-def test_a_rotated_token_is_read_again_and_a_still_different_one_is_refused_once(root, dirs, tmp_path, caplog):
+def test_a_rotated_token_is_read_again_and_a_still_different_one_is_refused_once(dirs, tmp_path, caplog, start_merger):
     token_file = tmp_path / "token"
     token_file.write_text("before\n")
     port = free_port()
-    rotated = DaemonProcess([root], "--state-dir", str(tmp_path / "rotated"), token="before", port=port)
-    other = DaemonProcess([root], "--state-dir", str(tmp_path / "other"), token="someone-elses")
+    rotated = start_merger("--state-dir", str(tmp_path / "rotated"), token="before", port=port)
+    other = start_merger("--state-dir", str(tmp_path / "other"), token="someone-elses")
     config = RiffleConfig.from_conf({"spark.riffle.enabled": "true", "spark.riffle.mergers": f"{rotated.address},{other.address}",
                                      "spark.riffle.authTokenFile": str(token_file)}.get)
     fleet = MergerFleet(config, "app-rotation")
@@ -44,7 +44,7 @@ def test_a_rotated_token_is_read_again_and_a_still_different_one_is_refused_once
         assert merge_on(fleet, rotated.address, dirs, 1).state is MergeState.DONE
         rotated.stop()
         token_file.write_text("after\n")
-        rotated = DaemonProcess([root], "--state-dir", str(tmp_path / "rotated"), token="after", port=port)
+        rotated = start_merger("--state-dir", str(tmp_path / "rotated"), token="after", port=port)
         with caplog.at_level(logging.INFO, logger="riffle.driver"):
             assert merge_on(fleet, rotated.address, dirs, 2).state is MergeState.DONE  # read again, sent again
             assert fleet.health(rotated.address) == UP and fleet.token.current == "after"
@@ -62,14 +62,14 @@ def test_a_rotated_token_is_read_again_and_a_still_different_one_is_refused_once
         other.stop()
 
 
-def test_a_merger_that_refused_the_old_token_is_asked_again_once_the_file_holds_the_new_one(root, dirs, tmp_path, monkeypatch):
+def test_a_merger_that_refused_the_old_token_is_asked_again_once_the_file_holds_the_new_one(dirs, tmp_path, monkeypatch, start_merger):
     """The mergers may be rotated before the driver's file is (a secret propagates to the driver's node later): the
     refusing merger is asked again, at the lease renewals, once the file holds a newer token. The file is read at
     most every REREAD_SECONDS; here every time, so the test need not wait them out."""
     monkeypatch.setattr(token_file_module, "REREAD_SECONDS", 0.0)
     token_file = tmp_path / "token"
     token_file.write_text("before\n")
-    merger = DaemonProcess([root], "--state-dir", str(tmp_path / "state"), token="after")
+    merger = start_merger("--state-dir", str(tmp_path / "state"), token="after")
     fleet = MergerFleet(RiffleConfig.from_conf({"spark.riffle.mergers": merger.address, "spark.riffle.authTokenFile": str(token_file)}.get),
                         "app-rotation")
     try:

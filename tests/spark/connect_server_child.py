@@ -52,7 +52,8 @@ def main(local_dir: str) -> None:
             runtime = slaq.attach(spark)
         elif command == "jobs":
             runtime.sync()
-            jobs = [{"name": j.name, "losses": j.losses, "core_seconds": getattr(j, "core_seconds", None)} for j in runtime.finished]
+            jobs = [{"name": j.name, "losses": list(j.history.losses), "core_seconds": float(sum(j.history.core_seconds))}
+                    for j in runtime.jobs.finished()]
             print(json.dumps({"jobs": jobs, "running": runtime.running_jobs()}), flush=True)
             continue
         print(json.dumps({"done": command}), flush=True)

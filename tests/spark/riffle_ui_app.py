@@ -59,11 +59,11 @@ def main() -> int:
     kept = []
     for key, mergers in (("A", (up, down)), ("B", (down,))):
         use_config(scheduler, dataclasses.replace(config, mergers=mergers))
-        before = set(scheduler.stats)
+        before = set(scheduler.settled)
         counts = data.map(lambda x: (x % 7, 1)).reduceByKey(add, 4)
         assert sorted(counts.collect()) == [(k, len(range(k, 6000, 7))) for k in range(7)]
         assert wait_idle(scheduler, 60)
-        (shuffles[key],) = set(scheduler.stats) - before
+        (shuffles[key],) = set(scheduler.settled) - before
         kept += [counts] if key == "B" else []  # A's RDD is garbage once `counts` is B's: Spark cleans shuffle A up
     unheld: list[int] = []
     with on_events(scheduler, lambda e: unheld.append(e.shuffle) if isinstance(e, messages.MapStageSubmitted) and not e.mergeable else None):

@@ -1,8 +1,7 @@
 """Every spark.ml fit's history is complete under concurrency: many fits of mixed estimators at once
 (plain threads, some inside ``slaq.job`` blocks, a ``CrossValidator`` with parallelism, a ``Pipeline``),
 on the shared local-cluster session, repeated; each job's captured history equals its fit's own
-``objectiveHistory[1:]`` (relative 1e-5), with no iteration lost to another fit or to the job's close,
-also while their set-ups are served in turn (the opt-in set-up queue, slaq.predict.setup).
+``objectiveHistory[1:]`` (relative 1e-5), with no iteration lost to another fit or to the job's close.
 """
 
 from __future__ import annotations
@@ -15,9 +14,7 @@ import numpy as np
 import pytest
 
 import slaq
-from slaq.live.status import QUEUED, SETUP
 from srlab.slaq_bench.capture_check import check_capture
-from srsupport.slaq_watch import Statuses
 
 ROUNDS = 2
 MAX_ITER = 8
@@ -97,12 +94,9 @@ def _round(scheduler: Any, data: Any, round_: int) -> tuple[dict[str, list[float
     splits: dict[str, list[Any]] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
-    earlier = list(scheduler.finished)  # held, so no new job can reuse an earlier one's id
+    earlier = scheduler.jobs.finished()  # held, so no new job can reuse an earlier one's id
     before = {id(job) for job in earlier}
     start = threading.Barrier(len(_fits(data)))
-    statuses = Statuses()
-    scheduler.loop.observers.append(statuses)
-    scheduler.loop.allocator.setup_order = round_ % 2 == 1  # every other round with the set-up queue (spark.slaq.setupOrder)
 
     def run(i: int, name: str, fit: Callable[[], list[tuple[str, list[float]]]]) -> None:
         try:
@@ -127,14 +121,8 @@ def _round(scheduler: Any, data: Any, round_: int) -> tuple[dict[str, list[float
         t.start()
     for t in threads:
         t.join()
-    scheduler.loop.observers.remove(statuses)
-    queue_on, scheduler.loop.allocator.setup_order = scheduler.loop.allocator.setup_order, False
     assert not errors, errors
-    # with the set-up queue, set-ups were served in turn: one head per epoch, the others queued with no cores of their own
-    rows = [[j for j in status.jobs if j.why in (SETUP, QUEUED)] for status in statuses.published]
-    assert all(sum(j.why == SETUP for j in epoch) <= 1 and all(j.cores == 0 for j in epoch if j.why == QUEUED) for epoch in rows)
-    assert any(j.why == QUEUED for epoch in rows for j in epoch) == queue_on
-    captured = {job.name: list(job.losses) for job in scheduler.finished if id(job) not in before}
+    captured = {job.name: list(job.history.losses) for job in scheduler.jobs.finished() if id(job) not in before}
     assert all(captured[name] == losses for name, losses in explicit.items())  # job.losses is complete when the block ends
     # each iteration's wall time splits into time with a stage of the job in the scheduler and driver time
     for name, split in splits.items():

@@ -94,7 +94,7 @@ import riffle.runtime  # only to read what happened; the app never calls riffle
 from srsupport.riffle_watch import wait_idle
 scheduler = riffle.runtime.current().scheduler
 wait_idle(scheduler, 60)
-committed = sum(s["merges_committed"] for s in scheduler.stats.values())
+committed = sum(s.merges_committed for s in scheduler.settled.values())
 print("RESULT " + __import__("json").dumps({{"rows": rows, "committed": committed}}))
 spark.stop()
 """
@@ -153,9 +153,15 @@ def plugin_confs(merger: DaemonProcess, *extra: str) -> list[str]:
             *[a for c in extra for a in ("--conf", c)]]
 
 
-def java_submit(app_jar: Path, local: Path, *args: str, app_args: tuple[str, ...] = ()) -> list[str]:
-    return [str(BIN / "spark-submit"), "--master", "local-cluster[2,1,1024]", "--class", "PluginApp", *confs(local), *args,
-            str(app_jar), *app_args]
+# Where the executors are is beside the point of a run that checks the driver alone (plain Spark's reference, a
+# brain that cannot start, a refused conf): one JVM instead of three. Its block counts equal local-cluster's (the
+# stopped brain's run under local[2] is compared with them too)
+DRIVER_ONLY = "local[2]"
+
+
+def java_submit(app_jar: Path, local: Path, *args: str, app_args: tuple[str, ...] = (),
+                master: str = "local-cluster[2,1,1024]") -> list[str]:
+    return [str(BIN / "spark-submit"), "--master", master, "--class", "PluginApp", *confs(local), *args, str(app_jar), *app_args]
 
 
 def tagged(lines: list[str], tag: str) -> tuple[list[tuple[int, int]], int]:
@@ -184,7 +190,7 @@ def children_running(parent: int, module: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def vanilla(app_jar, local):
-    proc = subprocess.run(java_submit(app_jar, local), capture_output=True, text=True, timeout=300, env=env())
+    proc = subprocess.run(java_submit(app_jar, local, master=DRIVER_ONLY), capture_output=True, text=True, timeout=300, env=env())
     assert proc.returncode == 0, proc.stderr[-4000:]
     return tagged(proc.stdout.splitlines(), "1")
 
@@ -322,8 +328,7 @@ def stuck_brain(app_jar, local, merger):
     stderr_path = local.parent / "stuck-brain.stderr"
     stderr = stderr_path.open("w")
     args = java_submit(app_jar, local, *plugin_confs(merger, "spark.riffle.holdTimeout=5s", "spark.slaq.enabled=true",
-                                                     "spark.scheduler.mode=FAIR"), app_args=("--pause",))
-    args[args.index("local-cluster[2,1,1024]")] = "local[2]"
+                                                     "spark.scheduler.mode=FAIR"), app_args=("--pause",), master="local[2]")
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env())
     lines = AppLines(proc)
     out: dict = {"steps": []}
@@ -444,7 +449,7 @@ def test_pyspark_app_with_the_plugin_keeps_one_in_process_brain(local, merger, w
 
 def test_a_brain_that_cannot_start_is_one_warning_and_plain_spark(app_jar, local, merger, work):
     missing = work / "no-such-python"
-    args = java_submit(app_jar, local, *plugin_confs(merger, f"spark.pyspark.driver.python={missing}"))
+    args = java_submit(app_jar, local, *plugin_confs(merger, f"spark.pyspark.driver.python={missing}"), master=DRIVER_ONLY)
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env())
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert tagged(proc.stdout.splitlines(), "1")[0] == EXPECTED
@@ -457,7 +462,7 @@ def test_a_token_file_that_is_a_fifo_is_one_error_line_and_plain_spark_at_once(a
     neither waits out the attach wait (60 s) nor the brain's stop (20 s), as when the brain blocked on the FIFO."""
     fifo = work / "token-fifo"
     os.mkfifo(fifo)
-    args = java_submit(app_jar, local, *plugin_confs(merger, f"spark.riffle.authTokenFile={fifo}"))
+    args = java_submit(app_jar, local, *plugin_confs(merger, f"spark.riffle.authTokenFile={fifo}"), master=DRIVER_ONLY)
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env())
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert tagged(proc.stdout.splitlines(), "1") == vanilla  # the same rows, every map output read as it is

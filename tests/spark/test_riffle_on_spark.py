@@ -59,10 +59,10 @@ def fresh_config(scheduler, base_config):
 
 def run_merged(scheduler, fn):
     """``fn()`` with merging on; returns (result, stats of the shuffles it created)."""
-    before = set(scheduler.stats)
+    before = set(scheduler.settled)
     result = fn()
     assert wait_idle(scheduler, 60)
-    return result, [v for k, v in scheduler.stats.items() if k not in before]
+    return result, [v for k, v in scheduler.settled.items() if k not in before]
 
 
 def compare(scheduler, fn, expect_merge: bool = True):
@@ -72,7 +72,7 @@ def compare(scheduler, fn, expect_merge: bool = True):
     merged, stats = run_merged(scheduler, fn)
     assert merged == vanilla
     if expect_merge:
-        assert sum(s["merges_committed"] for s in stats) > 0, stats
+        assert sum(s.merges_committed for s in stats) > 0, stats
     return merged, stats
 
 
@@ -108,7 +108,28 @@ def test_more_than_2000_reduce_partitions(spark, scheduler):
     finally:
         spark.conf.unset("spark.sql.adaptive.enabled")
         spark.conf.unset("spark.sql.shuffle.partitions")
-    assert result == [(7 * i, i) for i in range(3000)] and any(s["partitions"] == 2100 for s in stats)
+    assert result == [(7 * i, i) for i in range(3000)] and any(s.partitions == 2100 for s in stats)
+
+
+def test_each_executors_local_dirs_come_with_its_map_output_not_a_lookup(spark, scheduler, monkeypatch):
+    """The shim sends an executor's local dirs once, with its first map output (again after the scheduler configures it,
+    as a scheduler attached afresh does): merges need no py4j lookup, and use the dirs Spark recorded."""
+    real = scheduler.local_dirs.tracker
+    asked: list[str] = []
+
+    class CountingTracker:
+        def localDirs(self, executor):
+            asked.append(executor)
+            return real.localDirs(executor)
+
+    monkeypatch.setattr(scheduler.local_dirs, "tracker", CountingTracker())
+    scheduler.local_dirs.known.clear()  # forgotten, as by a scheduler attached afresh
+    set_merging(scheduler, True)  # configures the shim: each executor's dirs come again with its next output
+    rdd = spark.sparkContext.parallelize(range(3000), 6).map(lambda x: (x % 11, x))
+    _, stats = run_merged(scheduler, lambda: sorted(rdd.reduceByKey(add, 3).collect()))
+    assert sum(s.merges_committed for s in stats) > 0 and asked == [], (stats, asked)
+    known = dict(scheduler.local_dirs.known)
+    assert known and all(dirs == [str(d) for d in real.localDirs(e)] for e, dirs in known.items()), known
 
 
 def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, base_config):
@@ -118,8 +139,8 @@ def test_mostly_empty_map_tasks_merge_every_group_with_data(spark, scheduler, ba
     rows = spark.sparkContext.parallelize(range(12), 12).flatMap(lambda i: [(k, i) for k in range(40)] if i % 3 == 0 else [])
     result, stats = compare(scheduler, lambda: sorted(rows.reduceByKey(add, 4).collect()))
     assert dict(result) == {k: 0 + 3 + 6 + 9 for k in range(40)}
-    assert sum(s["merges_failed"] for s in stats) == 0, stats
-    assert sum(s["merges_committed"] for s in stats) >= 1, stats  # 4 outputs with data on 2 executors, 2 per group
+    assert sum(s.merges_failed for s in stats) == 0, stats
+    assert sum(s.merges_committed for s in stats) >= 1, stats  # 4 outputs with data on 2 executors, 2 per group
 
 
 def test_the_default_cost_model_tells_a_sql_exchange_from_an_rdd_shuffle(spark, scheduler, base_config):
@@ -141,7 +162,7 @@ def test_the_default_cost_model_tells_a_sql_exchange_from_an_rdd_shuffle(spark, 
         assert result == [(k, 50) for k in range(400)]
         sql = [s for sid, s in scheduler.shuffles.items() if sid not in before and s.policy is not None]
         assert sql and all(s.cost.coalesce and not s.held and s.merges == [] for s in sql), sql
-        assert all(s["hold_seconds"] is None and s["merges_requested"] == 0 and "not worth merging" in s["reason"] for s in stats), stats
+        assert all(s.hold_seconds is None and s.merges_requested == 0 and "not worth merging" in s.reason for s in stats), stats
         assert scheduler.status().totals.unmerged.get("not_worth_it", 0) >= len(sql)
     finally:
         spark.conf.unset("spark.sql.shuffle.partitions")
@@ -221,7 +242,7 @@ def test_unreachable_merger(sc_rdd_data, scheduler, base_config):
     use_config(scheduler, dataclasses.replace(base_config, mergers=(closed_port(),)))
     fn = lambda: sorted(sc_rdd_data.map(lambda x: (x % 13, x)).reduceByKey(add, 5).collect())
     _, stats = compare(scheduler, fn, expect_merge=False)
-    assert all(s["merges_committed"] == 0 for s in stats)
+    assert all(s.merges_committed == 0 for s in stats)
 
 
 def test_merger_killed_mid_merge(sc_rdd_data, scheduler, base_config, spark_local_root, tmp_path):
@@ -250,7 +271,7 @@ def test_merge_timeout(sc_rdd_data, scheduler, base_config, spark_local_root, tm
         t0 = time.monotonic()
         result, stats = run_merged(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 19, 1)).reduceByKey(add, 5).collect()))
         assert dict(result) == {k: len(range(k, 3000, 19)) for k in range(19)}
-        assert any("timeout" in s["reason"] for s in stats) and all(s["merges_committed"] == 0 for s in stats)
+        assert any("timeout" in s.reason for s in stats) and all(s.merges_committed == 0 for s in stats)
         assert time.monotonic() - t0 < 30
     finally:
         os.kill(hung.proc.pid, signal.SIGKILL)
@@ -260,9 +281,9 @@ def test_merge_timeout(sc_rdd_data, scheduler, base_config, spark_local_root, tm
 def test_merged_file_deleted_after_commit(spark, scheduler, spark_local_root):
     rdd = spark.sparkContext.parallelize(range(3000), 12).map(lambda x: (x % 23, x)).reduceByKey(add, 6)
     first, stats = run_merged(scheduler, lambda: sorted(rdd.collect()))
-    committed = [s for s in stats if s["merges_committed"] > 0]
+    committed = [s for s in stats if s.merges_committed > 0]
     assert committed
-    files = merged_files(spark_local_root, committed[0]["shuffle_id"])
+    files = merged_files(spark_local_root, committed[0].shuffle_id)
     assert files
     for f in files:
         f.unlink()
@@ -272,7 +293,7 @@ def test_merged_file_deleted_after_commit(spark, scheduler, spark_local_root):
 def test_cleanup_deletes_merged_files(spark, scheduler, spark_local_root):
     rdd = spark.sparkContext.parallelize(range(3000), 12).map(lambda x: (x % 29, x)).reduceByKey(add, 4)
     _, stats = run_merged(scheduler, lambda: rdd.collect())
-    sid = next(s["shuffle_id"] for s in stats if s["merges_committed"] > 0)
+    sid = next(s.shuffle_id for s in stats if s.merges_committed > 0)
     assert merged_files(spark_local_root, sid)
     spark.sparkContext._jsc.sc().cleaner().get().doCleanupShuffle(sid, True)
     deadline = time.monotonic() + 20
@@ -285,7 +306,7 @@ def test_executor_killed_after_commit(spark, scheduler):
     sc = spark.sparkContext
     rdd = sc.parallelize(range(3000), 12).map(lambda x: (x % 31, x)).reduceByKey(add, 6)
     first, stats = run_merged(scheduler, lambda: sorted(rdd.collect()))
-    assert any(s["merges_committed"] > 0 for s in stats)
+    assert any(s.merges_committed > 0 for s in stats)
     app = sc.applicationId
     victim = subprocess.run(["pgrep", "-f", f"CoarseGrainedExecutorBackend.*--executor-id 0 .*{app}"], capture_output=True, text=True)
     pids = [int(p) for p in victim.stdout.split()]
@@ -305,15 +326,15 @@ def test_merger_refusing_the_driver_is_a_warning_with_its_cause(sc_rdd_data, sch
     guarded = DaemonProcess([spark_local_root], "--state-dir", str(tmp_path / "guarded-state"), token="the-mergers-secret")
     try:
         use_config(scheduler, dataclasses.replace(base_config, mergers=(guarded.address,), token=None))
-        before = set(scheduler.stats)
+        before = set(scheduler.settled)
         with caplog.at_level("WARNING", logger="riffle.driver"):
             _, stats = compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 7, x)).reduceByKey(add, 3).collect()),
                                expect_merge=False)
-            refused = [sid for sid in scheduler.stats if sid not in before]
+            refused = [sid for sid in scheduler.settled if sid not in before]
             assert any(address == guarded.address for sid in refused for address, _ in scheduler.fleet.merged_where.get(sid, ()))
             for sid in refused:
                 scheduler.fleet.cleanup(sid)
-        assert all(s["merges_committed"] == 0 for s in stats)
+        assert all(s.merges_committed == 0 for s in stats)
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and guarded.address in r.getMessage()]
         assert len(warnings) == 1 and "UNAUTHENTICATED" in warnings[0], warnings
     finally:
@@ -332,7 +353,7 @@ def test_executor_dirs_outside_the_mergers_roots_are_one_warning_naming_both_and
         with caplog.at_level("WARNING", logger="riffle.driver"):
             _, stats = compare(scheduler, lambda: sorted(sc_rdd_data.map(lambda x: (x % 5, x)).reduceByKey(add, 3).collect()),
                                expect_merge=False)
-        assert all(s["merges_committed"] == 0 for s in stats)
+        assert all(s.merges_committed == 0 for s in stats)
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and merger.address in r.getMessage()]
         assert len(warnings) == 1, warnings
         executor_dirs = {d for s in scheduler.fleet.merged_where.values() for address, dirs in s if address == merger.address for d in dirs}

@@ -15,6 +15,7 @@ import pytest
 import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.driver.cost import CostConfig
+from riffle.driver.settled import SettledShuffle
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from sparkshim.bridge import major_minor
 from srlab.riffle_bench.skew import stage_read
@@ -74,16 +75,16 @@ def stages_of(spark: Any, jobs: list[int]) -> list[int]:
 
 
 def run(spark: Any, scheduler: Any, fn: Callable[[], Any], merging: bool) -> tuple[Any, list[int], list[dict]]:
-    """``fn()`` with merging on or off: its result, its jobs, and the stats of the shuffles Riffle settled for it."""
+    """``fn()`` with merging on or off: its result, its jobs, and the records of the shuffles Riffle settled for it."""
     set_merging(scheduler, merging)
-    before = set(scheduler.stats)
+    before = set(scheduler.settled)
     result, jobs = jobs_of(spark, fn)
     assert wait_idle(scheduler, 60)
-    return result, jobs, [v for k, v in scheduler.stats.items() if k not in before]
+    return result, jobs, [v for k, v in scheduler.settled.items() if k not in before]
 
 
-def committed(stats: list[dict]) -> int:
-    return sum(s["merges_committed"] for s in stats)
+def committed(stats: list[SettledShuffle]) -> int:
+    return sum(s.merges_committed for s in stats)
 
 
 def merged_data_files(root: Path, shuffle_id: int) -> list[Path]:
@@ -163,7 +164,7 @@ def test_row_checksums_pass_on_merged_shuffles(spark, scheduler):
         assert merged == vanilla
         assert committed(stats) > 0, stats
         assert max(stage_attempts(spark, jobs)) == 0
-        merged_shuffles = [s["shuffle_id"] for s in stats if s["merges_committed"] > 0]
+        merged_shuffles = [s.shuffle_id for s in stats if s.merges_committed > 0]
         for sid in merged_shuffles:
             report = checksum_report(scheduler, sid)
             assert report["statuses"] > 0 and report["nonzero_checksums"] == report["statuses"], report

@@ -5,15 +5,12 @@ line): every handle resolves, so no feature is switched off; the sources compile
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pyspark
 
 from riffle.product import PRODUCT as RIFFLE
 from sparkshim.bridge import call_static, shim_for
-from sparkshim.build import SPARK_VERSION_ATTR, compile_jar, jar_manifest, pyspark_jars
-
-JAVA = Path(__file__).parents[2] / "sparkshim" / "java"
+from sparkshim.build import SPARK_VERSION_ATTR, compile_jar, jar_manifest, java_sources, pyspark_jars
 
 
 def test_self_check_finds_every_internal_on_this_spark(spark, gateway):
@@ -29,5 +26,10 @@ def test_the_shim_compiles_against_this_lines_jars(tmp_path):
 
 
 def test_reflection_lives_in_the_seam_handle_only():
-    users = sorted(p.name for p in JAVA.rglob("*.java") if re.search(r"java\.lang\.reflect|getDeclaredField|setAccessible", p.read_text()))
+    users = sorted(p.name for _, p in java_sources() if re.search(r"java\.lang\.reflect|getDeclaredField|setAccessible", p.read_text()))
     assert users == ["Handle.java"]
+
+
+def test_the_floor_and_each_product_bring_their_own_java():
+    roots = {root.relative_to(root.parents[1]).as_posix() for root, _ in java_sources()}
+    assert roots == {"sparkshim/java", "slaq/java", "riffle/java"}

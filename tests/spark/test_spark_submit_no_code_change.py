@@ -26,7 +26,7 @@ import riffle.runtime  # only to read what happened; the app never calls riffle
 from srsupport.riffle_watch import wait_idle
 scheduler = riffle.runtime.current().scheduler
 wait_idle(scheduler, 60)
-committed = sum(s["merges_committed"] for s in scheduler.stats.values())
+committed = sum(s.merges_committed for s in scheduler.settled.values())
 print("RESULT " + __import__("json").dumps({"rdd": rdd, "sql": sql, "committed": committed}))
 spark.stop()
 """

@@ -38,7 +38,7 @@ from srsupport.riffle_watch import wait_idle
 r = riffle.runtime.current()
 s = slaq.api._runtimes.current()
 wait_idle(r.scheduler, 60)
-committed = sum(st["merges_committed"] for st in r.scheduler.stats.values())  # before Spark may clean the shuffle up
+committed = sum(st.merges_committed for st in r.scheduler.settled.values())  # before Spark may clean the shuffle up
 rows = [(float(i % 2), Vectors.dense([i % 7 - 3.0, (i * 13) % 5 - 2.0])) for i in range(200)]
 LogisticRegression(maxIter=5).fit(spark.createDataFrame(rows, ["label", "features"]))  # a spark.ml fit: a SLAQ job by itself
 deadline = time.monotonic() + 60

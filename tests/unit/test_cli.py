@@ -101,12 +101,3 @@ def test_every_command_answers_version(module, prog):
     out = subprocess.run([sys.executable, "-c", f"import sys, {module} as m; sys.exit(m.main())", "--version"],
                          capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.split() == [prog, package_version()], out.stdout + out.stderr
-
-
-def test_bench_predict_compares_the_prior_with_todays_default_on_recorded_sparkml_fits(capsys):
-    out = run(capsys, "bench", "predict")["before_first_loss"]
-    today, folds = out["methods"]["today"], out["methods"]["other folds"]
-    for n in ("0_observed", "1_observed", "3_observed"):
-        assert folds["error_pct_of_span"][n] < today["error_pct_of_span"][n], n
-    assert out["methods"]["estimator default"]["error_pct_of_span"]["3_observed"] == today["error_pct_of_span"]["3_observed"]
-    assert folds["cost_per_iteration_error_pct"] < today["cost_per_iteration_error_pct"]

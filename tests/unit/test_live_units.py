@@ -14,7 +14,7 @@ from slaq.enforce.pools import Iteration, allocation_message, check_job_name, sp
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
-from slaq.live.registry import ingest
+from slaq.live.registry import JobRegistry, record
 from tests.fixtures import FakePools
 
 
@@ -53,13 +53,28 @@ def test_bad_job_names_are_rejected(bad):
         check_job_name(bad)
 
 
-def test_ingest_costs_come_from_pool_consumption_between_reports():
-    jobs = {"a": LiveJob("a", 1.0, 1.0)}
-    n = ingest(jobs, [Iteration("a", 1.0, 10.0, 5.0, 0.0, "python"), Iteration("a", 0.5, 12.0, 9.0, 0.0, "python"),
-                      Iteration("ghost", 0.1, 12.0, 1.0, 0.0, "python")])
-    h = jobs["a"].history
-    assert len(n) == 2 and h.losses == [1.0, 0.5]
+def test_captured_costs_come_from_pool_consumption_between_reports():
+    jobs = JobRegistry()
+    a = jobs.add(LiveJob("a"))
+    jobs.fold([Iteration("a", 1.0, 10.0, 5.0, 0.0, "python"), Iteration("a", 0.5, 12.0, 9.0, 0.0, "python"),
+               Iteration("ghost", 0.1, 12.0, 1.0, 0.0, "python")], {}, 0.0)
+    h = a.history
+    assert h.losses == [1.0, 0.5] and "ghost" not in jobs
     assert h.core_seconds == [4.0] and h.wall_seconds == [2.0] and h.cores == [2.0]
+
+
+def test_the_registry_keeps_open_jobs_by_unique_name_and_the_latest_finished_ones():
+    from slaq.live.registry import FINISHED_KEPT
+
+    jobs = JobRegistry()
+    first = jobs.add(LiveJob("a"))
+    with pytest.raises(ValueError, match="already running"):
+        jobs.add(LiveJob("a"))
+    assert jobs.remove("a", LiveJob("a")) is None and list(jobs) == ["a"]  # only the job open under that name
+    assert jobs.remove("a", first) is first and list(jobs) == [] and jobs.finished() == [first]
+    for k in range(FINISHED_KEPT):
+        jobs.remove(jobs.add(LiveJob(f"j{k}")).name)
+    assert len(jobs.finished()) == FINISHED_KEPT and jobs.finished()[0].name == "j0"
 
 
 def test_allocation_uses_the_simulators_policies_and_respects_reserve():
@@ -103,6 +118,21 @@ def test_a_non_finite_loss_is_skipped_with_one_warning_per_job_and_the_loop_goes
     assert "job diverging reported a loss of nan; skipped" in warnings[1]
     with pytest.raises(slaq.NoActiveJob):
         slaq.report_loss(math.nan)  # outside any job: a misuse, not a skipped loss
+
+
+def test_a_disabled_runtime_keeps_its_jobs_in_one_registry(monkeypatch):
+    from pyspark import SparkContext
+
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # the full suite's shared session may be running
+    with slaq.job("once") as job:
+        runtime = job.runtime
+        assert runtime is not None and not runtime.enabled and runtime.loop is None
+        assert runtime.running_jobs() == ["once"] and runtime.job_named("once") is job
+        with pytest.raises(ValueError, match="already running"), slaq.job("once"):
+            pass
+        job.report(0.5)
+    assert runtime.running_jobs() == [] and runtime.jobs.finished()[-1].owner is job and job.losses == [0.5]
+    slaq.detach()
 
 
 def test_target_reduction_uses_the_fitted_floor():
@@ -263,7 +293,17 @@ def test_unknown_keys_name_the_closest_known_one():
     assert said[1].endswith("did you mean spark.riffle.enabled?")
     assert "known keys: spark.riffle.authToken, " in said[2] and len(said) == 3
     assert keys_read(SlaqConfig.from_conf) == tuple("spark.slaq." + k for k in (
-        "enabled", "policy", "epoch", "workConserving", "failOpenEpochs", "reserveCores", "prior", "prune", "setupOrder", "storageAdmission"))
+        "enabled", "policy", "epoch", "workConserving", "failOpenEpochs", "reserveCores", "prune"))
+
+
+def test_a_removed_key_gets_the_unknown_key_warn(caplog):
+    removed = ("spark.slaq.prior", "spark.slaq.setupOrder", "spark.slaq.storageAdmission")
+    sc = _StandInContext(dict.fromkeys(removed, "true"))
+    with caplog.at_level(logging.INFO):
+        slaq.attach(sc)
+    said = [w for w in _warnings(caplog, "slaq") if "known key" in w]
+    assert [w.split(" is not a known key and is ignored; known keys: ")[0] for w in said] == [f"SLAQ: {k}" for k in removed]
+    sc.stop()
 
 
 def test_unknown_keys_are_one_warn_each_once_per_context_at_attach_or_at_start(caplog):
@@ -294,7 +334,8 @@ def test_the_loop_schedules_on_the_history_its_owner_keeps():
     history = JobHistory()
     loop = EpochLoop(FakePools(), "fair", 1.0)
     loop.add(LiveJob("mine", 1.0, history=history))
-    ingest(loop.jobs, [Iteration("mine", 2.0, 1.0, 0.0, 0.0, "mllib"), Iteration("mine", 1.0, 3.0, 2.0, 0.0, "python")], clock_offset=10.0)
+    record(loop.jobs["mine"], [Iteration("mine", 2.0, 1.0, 0.0, 0.0, "mllib"), Iteration("mine", 1.0, 3.0, 2.0, 0.0, "python")],
+           clock_offset=10.0)
     assert loop.jobs["mine"].history is history and history.losses == [2.0, 1.0] and history.times == [11.0, 13.0]
 
 
@@ -302,7 +343,7 @@ def test_a_target_check_per_loss_fits_the_curve_once_per_history_length():
     from slaq.live.target import Target
     job = LiveJob("t", target=Target.checked(reduction=0.99))
     for k in range(8):
-        job.record(1.0 / (1 + k))
+        record(job, [1.0 / (1 + k)])
     n, curve = job.curves.fitted
     assert n == 8 and curve is not None
     assert not job.check_target() and job.curves.fitted[1] is curve  # no new loss: the cached fit, not a refit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from srlab.slaq_bench.configs import CONFIGS, PRIOR, PRUNE, check_configs, session_conf, stock_pool_name
+from srlab.slaq_bench.configs import CONFIGS, PRUNE, check_configs, session_conf, stock_pool_name
 from srlab.slaq_bench.fit_timing import union_length
 from srlab.slaq_bench.mllib import REASSOCIATION_RTOL, FitRecord, cores_before_first_loss, objective_agreement
 from srlab.slaq_bench.mllib_workload import FAMILIES, GRIDS, cv_groups, make_fits
@@ -70,16 +70,11 @@ def test_executor_memory_sizes_the_executor_and_a_local_cluster_worker_to_match(
         executor_memory("local-cluster[2,1,1024]", 256)
 
 
-def test_the_prior_configuration_is_slaq_with_the_prior_on_and_opt_in():
-    conf = session_conf(PRIOR, 2.0)
-    assert conf["spark.slaq.policy"] == "slaq" and conf["spark.slaq.prior"] == "true"
-    assert PRIOR not in CONFIGS and check_configs(["slaq", PRIOR]) == ["slaq", PRIOR]
-
-
 def test_the_prune_configuration_is_slaq_with_pruning_on_and_opt_in():
     conf = session_conf(PRUNE, 1.0)
     assert conf["spark.slaq.policy"] == "slaq" and conf["spark.slaq.prune"] == "true"
     assert PRUNE not in CONFIGS and "spark.slaq.prune" not in session_conf("slaq", 1.0)
+    assert check_configs(["slaq", PRUNE]) == ["slaq", PRUNE]
 
 
 def test_the_prune_bench_compares_each_grid_with_stock():

@@ -140,11 +140,15 @@ def test_empty_table():
         assert make_policy(name).allocate(table([]), 10).shape == (0,)
 
 
-def test_every_policy_is_registered_for_live_use():
-    from slaq.live.config import SlaqConfig
+def test_every_policy_simulates_and_the_live_key_takes_the_ones_measured_live():
+    from slaq.live.config import LIVE_POLICIES, ConfigError, SlaqConfig
 
-    assert {"slaq", "slaq-maxmin", "fair", "fifo", "las", "optimus", "oasis", "mlfs"} <= set(POLICIES)
-    assert SlaqConfig.from_conf({"spark.slaq.policy": "oasis"}.get).policy == "oasis"
+    assert {"slaq", "slaq-maxmin", "fair", "fifo", "las", "optimus", "oasis", "mlfs", "harmony"} <= set(POLICIES)
+    assert set(LIVE_POLICIES) == {"slaq", "fair"} <= set(POLICIES)
+    for name in LIVE_POLICIES:
+        assert SlaqConfig.from_conf({"spark.slaq.policy": name}.get).policy == name
+    with pytest.raises(ConfigError, match="spark.slaq.policy='oasis': expected one of fair, slaq"):
+        SlaqConfig.from_conf({"spark.slaq.policy": "oasis"}.get)
 
 
 def test_las_serves_the_least_served_job_first():

@@ -132,88 +132,9 @@ def test_pyspark_private_helpers_resolve_here_and_a_missing_one_turns_pruning_of
         assert "lacks _parallelFitTasks" in str(tuning_helpers())
         tuning.install(prune=lambda uid, stopped: None)
         try:
-            assert tuning._pruning == []  # CrossValidators run pyspark's own _fit
             assert [r.levelname for r in caplog.records if "run unpruned" in r.getMessage()] == ["WARNING"]
         finally:
             tuning.uninstall()
     finally:
         monkeypatch.undo()
         tuning_helpers.cache_clear()
-
-
-# -- the grid: which fit runs next, and what is stopped on which evidence (slaq.prune_grid) -----------------------
-
-def _grid(candidates=3, folds=3, larger_better=True):
-    from slaq.prune_grid import FoldGrid
-
-    return FoldGrid(folds, candidates, larger_better)
-
-
-def _run(grid, fit, metric):
-    grid.start(fit)
-    grid.finish(fit, metric)
-
-
-def test_with_the_barrier_s_evidence_the_grid_prunes_what_the_rule_prunes_between_folds():
-    grid = _grid()
-    for j, m in enumerate((0.9, 0.5, 0.899)):
-        _run(grid, (0, j), m)
-    assert [p.candidate for p in grid.stop()] == [1] == _pruned([[0.9, 0.5, 0.899]], [0, 1, 2], folds=3)
-    assert grid.alive() == [0, 2] and grid.next_fit() == (1, 0)  # the best standing first
-
-
-def test_a_slot_that_frees_at_the_end_of_a_fold_starts_the_next_fold_of_a_compared_candidate():
-    grid = _grid(candidates=3)
-    for j in range(3):
-        grid.start((0, j))
-    grid.finish((0, 0), 0.80)
-    assert grid.next_fit() is None  # candidate 0 has not been compared with anyone yet
-    grid.finish((0, 1), 0.81)
-    assert grid.stop() == [] and grid.next_fit() == (1, 1)  # candidate 2's fold 0 still runs: no barrier
-    grid.start((1, 1))
-    assert grid.next_fit() == (1, 0)
-
-
-def test_a_running_fit_is_stopped_when_evidence_that_came_in_meanwhile_condemns_its_candidate():
-    grid = _grid(candidates=3)
-    for j in range(3):
-        grid.start((0, j))
-    grid.finish((0, 0), 0.500)
-    grid.finish((0, 1), 0.501)  # close to each other: both go on
-    assert grid.stop() == []
-    grid.start((1, 1))
-    grid.start((1, 0))
-    grid.finish((0, 2), 0.95)  # the leader arrives
-    stopped = grid.stop()
-    assert sorted(p.candidate for p in stopped) == [0, 1] and all(p.leader == 2 and p.after_folds == 1 for p in stopped)
-    assert {j for _, j in grid.running} == {0, 1}  # still running until their threads return: the caller cancels them
-    grid.finish((1, 0), None)
-    grid.finish((1, 1), 0.7)  # a stopped fit that still returned a metric does not count
-    assert (1, 1) not in grid.metrics and grid.next_fit() == (1, 2) and not grid.done()
-    _run(grid, (1, 2), 0.96)
-    _run(grid, (2, 2), 0.97)
-    assert grid.done()
-    avg, std = grid.averages()
-    assert avg[:2] == [-math.inf, -math.inf] and avg[2] == pytest.approx(0.96) and math.isnan(std[0])
-
-
-def test_at_most_two_folds_run_at_once_and_a_fold_is_released_when_none_of_its_fits_is_left():
-    grid = _grid(candidates=2, folds=3)
-    _run(grid, (0, 0), 0.9)
-    grid.start((0, 1))
-    assert not grid.fold_done(0)
-    _run(grid, (1, 0), 0.9)  # alone, but no other candidate is compared before fold 1: only with the barrier
-    assert grid.next_fit() is None  # its fold 2 would make three folds open while candidate 1's fold 0 runs
-    grid.finish((0, 1), 0.9)
-    assert grid.fold_done(0) and not grid.fold_done(1) and grid.next_fit() == (1, 1)
-
-
-def test_a_smaller_is_better_grid_stands_and_prunes_the_other_way():
-    grid = _grid(candidates=3, larger_better=False)
-    for j, m in enumerate((0.30, 0.60, 0.301)):
-        _run(grid, (0, j), m)
-    assert [p.candidate for p in grid.stop()] == [1]
-    assert grid.next_fit() == (1, 0)
-    for fit, m in (((1, 0), 0.30), ((1, 2), 0.301), ((2, 0), 0.30), ((2, 2), 0.302)):
-        _run(grid, fit, m)
-    assert grid.done() and grid.averages()[0][1] == math.inf

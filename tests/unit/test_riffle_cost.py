@@ -3,6 +3,8 @@ which are skipped as not worth it, and how the skips are counted."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from riffle.driver import cost
@@ -91,12 +93,14 @@ def test_skipped_groups_count_as_not_worth_it():
 
 def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int, sql: bool = True, adaptive: dict | None = None,
                    holdable: bool = True, outputs: int = 4, mergers: tuple[str, ...] = ()):
-    """A scheduler (no mergers listed, so no merger is reachable) fed one shuffle's events: ``outputs`` outputs, 2-way merges."""
+    """A scheduler fed one shuffle's events: ``outputs`` outputs, 2-way merges. No merger is reachable: the listed ones, or
+    else the one on the outputs' host, are closed ports (their Status calls fail in the background: stepped until the
+    cost model had that answer)."""
     import dataclasses
 
     from riffle import messages
     from riffle.driver.scheduler import MergeScheduler
-    from tests.unit.test_riffle_driver_units import TrackerStandIn
+    from tests.unit.test_riffle_driver_units import TrackerStandIn, closed_port
 
     class Tracker(TrackerStandIn):
         def hold(self, shuffle):
@@ -104,11 +108,18 @@ def _scheduler_run(cost_config: CostConfig, partitions: int, nbytes: int, sql: b
             return holdable
 
     tracker = Tracker()
-    sched = MergeScheduler(None, tracker, dataclasses.replace(RiffleConfig(enabled=True, nway=2, mergers=mergers), cost=cost_config))
+    port = int(closed_port().rpartition(":")[2])
+    config = RiffleConfig(enabled=True, nway=2, mergers=mergers, merger_port=port)
+    sched = MergeScheduler(None, tracker, dataclasses.replace(config, cost=cost_config))
     tracker.events = [messages.MapStageSubmitted(3, 5, "q", 0, 4, partitions, True, sql, adaptive or {}, "", "")]
-    tracker.events += [messages.MapOutput(3, 5, 0, i, i, "1", "h", nbytes) for i in range(outputs)]
+    tracker.events += [messages.MapOutput(3, 5, 0, i, i, "1", "127.0.0.1", nbytes) for i in range(outputs)]
     sched.step()
-    return sched.shuffles[3], tracker, sched
+    s = sched.shuffles[3]
+    deadline = time.monotonic() + 30
+    while (s.undecided or not s.priced_at_submission) and time.monotonic() < deadline:
+        time.sleep(0.01)
+        sched.step()
+    return s, tracker, sched
 
 
 def test_a_sql_exchange_that_cannot_pay_is_never_held():
@@ -117,7 +128,7 @@ def test_a_sql_exchange_that_cannot_pay_is_never_held():
     s, tracker, sched = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=200, nbytes=1 << 20)
     assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.merges == [] and s.finalized and not s.held
     assert tracker.holds == [] and tracker.released == [3] and s.reduce_tasks == 1
-    assert (sched.totals.merging, sched.totals.unmerged) == (0, {NOT_WORTH_IT: 1})
+    assert (sched.status().totals.merging, sched.status().totals.unmerged) == (0, {NOT_WORTH_IT: 1})
     row = sched.status().shuffles[0]
     assert (row.state, row.policy, row.gate_wait_seconds) == ("unmerged", "none", 0.0) and "at its first output" in row.reason
 
@@ -135,7 +146,7 @@ def test_a_shuffle_that_cannot_pay_whatever_its_bytes_and_node_is_declined_at_it
 
     s, tracker, sched = _scheduler_run(CostConfig(), partitions=3, nbytes=1 << 20, outputs=0, mergers=(closed_port(),))
     assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.finalized and tracker.holds == [] and tracker.released == [3]
-    assert sched.totals.unmerged == {NOT_WORTH_IT: 1} and "submission" in sched.status().shuffles[0].reason
+    assert sched.status().totals.unmerged == {NOT_WORTH_IT: 1} and "submission" in sched.status().shuffles[0].reason
     sched.fleet.close()
     s, tracker, sched = _scheduler_run(CostConfig(), partitions=3, nbytes=1 << 20, outputs=0)
     assert s.decisions == [] and not s.finalized and not s.held and tracker.holds == []
@@ -144,7 +155,7 @@ def test_a_shuffle_that_cannot_pay_whatever_its_bytes_and_node_is_declined_at_it
 def test_a_shuffle_whose_reader_already_runs_is_left_unmerged():
     s, tracker, sched = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=False), partitions=2000, nbytes=100_000,
                                        holdable=False)
-    assert tracker.holds == [3] and not s.held and s.finalized and s.merges == [] and sched.totals.unmerged == {"reader_running": 1}
+    assert tracker.holds == [3] and not s.held and s.finalized and s.merges == [] and sched.status().totals.unmerged == {"reader_running": 1}
 
 
 def test_without_the_cost_model_every_mergeable_shuffle_is_held_at_submission_and_every_group_sent():

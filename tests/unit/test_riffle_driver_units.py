@@ -13,10 +13,12 @@ from riffle import messages
 from riffle.driver.config import RiffleConfig
 from riffle.driver.cost import CostConfig
 from riffle.driver.fleet import MergerFleet
-from riffle.driver.merges import IllegalTransition, Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason, shuffle_stats
+from riffle.driver.gate import node_storage
+from riffle.driver.merges import IllegalTransition, Merge, MergeState, ShuffleState, map_files_after, merge_group, settle_reason
 from riffle.driver.observer import SchedulerObserver
 from riffle.driver.placement import candidates, same_host, two_choices
 from riffle.driver.policy import BlockSizePolicy, MapOutput, NWayPolicy, make_merge_policy
+from riffle.driver.settled import settle
 from sparkshim.conf import ConfigError
 from srsupport.riffle_watch import forget_refusals, idle, mark_all_up, state_sizes, use_config, wait_idle, watching
 
@@ -119,16 +121,19 @@ class TrackerStandIn:
 HOLD_ALL = RiffleConfig(enabled=True, cost=CostConfig(enabled=False))  # every mergeable shuffle held at its map stage's submission
 
 
-def test_executor_removed_invalidates_cached_local_dirs():
+def test_local_dirs_arrive_once_per_executor_and_are_forgotten_when_it_is_removed():
     from riffle.driver.scheduler import MergeScheduler
 
     tracker = TrackerStandIn()
     s = MergeScheduler(None, tracker, RiffleConfig(enabled=True))
-    assert s._local_dirs("7") == ["/local/7/v1"] and s._local_dirs("7") == ["/local/7/v1"]  # cached
+    tracker.events = [messages.ExecutorDirs("7", ["/local/7/sent"])]
+    s.step()
+    assert s.local_dirs.of("7") == ["/local/7/sent"] and tracker.lookups == 0  # sent by the shim: no py4j call
     tracker.events = [messages.ExecutorRemoved("7")]
     s.step()
-    assert s._local_dirs("7") == ["/local/7/v2"]  # a new executor under that id has new dirs
+    assert s.local_dirs.of("7") == ["/local/7/v1"] and s.local_dirs.of("7") == ["/local/7/v1"]  # not sent: looked up once
     assert state_sizes(s)["local_dirs"] == 1
+    s.fleet.close()
 
 
 def test_observers_see_each_event_before_it_is_handled_and_each_settled_shuffle():
@@ -206,7 +211,7 @@ def test_a_merge_leaves_running_once():
         m.cancel("best_effort")
 
 
-def test_shuffle_stats_count_files_and_blocks_after_the_commit():
+def test_the_settled_record_counts_files_and_blocks_after_the_commit():
     s = ShuffleState(5, 7, 8, 10, True, None, outputs={i: out(i) for i in range(8)}, map_done_at=100.0, map_bytes=800)
     s.merges = [Merge("a", 5, [out(0), out(1), out(2)], 1, "m:1", ["/d"]), Merge("b", 5, [out(3), out(4), out(5)], 2, "m:1", ["/d"]),
                 Merge("c", 5, [out(6), out(7)], 3, "m:1", ["/d"])]
@@ -215,9 +220,9 @@ def test_shuffle_stats_count_files_and_blocks_after_the_commit():
     s.merges[2].cancel("best_effort")
     s.committed = 2
     assert map_files_after(s) == 8 - 6 + 2
-    stats = shuffle_stats(s, "why", now=101.5)
-    assert (stats["blocks_before"], stats["blocks_after"], stats["merges_requested"], stats["merges_committed"],
-            stats["merges_cancelled"], stats["merges_failed"], stats["hold_seconds"], stats["bytes"]) == (80, 40, 3, 2, 1, 0, 1.5, 800)
+    r = settle(s, "why", 101.5, "nway 3")
+    assert (r.blocks_before, r.blocks_after, r.merges_requested, r.merges_committed, r.merges_cancelled, r.merges_failed,
+            r.hold_seconds, r.bytes, r.map_files_after, r.policy, r.reason) == (80, 40, 3, 2, 1, 0, 1.5, 800, 4, "nway 3", "why")
     s.committed = 1  # the shim skipped one group: members are averaged
     assert map_files_after(s) == 8 - 3 + 1
 
@@ -298,7 +303,7 @@ def test_a_merger_the_client_refuses_is_one_warning_and_no_cleanup(monkeypatch, 
                 m = Merge(f"r{i}", 3 + i, [out(0), out(1)], 1 << 62, remote, ["/d"])
                 fleet.send(m, 4)  # does not raise
                 assert m.state is MergeState.FAILED and "cleartext" in m.error
-            assert fleet._load(remote) == float("inf")  # the load check does not raise either
+            assert node_storage(fleet, "10.9.9.9") == fleet.config.cost.storage  # nor does its Status call: the conf's storage
             fleet.merged_where = {3: {(remote, ("/d",))}}
             fleet.cleanup_all()
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
@@ -339,3 +344,115 @@ def test_mergers_refusing_for_one_reason_are_one_warning(caplog):
         assert fleet.refused == {}
     finally:
         fleet.close()
+
+
+def test_a_merger_hung_in_status_delays_no_decision():
+    """A real gRPC merger whose Status blocks until the test lets it go: the scheduler's thread never waits for it. A
+    shuffle priced with that merger's storage waits for no answer (the cost model cannot decide: nothing is merged on a
+    guess), and another decision (a failed map stage releases its reducers) is made while the call is still in flight:
+    before its deadline, so the merger is not even marked down yet."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+
+    from riffle.driver.scheduler import MergeScheduler
+    from riffle.v1 import merger_pb2 as pb
+    from riffle.v1 import merger_pb2_grpc as pb_grpc
+
+    entered, release = threading.Event(), threading.Event()
+
+    class HungMerger(pb_grpc.MergerServicer):
+        def Status(self, request, context):
+            entered.set()
+            release.wait(60)
+            return pb.StatusResponse(load=0.0)
+
+    class Tracker(TrackerStandIn):
+        def __init__(self):
+            super().__init__()
+            self.lock = threading.Lock()
+
+        def drain(self):
+            with self.lock:
+                return super().drain()
+
+        def send(self, *events):
+            with self.lock:
+                self.events += events
+
+    class Settled(SchedulerObserver):
+        def __init__(self):
+            self.seen: list[tuple[int, bool, str]] = []
+            self.event = threading.Event()
+
+        def on_settled(self, shuffle):
+            self.seen.append((shuffle.shuffle_id, release.is_set(), s.fleet.health(address)))
+            self.event.set()
+
+    server = grpc.server(ThreadPoolExecutor(2))
+    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    pb_grpc.add_MergerServicer_to_server(HungMerger(), server)
+    server.start()
+    tracker = Tracker()
+    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True, mergers=(address,), rpc_timeout=3600.0))
+    settled = Settled()
+    try:
+        with watching(s, settled):
+            tracker.send(messages.MapStageSubmitted(1, 5, "priced by the hung merger", 0, 4, 200, True, False, {}, "", ""))
+            s.start()
+            assert entered.wait(30), "the scheduler never asked the merger's status"
+            tracker.send(messages.MapOutput(1, 5, 0, 0, 0, "1", "127.0.0.1", 1 << 20),
+                         messages.MapStageSubmitted(2, 6, "released", 0, 4, 200, True, False, {}, "", ""),
+                         messages.MapStageDone(2, 6, False))
+            assert settled.event.wait(30), "no decision while the merger hangs in Status"
+            assert settled.seen == [(2, False, "up")]  # decided while the Status call was in flight, short of its deadline
+            assert tracker.released == [2] and tracker.holds == []
+            shuffle = s.shuffles[1]
+            assert not shuffle.held and not shuffle.finalized and shuffle.merges == []  # undecided: nothing merged on a guess
+    finally:
+        release.set()
+        s.stop(cleanup=False)
+        server.stop(0)
+
+
+def test_a_group_waits_for_its_mergers_status_answers_and_goes_where_it_went_before():
+    """Two mergers on the outputs' host, one down: the group is parked (no Status call on the scheduler's thread) until
+    both answered, then placed as the blocking calls placed it: on the one that is up."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+
+    from riffle.driver.scheduler import MergeScheduler
+    from riffle.v1 import merger_pb2 as pb
+    from riffle.v1 import merger_pb2_grpc as pb_grpc
+
+    class UpMerger(pb_grpc.MergerServicer):
+        def Status(self, request, context):
+            return pb.StatusResponse(load=0.0)
+
+        def Merge(self, request, context):
+            return pb.MergeResponse(partition_lengths=[1, 2, 3])
+
+    server = grpc.server(ThreadPoolExecutor(2))
+    up = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    pb_grpc.add_MergerServicer_to_server(UpMerger(), server)
+    server.start()
+    down = closed_port()
+    tracker = TrackerStandIn()
+    s = MergeScheduler(None, tracker, RiffleConfig(enabled=True, mergers=(down, up), nway=2, cost=CostConfig(enabled=False)))
+    try:
+        tracker.events = [messages.MapStageSubmitted(1, 5, "two mergers", 0, 2, 3, True, False, {}, "", "")]
+        tracker.events += [messages.MapOutput(1, 5, 0, i, i, "1", "127.0.0.1", 100) for i in range(2)]
+        s.step()
+        shuffle = s.shuffles[1]
+        assert shuffle.held and (shuffle.merges, len(shuffle.parked)) == ([], 1)  # both answers awaited
+        deadline = time.monotonic() + 30
+        while not shuffle.merges and time.monotonic() < deadline:
+            time.sleep(0.01)
+            s.step()
+        assert [m.merger for m in shuffle.merges] == [up] and shuffle.parked == [] and not shuffle.unsent
+        assert s.fleet.health(down) == "down"
+    finally:
+        s.fleet.close()
+        server.stop(0)

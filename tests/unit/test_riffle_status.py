@@ -9,9 +9,10 @@ from collections import Counter
 import grpc
 
 from riffle import messages
-from riffle.driver import status
-from riffle.driver.merges import Merge, ShuffleState, shuffle_stats
+from riffle.driver import status, tab_rows
+from riffle.driver.merges import Merge, ShuffleState
 from riffle.driver.policy import MapOutput
+from riffle.driver.settled import cleaned, settle
 
 
 def out(i: int) -> MapOutput:
@@ -45,20 +46,20 @@ def test_every_unmerged_group_has_its_cause():
 
 def test_rows_and_totals_are_schema_messages_that_round_trip():
     s = settled_shuffle()
-    row = status.shuffle_row(s, shuffle_stats(s, "all merges finished", now=101.25), "nway 2")
+    row = tab_rows.settled_row(settle(s, "all merges finished", 101.25, "nway 2"))
     assert (row.groups_merged, row.bytes_merged, row.blocks_unmerged, row.blocks_merged, row.gate_wait_seconds, row.state) == (
         1, 16, 40, 36, 1.25, "settled")
-    totals = status.seen(status.seen(status.seen(status.no_totals(), ""), ""), "unsafe")
+    totals = tab_rows.seen(tab_rows.seen(tab_rows.seen(tab_rows.no_totals(), ""), ""), "unsafe")
     assert (totals.shuffles, totals.merging, totals.unmerged) == (3, 2, {"unsafe": 1})
-    totals = status.add_to_totals(status.add_to_totals(totals, row), row)
+    totals = tab_rows.add_to_totals(tab_rows.add_to_totals(totals, row), row)
     assert (totals.shuffles, totals.merging, totals.settled, totals.merged, totals.unmerged) == (3, 0, 2, 2, {"unsafe": 1})
     assert (totals.groups_merged, totals.groups_fell_back["merger_down"], totals.bytes_merged) == (2, 4, 32)
     merger = status.merger_row("m:1", status.UP, 0, 1, Counter(done=3, failed=1))
     model = status.riffle_status(3.0, [row], [merger], totals)
     assert messages.decode(messages.encode(model)) == model
     held = ShuffleState(6, 8, 4, 3, True, None, outputs={i: out(i) for i in range(2)})
-    assert status.shuffle_row(held, None, "nway 2").state == "merging"
-    never = ShuffleState(7, 9, 4, 3, False, None)
-    unmerged = status.shuffle_row(never, None, "", "unsafe to merge: serializer X")
+    assert tab_rows.live_row(held, "nway 2").state == "merging"
+    never = settle(ShuffleState(7, 9, 4, 3, False, None, finalized=True), "unsafe to merge: serializer X", 0.0, "nway 2")
+    unmerged = tab_rows.settled_row(never)
     assert (unmerged.state, unmerged.reason, unmerged.policy, unmerged.cleaned) == ("unmerged", "unsafe to merge: serializer X", "none", False)
-    assert status.cleaned(unmerged) == dataclasses.replace(unmerged, cleaned=True)
+    assert tab_rows.settled_row(cleaned(never)) == dataclasses.replace(unmerged, cleaned=True)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from riffle import messages
+from riffle.driver.settled import SettledShuffle
 from riffle.merger.faults import FAIL_ENV, PAUSE_ENV
 from riffle.merger.publish import TEMP_PREFIX
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
@@ -165,7 +166,7 @@ class Outcome:
     case: str
     seconds: float
     correct: bool
-    shuffles: list[dict]  # the scheduler's stats of the case's shuffles
+    shuffles: list[SettledShuffle]  # what each of the case's shuffles ended as
     merges: list[dict]    # every merge of those shuffles: its node, final state and error
     orphans: list[str]    # Riffle's files left on the nodes after the application's cleanup
     warnings: list[str]   # WARN lines of the driver's Riffle logger during the case
@@ -249,7 +250,7 @@ def run_case(cluster: Cluster, spark: Any, scheduler: Any, case: Case) -> Outcom
     host_of = {cluster.layout.merger_address(n): n.host for n in cluster.layout.nodes}
     merges = [{"shuffle": m.shuffle_id, "host": host_of.get(m.merger, m.merger), "state": m.state.value, "error": m.error,
                "outputs": len(m.members)} for s in states for m in s.merges]
-    stats = [scheduler.stats[s.shuffle_id] for s in states if s.shuffle_id in scheduler.stats]
+    stats = [scheduler.settled[s.shuffle_id] for s in states if s.shuffle_id in scheduler.settled]
     scheduler.fleet.cleanup_all()  # what an application's end does (ApplicationEnd)
     orphans = riffle_files(cluster)
     return Outcome(case.name, round(seconds, 3), result == expected() and idle, stats, merges, orphans, captured.lines, run.notes)

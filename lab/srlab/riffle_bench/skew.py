@@ -69,16 +69,16 @@ def stage_read(spark: Any, listener: Any, stage: int, timeout: float = 30.0) -> 
 def _one_run(spark: Any, scheduler: Any, listener: Any, merging: bool, args: tuple, args_reducers: int) -> dict:
     """One noop write of the join; ``skew_split``: the join ran more tasks than partitions (AQE split a skewed one)."""
     set_merging(scheduler, merging)
-    before = set(scheduler.stats)
+    before = set(scheduler.settled)
     big, small = _frames(spark, *args)
     df = big.join(small, "k")
     stage = _join_stage(spark, lambda: df.write.format("noop").mode("overwrite").save())
     wait_idle(scheduler)
     set_merging(scheduler, False)
     m = stage_read(spark, listener, stage)
-    stats = [v for k, v in scheduler.stats.items() if k not in before]
-    done = sum(s["merges_requested"] - s["merges_cancelled"] - s["merges_failed"] for s in stats)
-    committed = sum(s["merges_committed"] for s in stats)
+    stats = [v for k, v in scheduler.settled.items() if k not in before]
+    done = sum(s.merges_requested - s.merges_cancelled - s.merges_failed for s in stats)
+    committed = sum(s.merges_committed for s in stats)
     return {"largest_split_bytes": m["max_task_bytes_read"], "join_bytes_read": m["bytes_read"], "join_tasks": m["tasks"],
             "skew_split": m["tasks"] > args_reducers, "merges_finished": done, "merges_committed": committed,
             "left_unmerged_at_commit": done - committed}

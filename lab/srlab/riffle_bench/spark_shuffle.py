@@ -115,10 +115,10 @@ def _run_configs(maps: int, reducers: int, nways: list[int], repeats: int, rows_
                 job = time.monotonic() - t0
                 log.info("repeat %d/%d, %s: job %.2f s", r + 1, repeats, name, job)
                 wait_idle(scheduler)
-                last = next((s for s in scheduler.stats.values() if s["stage_id"] == map_stage), None) if cfg is not None else None
+                last = next((s for s in scheduler.settled.values() if s.stage_id == map_stage), None) if cfg is not None else None
                 runs[name].append({"job_seconds": round(job, 3), "map_stage": _metrics(metrics, map_stage),
                                    "reduce_stage": _metrics(metrics, reduce_stage),
-                                   "merge": {k: last[k] for k in ("merges_requested", "merges_committed", "merges_failed",
+                                   "merge": {k: getattr(last, k) for k in ("merges_requested", "merges_committed", "merges_failed",
                                                                 "merges_cancelled", "hold_seconds")} if last else None})
         riffle.detach(spark)
     return runs

@@ -61,9 +61,9 @@ def _stage_metrics(listener: Any, stages: list[int]) -> dict:
 
 def _riffle_metrics(scheduler: Any, stages: list[int], before: set[int]) -> dict:
     """What Riffle did to the query's shuffles: groups merged and skipped, and the fraction of map outputs merged."""
-    stats = [st for sid, st in list(scheduler.stats.items()) if sid not in before and st["stage_id"] in set(stages)]
-    shuffles = [scheduler.shuffles[st["shuffle_id"]] for st in stats if st["shuffle_id"] in scheduler.shuffles]
-    outputs = sum(st["map_outputs"] for st in stats)
+    stats = [st for sid, st in list(scheduler.settled.items()) if sid not in before and st.stage_id in set(stages)]
+    shuffles = [scheduler.shuffles[st.shuffle_id] for st in stats if st.shuffle_id in scheduler.shuffles]
+    outputs = sum(st.map_outputs for st in stats)
     merged = 0
     for s in shuffles:
         sizes = [len(m.members) for m in s.merges if m.state is MergeState.DONE]
@@ -71,9 +71,9 @@ def _riffle_metrics(scheduler: Any, stages: list[int], before: set[int]) -> dict
     decisions: Counter[str] = Counter()
     for s in shuffles:
         decisions.update(d.reason for d in s.decisions)
-    return {"shuffles_held": len(stats), "merges_committed": sum(st["merges_committed"] for st in stats),
+    return {"shuffles_held": len(stats), "merges_committed": sum(st.merges_committed for st in stats),
             "merged_fraction": round(merged / outputs, 3) if outputs else 0.0,
-            "merged_shuffle": any(st["merges_committed"] > 0 for st in stats), "cost_decisions": dict(decisions)}
+            "merged_shuffle": any(st.merges_committed > 0 for st in stats), "cost_decisions": dict(decisions)}
 
 
 def _run_query(spark: Any, scheduler: Any, listener: Any, n: int, sql: str, config: str, tag: str) -> dict:
@@ -82,7 +82,7 @@ def _run_query(spark: Any, scheduler: Any, listener: Any, n: int, sql: str, conf
     set_merging(scheduler, config != "off")
     if config != "off":
         use_config(scheduler, _with_cost(scheduler.config, config == "on"))
-    before = set(scheduler.stats)
+    before = set(scheduler.settled)
     sc.setJobGroup(group, f"TPC-DS q{n} ({config})")
     started = time.perf_counter()
     rows = spark.sql(tq.to_spark_sql(sql)).collect()

@@ -2,14 +2,8 @@
 
 * ``slaq``: SLAQ on, policy ``slaq``.
 * ``fair``: SLAQ's machinery (pools, epoch loop, token buckets) with the ``fair`` policy.
-* ``slaq-prior`` (opt-in, not run by default): ``slaq`` with the prior (``spark.slaq.prior=true``):
-  a spark.ml fit is scheduled on a forecast from its estimator's other fits until its own losses take over.
 * ``slaq-prune`` (opt-in, not run by default): ``slaq`` with ``spark.slaq.prune=true``: a
   CrossValidator skips the remaining folds of candidates that cannot beat the best (slaq.prune).
-* ``slaq-setup`` (opt-in): ``slaq`` with the set-up queue (``spark.slaq.setupOrder=true``): spark.ml
-  fits' set-ups are served in turn, shortest predicted first (slaq.predict.setup).
-* ``slaq-admission`` (opt-in): ``slaq`` with storage-aware admission (``spark.slaq.storageAdmission=true``):
-  a caching spark.ml fit starts only once storage memory holds its copy of the data.
 * ``stock``: SLAQ off; Spark's own FAIR scheduler with one pool per job (what a user runs without
   SLAQ). Spark creates a pool the first time a job names it, with weight 1 and minShare 0.
 """
@@ -21,13 +15,10 @@ from contextlib import contextmanager
 from typing import Any
 
 CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
-PRIOR = "slaq-prior"
 PRUNE = "slaq-prune"
-ADMISSION = "slaq-admission"
-SETUP = "slaq-setup"
-KNOWN = CONFIGS + (PRIOR, PRUNE, ADMISSION, SETUP)
+KNOWN = CONFIGS + (PRUNE,)
 # the opt-in configurations: SLAQ with one more spark.slaq key switched on
-OPT_IN = {PRIOR: "prior", PRUNE: "prune", ADMISSION: "storageAdmission", SETUP: "setupOrder"}
+OPT_IN = {PRUNE: "prune"}
 STOCK = "stock"
 POOL_PROPERTY = "spark.scheduler.pool"
 

@@ -30,7 +30,7 @@ from typing import Any
 from pyspark.ml import Estimator
 
 import slaq
-from slaq.estimators import training_cache_prefix
+from slaq.live.job import LiveJob
 from slaq.live.loop import LOOP_THREAD
 from slaq.live.storage import MB
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
@@ -80,7 +80,7 @@ class FitRecord:
     end: float = 0.0
     losses: list[float] = field(default_factory=list)
     job_prefix: str | None = None  # the SLAQ job name zero-change tuning gives the fit, without its "#N"
-    cache_prefix: str = ""  # how its training cache RDD's name starts ("": unnamed; slaq.estimators.training_cache_prefix)
+    cache_prefix: str = ""  # how its training cache RDD's name starts ("": unnamed; training_cache_prefix)
 
 
 class FitRecorder:
@@ -116,10 +116,16 @@ class FitRecorder:
     def fit(self, name: str, family: str, estimator: Any, dataset: Any, params: dict[Any, Any]) -> Any:
         with self.scope(name, family) as record:
             record.job_prefix = zero_change_prefix(estimator, params)
-            record.cache_prefix = training_cache_prefix(type(estimator).__name__, estimator.uid)
+            record.cache_prefix = training_cache_prefix(estimator)
             model = estimator.fit(dataset, params)
         record.losses = objective_history(model)
         return model
+
+
+def training_cache_prefix(estimator: Any) -> str:
+    """How the name of a fit's training cache RDD starts: spark.ml names it ``<estimator uid>: training blocks (...)``;
+    "" for the multilayer perceptron, whose stacked data is left unnamed."""
+    return "" if type(estimator).__name__ == "MultilayerPerceptronClassifier" else f"{estimator.uid}: training "
 
 
 def zero_change_prefix(estimator: Any, params: dict[Any, Any]) -> str:
@@ -318,7 +324,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     if scheduler.loop is not None:
                         scheduler.loop.observers.append(first_loss)
                     cpu = session_cpu(sc)
-                    earlier = list(scheduler.finished)  # held, so no new job can reuse an earlier one's id
+                    earlier = scheduler.jobs.finished()  # held, so no new job can reuse an earlier one's id
                     seen = {id(job) for job in earlier}
                     with StorageWatch(sc) as storage:
                         start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
@@ -331,7 +337,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     out[variant]["cpu_s"] = cpu
                     out[variant]["storage"] = storage.summary
                     if scheduler.loop is not None:
-                        out[variant]["capture"] = capture_figures(recorder, [j for j in scheduler.finished if id(j) not in seen])
+                        out[variant]["capture"] = capture_figures(recorder, [j for j in scheduler.jobs.finished() if id(j) not in seen])
                         out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
                                                       "cpu_s": round(thread_cpu_s(LOOP_THREAD) - loop_cpu, 2)}
             finally:
@@ -342,11 +348,11 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
     return out
 
 
-def capture_figures(recorder: FitRecorder, finished: list[Any]) -> dict[str, object]:
+def capture_figures(recorder: FitRecorder, finished: list[LiveJob]) -> dict[str, object]:
     """Whether SLAQ's job histories hold every iteration of every fit, each in its fit's job: each
     fit's ``objectiveHistory[1:]`` against the histories of the jobs that finished during the run."""
     expected = {name: r.losses[1:] for name, r in recorder.records.items()}
-    return check_capture(expected, {job.name: list(job.losses) for job in finished}).as_json()
+    return check_capture(expected, {job.name: list(job.history.losses) for job in finished}).as_json()
 
 
 def capture_totals(summaries: list[dict]) -> dict[str, int] | None:

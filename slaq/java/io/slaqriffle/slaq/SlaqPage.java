@@ -88,12 +88,6 @@ final class SlaqPage {
         .append("<li><em>policy's share</em>: the policy does not rank by predicted gain (fair, fifo, ...)</li>")
         .append("<li><em>ended</em>: a finished job that did not reach a target</li>")
         .append("<li><em>pruned</em>: a finished fit of a CrossValidator candidate that cannot beat the best one; its remaining folds are not fitted (spark.slaq.prune)</li>")
-        .append("<li><em>waiting for storage memory</em>: a spark.ml fit that caches its training data has not started: "
-            + "storage memory is full of the running fits' copies; when one ends, the waiting fit with the most predicted gain per byte starts</li>")
-        .append("<li><em>set-up, shortest first</em>: a spark.ml fit before its first loss, at the head of the set-up queue: "
-            + "of the fits setting up, the one predicted to finish its set-up soonest (or waiting longest for its length)</li>")
-        .append("<li><em>queued for set-up</em>: a spark.ml fit before its first loss behind the head of the set-up queue; "
-            + "it runs only on cores no other job takes until its turn (spark.slaq.setupOrder)</li>")
         .append("</ul></dd></dl></div>");
     return b.toString();
   }

@@ -35,6 +35,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   private final ShimClock clock;
   private final Map<Integer, Integer> partitions = new ConcurrentHashMap<>(); // mergeable shuffle -> reduce partitions, until settled
   private final Set<Integer> mapDone = ConcurrentHashMap.newKeySet(); // mergeable shuffles whose map stage ended
+  private final Set<String> dirsSent = ConcurrentHashMap.newKeySet(); // executors whose local dirs Python was sent, until removed
 
   RiffleListener(SparkContext sc, RiffleTracker tracker, StageGraph graph, ReducerGate gate, ShimClock clock) {
     this.sc = sc;
@@ -136,6 +137,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
       return;
     }
     long bytes = event.taskMetrics() == null ? -1 : event.taskMetrics().shuffleWriteMetrics().bytesWritten();
+    sendDirs(t.executorId());
     tracker.emit(new RiffleMessages.MapOutput(shuffle, event.stageId(), event.stageAttemptId(), t.partitionId(), t.taskId(), t.executorId(),
         t.host(), bytes));
   }
@@ -157,8 +159,29 @@ final class RiffleListener extends SparkListener implements CleanerListener {
     tracker.emit(new RiffleMessages.MapStageDone(shuffle, info.stageId(), info.failureReason().isEmpty()));
   }
 
+  /**
+   * Sends {@code executor}'s local dirs once, unless merging is unavailable: read again at its next output while the block
+   * manager master has none; never again when they cannot be read (the driver's own lookup says why).
+   */
+  private void sendDirs(String executor) {
+    if (dirsSent.contains(executor) || tracker.unavailableReason() != null) {
+      return;
+    }
+    List<String> dirs = tracker.localDirsOf(executor);
+    if (dirs == null) {
+      dirsSent.add(executor);
+    } else if (!dirs.isEmpty() && dirsSent.add(executor)) {
+      tracker.emit(new RiffleMessages.ExecutorDirs(executor, dirs));
+    }
+  }
+
+  void sendDirsAgain() {
+    dirsSent.clear();
+  }
+
   @Override
   public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
+    dirsSent.remove(event.executorId()); // a new executor with this id has new dirs
     tracker.emit(new RiffleMessages.ExecutorRemoved(event.executorId()));
   }
 

@@ -37,6 +37,10 @@ public final class RiffleMessages {
   @JsonTypeName("executor_removed")
   public record ExecutorRemoved(String executor) implements Messages.Message {}
 
+  /** An executor's local dirs (where its map outputs are), read once and sent before its first {@link MapOutput}. */
+  @JsonTypeName("executor_dirs")
+  public record ExecutorDirs(String executor, List<String> dirs) implements Messages.Message {}
+
   @JsonTypeName("application_end")
   public record ApplicationEnd() implements Messages.Message {}
 

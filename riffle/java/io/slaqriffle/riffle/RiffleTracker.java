@@ -97,6 +97,7 @@ public final class RiffleTracker implements Shim.FailOpen {
     this.merging = merging;
     this.holdAll = holdAll;
     gate.setTimeout(holdTimeoutSeconds);
+    listener.sendDirsAgain(); // a scheduler (re)starting or reconfigured learns every executor's dirs with its next output
   }
 
   /** Replaces what the Riffle tab, its JSON, the metrics and the application-end summary show ({@code riffle_status} JSON). */
@@ -202,6 +203,19 @@ public final class RiffleTracker implements Shim.FailOpen {
 
   public String applicationId() {
     return sc.applicationId();
+  }
+
+  /**
+   * {@link #localDirs} for the listener: empty while unknown; null when they cannot be read (Spark's internals changed; the
+   * driver's own lookup then says why).
+   */
+  List<String> localDirsOf(String executorId) {
+    try {
+      return List.of(localDirs(executorId));
+    } catch (RuntimeException e) {
+      LOG.debug("Riffle: cannot read the local dirs of executor {}", executorId, e);
+      return null;
+    }
   }
 
   // ---------------------------------------------------------------- for the listener

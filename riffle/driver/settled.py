@@ -1,0 +1,75 @@
+"""What a finished shuffle ended as: one record, taken when the scheduler settles it (or finds it
+unmergeable at its map stage's submission), from which the Riffle tab's row, the totals, the log
+line and the benchmarks' numbers are all read. Pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from riffle.driver import cost
+from riffle.driver.cost import Decision
+from riffle.driver.merges import MergeState, ShuffleState, map_files_after
+from riffle.driver.status import bytes_merged, fell_back
+
+
+@dataclass(frozen=True)
+class SettledShuffle:
+    shuffle_id: int
+    stage_id: int
+    name: str  # the map stage's name (its call site; user input)
+    maps: int  # the map stage's tasks
+    map_outputs: int  # outputs the scheduler saw finish
+    partitions: int
+    mergeable: bool  # the shim found it safe to merge (only such a shuffle is held or counted as settled)
+    held: bool  # its reducers were held, so its merges could be committed
+    policy: str  # the merge policy as the tab shows it; "none" when never held
+    merges_requested: int
+    merges_committed: int
+    merges_cancelled: int
+    merges_failed: int
+    map_files_after: int  # map files the reducers read once the committed merges replaced their members
+    blocks_before: int
+    blocks_after: int
+    bytes: int  # the map outputs' bytes
+    bytes_merged: int
+    groups_fell_back: Mapping[str, int]  # groups left unmerged, by cause (riffle.driver.status)
+    hold_seconds: float | None  # how long the reducers waited after the map stage (None: never held)
+    reason: str  # why it settled, or why it was never merged
+    cleaned: bool = False  # Spark cleaned the shuffle up since (its files are gone; what happened to it stays)
+
+
+def settle(s: ShuffleState, reason: str, now: float, policy: str) -> SettledShuffle:
+    """``s`` as it ended at ``now`` for ``reason``; ``policy``: the policy label it was merged with, if held."""
+    states = Counter(m.state for m in s.merges)
+    return SettledShuffle(
+        shuffle_id=s.shuffle_id, stage_id=s.stage_id, name=s.name, maps=s.num_maps, map_outputs=len(s.outputs), partitions=s.num_partitions,
+        mergeable=s.policy is not None, held=s.held, policy=policy if s.held else "none", merges_requested=len(s.merges),
+        merges_committed=s.committed, merges_cancelled=states[MergeState.CANCELLED], merges_failed=states[MergeState.FAILED],
+        map_files_after=map_files_after(s), blocks_before=len(s.outputs) * s.num_partitions,
+        blocks_after=map_files_after(s) * s.num_partitions, bytes=s.map_bytes, bytes_merged=bytes_merged(s), groups_fell_back=fell_back(s),
+        hold_seconds=round(now - s.map_done_at, 4) if s.map_done_at else None, reason=reason)
+
+
+def log_settled(log: logging.Logger, r: SettledShuffle, decisions: Sequence[Decision], reduce_tasks: int | None) -> None:
+    """What the driver's log says of a mergeable shuffle once settled: its merges and files, and the cost model's decisions."""
+    if not r.held:
+        log.info("Riffle: shuffle %d is left unmerged: %s", r.shuffle_id, r.reason)
+        return
+    log.info("Riffle: shuffle %d: %d merges requested, %d committed, %d cancelled, %d failed; map files %d -> %d "
+             "(blocks %d -> %d, %d bytes); reducers held %.3f s after the map stage (%s)",
+             r.shuffle_id, r.merges_requested, r.merges_committed, r.merges_cancelled, r.merges_failed, r.map_outputs,
+             r.map_files_after, r.blocks_before, r.blocks_after, r.bytes, r.hold_seconds or 0.0, r.reason)
+    if decisions:
+        log.info("Riffle: shuffle %d cost model (about %d reduce tasks): %s", r.shuffle_id, reduce_tasks or 0, cost.summary(decisions))
+
+
+def cleaned(r: SettledShuffle) -> SettledShuffle:
+    """``r`` once Spark cleaned its shuffle up."""
+    return dataclasses.replace(r, cleaned=True)
+
+
+__all__ = ["SettledShuffle", "cleaned", "log_settled", "settle"]
