@@ -74,7 +74,11 @@ class ConnectFits(LoopObserver):
                 self._ended.append(m.job)
                 continue
             owner = fit_job(m.job, m.operation, m.estimator, m.params)
-            self.loop.add(LiveJob(m.job, reports=owner.reports, owner=owner))
+            try:
+                self.loop.add(LiveJob(m.job, reports=owner.reports, owner=owner))
+            except ValueError as exc:  # a name still open: this fit is not scheduled, the batch's others are
+                log.warning("SLAQ: Spark Connect operation %s's fit %s is not scheduled: %s", m.operation, m.estimator, exc)
+                continue
             log.info("SLAQ: Spark Connect operation %s fits %s: job %s", m.operation, m.estimator, m.job)
 
     def after_drain(self) -> None:

@@ -119,7 +119,7 @@ class SlaqRuntime:
         tuning.uninstall()
         if self.pools is not None and self._connect is not None:
             if self.loop is not None:
-                self.loop.observers.remove(self._connect)
+                self.loop.unwatch(self._connect)
             self._connect = None
             if self.spark_alive():
                 self.pools.connect_fits(False)
@@ -138,7 +138,8 @@ class SlaqRuntime:
         if self.pools is None or self.loop is None:
             self.jobs.add(job)
             return
-        self.pools.register(job.name, job.weight)  # refused (False) while a job of that name is open: loop.add raises
+        self.jobs.check_new(job.name)  # before its pool: a pool registered for a refused name would be left without a job
+        self.pools.register(job.name, job.weight)
         self.loop.add(job)
 
     def close(self, job: LiveJob) -> None:

@@ -11,6 +11,7 @@ same way into a jar of their own (:class:`JarSpec`).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 import re
@@ -39,6 +40,7 @@ def product_packages(root: Path = ROOT) -> list[Path]:
     return sorted(d for d in root.iterdir() if (d / "product.py").is_file() and (d / "java" / "io" / "slaqriffle" / d.name).is_dir())
 
 
+
 def schema_resources(root: Path = ROOT) -> dict[str, Path]:
     """Each product's ``<product>/messages.json``, packed next to its Java package ``io/slaqriffle/<product>/``."""
     return {f"io/slaqriffle/{d.name}/{SCHEMA_NAME}": d / SCHEMA_NAME for d in product_packages(root) if (d / SCHEMA_NAME).is_file()}
@@ -57,8 +59,11 @@ class JarSpec:
     resources: Mapping[str, Path] = field(default_factory=dict)
 
 
-SHIM = JarSpec((FLOOR_SOURCES, *(d / "java" for d in product_packages())), PACKAGED_JAR,
-               {**schema_resources(), HISTORY_PLUGINS: FLOOR_SOURCES / HISTORY_PLUGINS})
+@functools.cache
+def shim() -> JarSpec:
+    """The product jar's spec: the floor's sources and every product's (looked up when first built, never at attach)."""
+    return JarSpec((FLOOR_SOURCES, *(d / "java" for d in product_packages())), PACKAGED_JAR,
+                   {**schema_resources(), HISTORY_PLUGINS: FLOOR_SOURCES / HISTORY_PLUGINS})
 
 
 class BuildError(RuntimeError):
@@ -101,13 +106,16 @@ def spark_version_of(jars: Path) -> str:
     return match.group(1)
 
 
-def java_sources(spec: JarSpec = SHIM) -> list[tuple[Path, Path]]:
-    """Each Java file of ``spec`` with the source root it is under, in the order of their paths below their roots."""
+def java_sources(spec: JarSpec | None = None) -> list[tuple[Path, Path]]:
+    """Each Java file of ``spec`` (default: :func:`shim`) with the source root it is under, in the order of their paths
+    below their roots."""
+    spec = spec or shim()
     return sorted(((root, src) for root in spec.sources for src in root.rglob("*.java")), key=lambda rs: rs[1].relative_to(rs[0]))
 
 
-def sources_fingerprint(spec: JarSpec = SHIM) -> str:
+def sources_fingerprint(spec: JarSpec | None = None) -> str:
     """A hash of the Java sources and resources (paths and contents): a jar older than them is detected, not loaded."""
+    spec = spec or shim()
     h = hashlib.sha1()
     for root, src in java_sources(spec):
         h.update(src.relative_to(root).as_posix().encode())
@@ -164,8 +172,9 @@ def outside_line_hint(version: str) -> str:
     return ""
 
 
-def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec = SHIM) -> Path:
+def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec | None = None) -> Path:
     """Compile ``spec``'s sources against ``jars`` (default: :func:`pyspark_jars`) into ``target``, atomically."""
+    spec = spec or shim()
     sources = java_sources(spec)
     if not sources:
         raise BuildError(f"no Java sources under {', '.join(map(str, spec.sources))}")
@@ -193,7 +202,7 @@ def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec = SHIM) ->
     return target
 
 
-def is_current(jar: Path, spec: JarSpec = SHIM) -> bool:
+def is_current(jar: Path, spec: JarSpec | None = None) -> bool:
     """``jar`` exists and was built from ``spec``'s sources as they are now."""
     try:
         return jar_manifest(jar).get(SOURCES_ATTR) == sources_fingerprint(spec)
@@ -201,9 +210,10 @@ def is_current(jar: Path, spec: JarSpec = SHIM) -> bool:
         return False
 
 
-def build(force: bool = False, spec: JarSpec = SHIM) -> Path:
+def build(force: bool = False, spec: JarSpec | None = None) -> Path:
     """``spec``'s jar (default: the packaged shim jar), compiled first when it is missing or older than its
     sources (developer tooling: scripts/setup.sh and the lab; the bridge never calls this)."""
+    spec = spec or shim()
     if force or not is_current(spec.target, spec):
         compile_jar(spec.target, spec=spec)
     return spec.target

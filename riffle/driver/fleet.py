@@ -13,7 +13,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from enum import Enum
 from typing import Any, Final, TypeVar
 
@@ -108,7 +108,8 @@ class MergerFleet:
         if address in self._storage:
             return self._storage[address]
         failed_at = self._status_failed.get(address)
-        if failed_at is None or self.down_until.get(address, 0.0) > failed_at:  # never answered, or back since it was down
+        if failed_at is None or self.down_until.get(address, 0.0) > failed_at or time.monotonic() - failed_at > DOWN_SECONDS:
+            # never answered, back since it was down, or its last call failed long enough ago to ask again
             self._ask(address)
             return PENDING if self._status.asking(address) else None
         return None
@@ -191,6 +192,8 @@ class MergerFleet:
             now = time.monotonic()
             try:
                 status = future.result()
+            except CancelledError:  # the fleet is closing
+                continue
             except grpc.RpcError as exc:
                 self._failed(address, exc)
                 self._status_failed[address] = now
@@ -297,6 +300,7 @@ class MergerFleet:
             return
         for address in stale:
             self.warn_once.forget(f"refused-{self.refused.pop(address)}")
+            self._status_failed.pop(address, None)  # its storage is asked for again with the new token
             self._clients[address].token = self.token.current
 
     def _renew(self, client: MergerClient) -> None:

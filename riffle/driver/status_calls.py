@@ -23,7 +23,10 @@ class StatusCalls:
     def ask(self, address: str, call: Callable[[], Any]) -> None:
         """Runs ``call()`` (a Status request of ``address`` with its deadline) in the background unless one is in flight."""
         if address not in self._asking:
-            self._asking[address] = self._pool.submit(call)
+            try:
+                self._asking[address] = self._pool.submit(call)
+            except RuntimeError:  # closed (the fleet stopped, or the interpreter is exiting): nothing is asked any more
+                pass
 
     def answers(self) -> list[tuple[str, Future]]:
         """The calls that returned or failed since the last look, each once."""
@@ -35,6 +38,7 @@ class StatusCalls:
     def close(self) -> None:
         """Drops calls not started; a running one ends by its deadline."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._asking.clear()
 
 
 __all__ = ["STATUS_DEADLINE_SECONDS", "StatusCalls"]

@@ -234,17 +234,20 @@ class MergerDaemon:
         self._loop.call_soon_threadsafe(self._stop.set)
 
     def serve_forever(self) -> None:
-        asyncio.run(self._serve())
-        stuck = self.service.admission.running
-        if stuck and self.options.owns_process:
-            log.error("%d merges did not stop after cancellation (blocked in I/O); exiting anyway", stuck)
-            _hard_exit()
-        elif stuck:
-            log.error("%d merges did not stop after cancellation (blocked in I/O)", stuck)
-        self.service.merge_pool.shutdown(wait=False)
-        self.service.metrics.close()
-        self.journal.close()
-        self.roots.close()
+        try:
+            asyncio.run(self._serve())
+            stuck = self.service.admission.running
+            if stuck and self.options.owns_process:
+                log.error("%d merges did not stop after cancellation (blocked in I/O); exiting anyway", stuck)
+                _hard_exit()
+            elif stuck:
+                log.error("%d merges did not stop after cancellation (blocked in I/O)", stuck)
+        finally:  # also when serving failed to start (a port taken): the state dir's lock and the pools are released
+            self.service.merge_pool.shutdown(wait=False)
+            self.service.io_pool.shutdown(wait=False)
+            self.service.metrics.close()
+            self.journal.close()
+            self.roots.close()
         log.info("merger stopped")
 
 

@@ -19,7 +19,7 @@ from slaq.live.allocation import NOTHING, Allocator, Decision
 from slaq.live.ended import EndedJobs
 from slaq.live.job import LiveJob
 from slaq.live.observer import LoopObserver
-from slaq.live.registry import JobRegistry, ended_silently, record
+from slaq.live.registry import JobRegistry, append, ended_silently
 from slaq.live.status import epoch_status, used_cores
 from slaq.messages import EpochStatus, Iteration, PoolState
 
@@ -92,11 +92,17 @@ class EpochLoop:
         """Candidates of tuner ``group`` whose remaining fits will not run: the UI tab says so."""
         self._ended.mark_pruned(group, candidates)
 
+    def unwatch(self, observer: LoopObserver) -> None:
+        """Stop telling ``observer``; between drains, so a drain's ``before_drain`` always meets its ``after_drain``."""
+        with self._ingest_lock:
+            if observer in self.observers:
+                self.observers.remove(observer)
+
     def record(self, job: LiveJob, loss: float) -> None:
-        """A loss of ``job`` that did not pass through the JVM (:func:`slaq.live.registry.record`)."""
+        """A loss of ``job`` that did not pass through the JVM: into its history under the lock, its target checked after."""
         with self.jobs.lock:
-            reached = record(job, [loss], self._clock())
-        if reached and said_reached([job]):
+            added = append(job, [loss])
+        if added and job.check_target(self._clock()) and said_reached([job]):
             self._wake.set()
 
     # -- one epoch -------------------------------------------------------------------------------

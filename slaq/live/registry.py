@@ -1,7 +1,7 @@
 """The one record of a runtime's jobs: the open ones by name, the latest finished ones, and the shim's
 losses and pool states folded into them.
 
-Every loss joins its job's history through :func:`record`, which checks the job's target after it: a
+Every loss joins its job's history through :func:`append`, and the job's target is checked after it: a
 job that reached its target gets the minimum share from the next allocation on
 (:func:`slaq.live.allocation.fixed_shares`).
 """
@@ -25,9 +25,9 @@ NO_LOSS_EPOCHS = 3  # a job with no loss after this many epochs is taken for one
 FINISHED_KEPT = 256  # closed jobs a registry remembers (with their histories) for inspection
 
 
-def record(job: LiveJob, losses: Iterable[Iteration | float], now: float | None = None, clock_offset: float = 0.0) -> bool:
-    """The one way losses join a job's history, in order, then its target is checked (at ``now``, once);
-    True when they made the job reach it.
+def append(job: LiveJob, losses: Iterable[Iteration | float], clock_offset: float = 0.0) -> bool:
+    """The one way losses join a job's history, in order; True when any did. Its target is checked after,
+    outside any lock (a target check may fit a curve): :func:`record`, or the caller that holds the lock.
 
     A loss reported from Python is stamped ``time.monotonic()``. A shim ``Iteration`` is stamped with
     the JVM's time of the report plus ``clock_offset``; its cost is the core-seconds the job's pool used
@@ -56,7 +56,12 @@ def record(job: LiveJob, losses: Iterable[Iteration | float], now: float | None 
         job.last = (it.t, it.core_seconds)
         job.last_stage = it.stage_seconds
         added = True
-    return added and job.check_target(now)
+    return added
+
+
+def record(job: LiveJob, losses: Iterable[Iteration | float], now: float | None = None) -> bool:
+    """:func:`append`, then the job's target checked (at ``now``); True when they made the job reach it."""
+    return append(job, losses) and job.check_target(now)
 
 
 class JobRegistry(Mapping[str, LiveJob]):
@@ -98,12 +103,16 @@ class JobRegistry(Mapping[str, LiveJob]):
         """Open ``job``; raises ``ValueError`` if an open job has its name."""
         now = self._clock()
         with self.lock:
-            if job.name in self._open:
-                raise ValueError(f"a SLAQ job named {job.name!r} is already running; job names must be unique while they run")
+            self.check_new(job.name)
             self._arrivals += 1
             job.order, job.added_at = float(self._arrivals), now
             self._open[job.name] = job
         return job
+
+    def check_new(self, name: str) -> None:
+        """Raises ``ValueError`` while a job called ``name`` is open: names are unique while they run."""
+        if name in self._open:
+            raise ValueError(f"a SLAQ job named {name!r} is already running; job names must be unique while they run")
 
     def remove(self, name: str, job: LiveJob | None = None) -> LiveJob | None:
         """Close the open job called ``name`` (only if it is ``job``, when given); it joins the finished ones."""
@@ -128,8 +137,9 @@ class JobRegistry(Mapping[str, LiveJob]):
                 if name in self._open:
                     self._open[name].consumed = state.consumed
             self.closed = [name for name, state in pools.items() if state.closed]
-            now = self._clock()
-            return [self._open[name] for name, losses in by_job.items() if record(self._open[name], losses, now, self._clock_offset)]
+            added = [self._open[name] for name, losses in by_job.items() if append(self._open[name], losses, self._clock_offset)]
+        now = self._clock()
+        return [job for job in added if job.check_target(now)]
 
     def count_silent_epoch(self) -> list[str]:
         """One more epoch for each job without a loss yet; returns the pools reported closed."""

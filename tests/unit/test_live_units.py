@@ -14,7 +14,7 @@ from slaq.enforce.pools import Iteration, allocation_message, check_job_name, sp
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
-from slaq.live.registry import JobRegistry, record
+from slaq.live.registry import JobRegistry, append, record
 from tests.fixtures import FakePools
 
 
@@ -334,7 +334,7 @@ def test_the_loop_schedules_on_the_history_its_owner_keeps():
     history = JobHistory()
     loop = EpochLoop(FakePools(), "fair", 1.0)
     loop.add(LiveJob("mine", 1.0, history=history))
-    record(loop.jobs["mine"], [Iteration("mine", 2.0, 1.0, 0.0, 0.0, "mllib"), Iteration("mine", 1.0, 3.0, 2.0, 0.0, "python")],
+    append(loop.jobs["mine"], [Iteration("mine", 2.0, 1.0, 0.0, 0.0, "mllib"), Iteration("mine", 1.0, 3.0, 2.0, 0.0, "python")],
            clock_offset=10.0)
     assert loop.jobs["mine"].history is history and history.losses == [2.0, 1.0] and history.times == [11.0, 13.0]
 
