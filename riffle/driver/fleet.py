@@ -181,8 +181,7 @@ class MergerFleet:
             client = self._client(address)
         except Exception as exc:  # the client refuses to talk to it (a token without TLS off loopback)
             self.refuse(address, str(exc))
-            self._status_failed[address] = time.monotonic()
-            self._loads[address] = (float("inf"), time.monotonic())
+            self._no_answer(address, time.monotonic())
             return
         self._status.ask(address, functools.partial(self._authenticated, client, functools.partial(client.status, STATUS_DEADLINE_SECONDS)))
 
@@ -196,18 +195,20 @@ class MergerFleet:
                 continue
             except grpc.RpcError as exc:
                 self._failed(address, exc)
-                self._status_failed[address] = now
-                load = float("inf")
+                self._no_answer(address, now)
             except Exception as exc:  # the client refuses to send (a token without TLS off loopback)
                 self.refuse(address, str(exc))
-                self._status_failed[address] = now
-                load = float("inf")
+                self._no_answer(address, now)
             else:
-                load = float(status.load)
+                self._loads[address] = (float(status.load), now)
                 self._queues[address] = (int(status.queued), int(status.running))
                 self._storage[address] = reported(status)
                 self._status_failed.pop(address, None)
-            self._loads[address] = (load, now)
+
+    def _no_answer(self, address: str, now: float) -> None:
+        """A Status call that failed (or could not be sent): no load to place by, the conf's storage until asked again."""
+        self._status_failed[address] = now
+        self._loads[address] = (float("inf"), now)
 
     # ---------------------------------------------------------------- merges
     def send(self, m: Merge, num_partitions: int) -> None:
