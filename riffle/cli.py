@@ -49,6 +49,7 @@ def _status(args: argparse.Namespace) -> int:
     import os
 
     from riffle.merger.node_status import probe, table
+    from riffle.merger.tokens import token_refusal
     from sparkshim.safe_read import FileRefused, read_config_file, read_config_text
 
     try:
@@ -56,6 +57,9 @@ def _status(args: argparse.Namespace) -> int:
         ca = read_config_file(args.tls_ca, "--tls-ca") if args.tls_ca else None
     except FileRefused as exc:
         print(f"riffle: error: {exc}", file=sys.stderr)
+        return 2
+    if token and (refusal := token_refusal(token)) is not None:
+        print(f"riffle: error: {f'--token-file={args.token_file}' if args.token_file else 'RIFFLE_MERGER_TOKEN'}: {refusal}", file=sys.stderr)
         return 2
     deadline = time.monotonic() + args.wait
     while True:

@@ -45,7 +45,7 @@ if [ ! -f "$stamp" ]; then
     .venv/bin/python -m pip install --quiet --no-deps -e .
   else
     echo "setup: installing dependencies (first run takes a few minutes: pyspark is ~400 MB)"
-    .venv/bin/python -m pip install --quiet -e ".[dev]" -e "./lab[plot]"
+    .venv/bin/python -m pip install --quiet -e ".[dev,optuna]" -e "./lab[plot]"  # optuna: tests/spark/test_optuna.py
   fi
   rm -f .venv/.installed-*
   touch "$stamp"

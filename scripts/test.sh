@@ -26,10 +26,14 @@ rm -rf "$SLAQ_RIFFLE_WHEEL_DIR"
 pytest_run "$@"
 rc=$?
 if [ -n "$lines" ]; then
+  # only the modules that hold spark_line tests are collected on each line (collecting all of tests/ costs seconds a line)
+  line_modules=$(.venv/bin/python -c 'from tests.conftest import SPARK_LINE_TESTS; print(" ".join(sorted({t.split("::")[0] for t in SPARK_LINE_TESTS})))') \
+    || { echo "test: cannot read SPARK_LINE_TESTS from tests/conftest.py" >&2; exit 1; }
   for version in $(cat .spark-lines/lines); do  # written by setup.sh --spark-lines
     echo "test: the spark_line tests on pyspark $version"
     start=$SECONDS
-    PYTHONPATH="$PWD/.spark-lines/$version${PYTHONPATH:+:$PYTHONPATH}" pytest_run -m spark_line -p no:cacheprovider -q -ra || rc=1
+    # shellcheck disable=SC2086  # one argument per module
+    PYTHONPATH="$PWD/.spark-lines/$version${PYTHONPATH:+:$PYTHONPATH}" pytest_run -m spark_line -p no:cacheprovider -q -ra $line_modules || rc=1
     echo "test: pyspark $version took $((SECONDS - start)) s"
   done
 fi

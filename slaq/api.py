@@ -20,6 +20,7 @@ from slaq.enforce.pools import check_job_name
 from slaq.estimators import reports_loss
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.job import LiveJob
+from slaq.live.names import check_name_size
 from slaq.live.registry import record
 from slaq.live.target import Target
 from slaq.messages import EpochStatus
@@ -101,7 +102,7 @@ class Job:
                  *, reports: bool | None = None):
         """``reports``: whether the job will report per-iteration losses, when known before it starts
         (SLAQ knows it for spark.ml fits); ``None``, the default, lets the epoch loop find out."""
-        name = check_job_name(name)
+        name = check_name_size(check_job_name(name))  # bounded where it enters: the tab and the event log hold it
         weight = finite_number(weight, "weight")
         if weight <= 0:
             raise ValueError(f"weight must be > 0, got {weight!r}")
@@ -149,7 +150,7 @@ class Job:
         if self in stack:
             stack.remove(self)
         if exc is not None:
-            log.warning("SLAQ: job %s ended with %s: %s; its pool is released", self.name, type(exc).__name__,
+            log.warning("SLAQ: job %s ended with %s: %s; its pool is released", self._track.shown, type(exc).__name__,
                         sparkml.one_line(str(exc), MAX_ERROR_TEXT))
         self._release()
         if self.runtime is not None:

@@ -51,8 +51,50 @@ def simulation_report(args: argparse.Namespace) -> tuple[dict, list[dict]]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.check is not None or args.project is not None:
+        return cmd_simulate_traces(args)
     emit_json(simulation_report(args)[0])
     return 0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def cmd_simulate_traces(args: argparse.Namespace) -> int:
+    """``--check`` / ``--project``: replay recorded live workloads (slaq.sim.check); exit 1 when a check misses."""
+    from slaq.sim.check import TOLERANCE, check_trace, packaged_traces, project
+    from slaq.sim.trace import Trace, load
+
+    loaded: dict[str, Trace] = {}
+
+    def traces_of(given: list[str] | None) -> list[Trace]:
+        paths = [str(p) for p in (given or packaged_traces())]
+        if not paths:
+            raise ValueError("no trace given and none packaged: record one with lab/demos/sweep.py --record-trace PATH")
+        for p in paths:
+            if p not in loaded:
+                loaded[p] = load(p)
+        return [loaded[p] for p in paths]
+
+    checked = traces_of(args.check) if args.check is not None else []
+    projected = traces_of(args.project) if args.project is not None else []
+    out: dict = {"model": "slaq.sim.replay: task-level replay, driver time and Spark latency hold no executor core",
+                 "traces": [{"path": t.name, "jobs": len(t.jobs), "cores": t.cores, "epoch_s": t.epoch,
+                             **{k: t.setting[k] for k in ("source", "master", "recorded_at", "repeats") if k in t.setting}}
+                            for t in loaded.values()]}
+    ok = True
+    if args.check is not None:
+        checks = [c for t in checked for c in check_trace(t, _say)]
+        ok = all(c.ok for c in checks)
+        out["check"] = {"tolerance": TOLERANCE, "all_within": ok, "configs": [c.as_dict() for c in checks]}
+    if args.project is not None:
+        out["projection"] = {"assumptions": f"jobs and arrival rate scaled with cores (Poisson, seed {args.seed}); the driver on a machine "
+                                            "of its own: driver time and Spark latency as recorded, holding no executor core",
+                             "traces": [{"path": t.name, "rows": project(t, args.project_cores, seed=args.seed, progress=_say)}
+                                        for t in projected]}
+    emit_json(out)
+    return 0 if ok else 1
 
 
 def cmd_traces_record(args: argparse.Namespace) -> int:
@@ -77,6 +119,16 @@ def cmd_traces_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _core_list(text: str) -> tuple[int, ...]:
+    try:
+        cores = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated integers, got {text!r}") from None
+    if not cores or min(cores) < 1:
+        raise argparse.ArgumentTypeError(f"core counts must be >= 1, got {text!r}")
+    return cores
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slaq", description="SLAQ: quality-driven scheduling of ML training jobs.")
     add_version(parser, "slaq")
@@ -96,6 +148,14 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--network-ratio", type=float, default=0.0,
                      help="switch on the per-iteration network phase: network work ~ this x compute per job, mixed 8x either way (default 0: off)")
     sim.add_argument("--series", action="store_true", help="include the loss-over-time series in the JSON")
+    sim.add_argument("--check", nargs="*", metavar="TRACE",
+                     help="replay recorded live workloads (slaq-trace/1, from lab/demos/sweep.py --record-trace; default: the packaged "
+                          "ones) on their live configuration and compare each configuration's mean time to 90%% with the live runs' "
+                          "median; exit 1 when one is off by more than 15%%")
+    sim.add_argument("--project", nargs="*", metavar="TRACE",
+                     help="the same recorded workloads scaled to --project-cores: SLAQ vs fair vs stock Spark FAIR and a clairvoyant "
+                          "lower bound on mean time to 90%%")
+    sim.add_argument("--project-cores", type=_core_list, default=(16, 64, 640), help="comma-separated core counts (default 16,64,640)")
     sim.set_defaults(func=cmd_simulate)
 
     traces = verbs.add_parser("traces", help="recorded training traces").add_subparsers(dest="traces", required=True)

@@ -1,10 +1,12 @@
 """Spark Connect: each spark.ml fit a Connect client submits is its own SLAQ job.
 
 A Connect fit runs in the server's JVM on its operation's thread, where no Python hook sees it. The
-shim (``ConnectFits``) opens the job there, at the fit's first task set, names it after the
-estimator and the operation (``LogisticRegression@<operation id>``), puts its Spark jobs in the
-job's pool and its breeze losses in the job's history, and closes it when Spark Connect reports the
-operation ended. This module turns the shim's ``connect_fit`` messages into the epoch loop's jobs
+shim (``ConnectFits``) opens the job there, at the fit's first task set, names it as a classic fit's
+job is named (:func:`slaq.sparkml.fit_job_name`: the estimator and its explicitly set params) with the
+operation's id for the sequence number (``LogisticRegression[maxIter=10,regParam=0.1]@<operation id>``),
+puts its Spark jobs in the job's pool and its breeze losses in the job's history, and closes it when
+Spark Connect reports the operation ended. A Connect tuner's fits are not grouped as a classic one's
+(docs/mllib.md says why: the request names no tuner, candidate or fold). This module turns the shim's ``connect_fit`` messages into the epoch loop's jobs
 (:class:`ConnectFits`, an observer of the loop).
 """
 

@@ -23,6 +23,13 @@ pruned when ``m > Z * sd(final gap)``: the leader's final metric is predicted to
 97.7% confidence (one-sided normal). The leader is never pruned, so the best candidate is always
 one that ran every fold.
 
+The rule treats the folds as exchangeable: each fold's gap a draw around the final one. CrossValidator's
+own random folds are; the user's own folds (``foldCol``) need not be (one fold may hold another season,
+region or customer group than the next), so a fold that favours another candidate would prune the true
+best. A CrossValidator with ``foldCol`` is therefore never pruned (:func:`not_prunable`): it runs
+pyspark's own fit. When candidates were pruned, one line at the end names the chosen candidate and the
+pruned ones (:func:`chosen_among_pruned`), so the choice is never silently made among fewer candidates.
+
 A pruned candidate's ``avgMetrics`` entry is the worst value there is (``-inf`` when the evaluator's
 larger metric is better, ``+inf`` otherwise), so CrossValidator's own choice of the best never picks
 it and a reader sees it was not evaluated in full; its ``stdMetrics`` entry is NaN and its sub-models
@@ -46,6 +53,7 @@ from slaq.pyspark_private import tuning_helpers
 log = logging.getLogger("slaq.prune")
 
 Z = 2.0  # one-sided normal quantile: ~97.7% confidence that the leader's final metric beats the pruned one's
+CONFIDENCE = 0.5 * (1.0 + math.erf(Z / math.sqrt(2.0)))
 SIGMA_FLOOR = 0.01  # the fold-to-fold spread assumed at least, relative to the leader's mean metric
 ABS_FLOOR = 1e-9  # ... and in the metric's units, for a leader whose metric is ~0
 
@@ -86,6 +94,24 @@ def hopeless(metrics: Sequence[Sequence[float]], alive: Sequence[int], folds: in
     sd_final = sigma * math.sqrt(left + left * left / n) / folds
     return [Pruned(j, n, sign * means[j], leader, sign * means[leader])
             for j, d in sorted(diffs.items()) if float(d.mean()) > Z * sd_final]
+
+
+def not_prunable(cv: Any) -> str | None:
+    """Why ``cv``'s candidates are never pruned (it runs pyspark's own fit), or None when they may be: the
+    user's own folds (``foldCol``) need not be alike, so the rule's prediction from the first folds does not hold."""
+    col = cv.getFoldCol() if hasattr(cv, "getFoldCol") else ""
+    return f"it uses the user's own folds (foldCol={col}), which need not be alike" if col else None
+
+
+def chosen_among_pruned(uid: str, best: int, epm: Sequence[Any], pruned: dict[int, Pruned], folds: int) -> str | None:
+    """The line that says ``uid`` chose ``best`` among candidates some of which were pruned; None when none were."""
+    if not pruned:
+        return None
+    stopped = ", ".join(f"candidate {j} after {p.after_folds} of {folds} folds" for j, p in sorted(pruned.items()))
+    return (f"SLAQ: {uid} chose candidate {best} ({_params(epm[best])}) among {len(epm)} candidates, "
+            f"{len(pruned)} of them pruned ({stopped}); "
+            "stock CrossValidator, which fits every fold, chooses another only if a pruned candidate's remaining folds "
+            f"overturned the prediction it was pruned on (its final metric behind the leader's, ~{CONFIDENCE:.1%} confident)")
 
 
 def worst(larger_better: bool) -> float:
@@ -143,13 +169,20 @@ def cross_validate(cv: Any, dataset: Any, on_prune: OnPrune | None = None) -> An
     avg = [float(np.mean([m[j] for m in metrics_all])) if j not in pruned else worst(larger_better) for j in range(n_models)]
     std = [float(np.std([m[j] for m in metrics_all])) if j not in pruned else math.nan for j in range(n_models)]
     best = int(np.argmax(avg) if larger_better else np.argmin(avg))
+    line = chosen_among_pruned(cv.uid, best, epm, pruned, n_folds)
+    if line is not None:
+        log.info("%s", line)
     best_model = est.fit(dataset, epm[best])
     return cv._copyValues(CrossValidatorModel(best_model, avg, sub_models, std))
 
 
+def _params(param_map: Any) -> str:
+    return ", ".join(f"{param.name}={value}" for param, value in param_map.items())
+
+
 def _report(uid: str, stopped: list[Pruned], folds: int, epm: Sequence[Any]) -> None:
     for p in stopped:
-        params = ", ".join(f"{param.name}={value}" for param, value in epm[p.candidate].items())
+        params = _params(epm[p.candidate])
         log.info("SLAQ: %s pruned candidate %d (%s) after %d of %d folds: mean metric %.6g, best candidate %d's %.6g; "
                  "its remaining folds are not fitted", uid, p.candidate, params, p.after_folds, folds, p.mean, p.leader,
                  p.leader_mean)

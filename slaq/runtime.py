@@ -27,6 +27,7 @@ from slaq.live.observer import LoopObserver
 from slaq.live.registry import JobRegistry, record
 from slaq.live.storage import StorageCheck, memory_blocks_on_disk
 from slaq.messages import EpochStatus
+from slaq.optuna import trials as optuna_trials
 from slaq.prune import Pruned
 from sparkshim.announce import announce, tab_location
 
@@ -104,6 +105,7 @@ class SlaqRuntime:
             if self._fit_as_job is not None:
                 sparkml.install(self._run_fit)
                 tuning.install(self._on_prune if c.prune else None)
+                optuna_trials.install()  # Optuna trials as jobs (slaq.optuna.trials), now or once optuna is imported
             if self.pools.connect_fits(True):
                 self._connect = ConnectFits(self.pools, self.loop)
                 self.loop.observers.append(self._connect)
@@ -117,6 +119,7 @@ class SlaqRuntime:
         self.attached = False
         sparkml.uninstall(self._run_fit)
         tuning.uninstall()
+        optuna_trials.uninstall()
         if self.pools is not None and self._connect is not None:
             if self.loop is not None:
                 self.loop.unwatch(self._connect)
@@ -164,7 +167,7 @@ class SlaqRuntime:
     def sync(self) -> None:
         """Bring every open job's history up to date with the losses the JVM captured so far."""
         if self.loop is not None and self.spark_alive():
-            self.loop.poll()
+            self.loop.sync()
 
     def running_jobs(self) -> list[str]:
         return list(self.jobs)
@@ -203,4 +206,5 @@ class SlaqRuntime:
     def _run_fit(self, estimator: Any, fit: Callable[[], Any]) -> Any:
         if self._fit_as_job is None or not (self.attached and self.enabled):
             return fit()
+        optuna_trials.open_trial_job()  # a fit inside an Optuna trial runs in the trial's job
         return self._fit_as_job(self, estimator, fit)

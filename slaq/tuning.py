@@ -7,7 +7,8 @@ tuner by its estimator's uid (a param-map copy keeps it) and its candidate by th
 fits every candidate once per fold, folds in order, then refits the best once: a candidate's
 ``folds + 1``-th fit is the refit. Installed on attach like the leaf-fit hook (:mod:`slaq.sparkml`).
 With ``spark.slaq.prune`` a CrossValidator runs :func:`slaq.prune.cross_validate` instead of pyspark's
-own ``_fit``; a pruned candidate runs fewer folds, and every candidate that is not runs them all.
+own ``_fit`` (unless :func:`slaq.prune.not_prunable` says why not: the user's own folds); a pruned
+candidate runs fewer folds, and every candidate that is not runs them all.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.live.status import NOT_TUNING, Tuning
-from slaq.prune import OnPrune, cross_validate
+from slaq.prune import OnPrune, cross_validate, not_prunable
 from slaq.pyspark_private import tuning_helpers
 
 log = logging.getLogger("slaq.tuning")
@@ -123,6 +124,10 @@ def install(prune: OnPrune | None = None) -> None:
 
             def _fit(self: Any, dataset: Any, _original: Any = original) -> Any:
                 hook = _pruning[0] if _pruning and isinstance(self, CrossValidator) else None
+                why = None if hook is None else not_prunable(self)
+                if why is not None:
+                    log.info("SLAQ: %s runs unpruned (spark.slaq.prune is on): %s", self.uid, why)
+                    hook = None
                 with tracking(self):
                     return _original(self, dataset) if hook is None else cross_validate(self, dataset, hook)
 

@@ -12,8 +12,9 @@ exiting), then stops what it attached. Its log records go to stdout, which the p
 driver log lines.
 
 Exit codes: 0 stopped when asked, 2 a ``spark.slaq.*``/``spark.riffle.*`` value it refused, 3 it could
-not attach (no context in time, a shim jar from other sources). Whatever it ends with, the
-application runs on as plain Spark.
+not attach (no context in time, a shim jar from other sources), 4 it could not reach the driver's
+gateway (its one line says why: refused, timed out, or closed at once because other local connections
+hold the gateway's slots). Whatever it ends with, the application runs on as plain Spark.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from typing import Any
@@ -31,7 +33,10 @@ from sparkshim.announce import NotInDriverLog
 log = logging.getLogger("sparkshim.brain")
 CONTEXT_WAIT_SECONDS = 120.0  # the plugin starts the brain early in the SparkContext constructor
 HEARTBEAT_SECONDS = 1.0  # the plugin's watchdog declares the brain stuck after 30 s without one
-EXIT_CONFIG, EXIT_NOT_ATTACHED = 2, 3  # the plugin (BrainPlugin.EXIT_CONFIG) knows 2: it then adds no second line
+EXIT_CONFIG, EXIT_NOT_ATTACHED, EXIT_NO_GATEWAY = 2, 3, 4  # the plugin (BrainPlugin.EXIT_*) knows 2 and 4: no second line
+GATEWAY_HOST = "127.0.0.1"  # the plugin's gateway listens on the loopback address only
+GATEWAY_TIMEOUT = 10.0  # the gateway answers the secret at once; a silent one is not the driver's
+PLAIN_SPARK = "SLAQ and Riffle stay off and the application runs as plain Spark"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -57,6 +62,32 @@ def jar_mismatch(running: str, location: str) -> str | None:
         return None
     return (f"the shim jar in the driver ({location}) was built from other sources than this Python package's ({PACKAGED_JAR}); "
             "pass that one: --jars $(python -m sparkshim.build --print-path)")
+
+
+def gateway_unreachable(port: int, secret: str, timeout: float = GATEWAY_TIMEOUT) -> str | None:
+    """Why the driver's gateway on ``port`` cannot be used, or None when it accepted ``secret``. One connection
+    that authenticates as py4j's do (the line ``A``, then the secret) and ends: every cause in one phrase, so a
+    failure is one clear line, not a py4j traceback."""
+    where = f"{GATEWAY_HOST}:{port}"
+    closed = (f"the gateway at {where} closed the connection before reading the secret: all its slots are taken "
+              "by other local connections without the secret (another local user or process is holding them)")
+    try:
+        with socket.create_connection((GATEWAY_HOST, port), timeout=timeout) as conn:
+            conn.sendall(f"A\n{secret}\n".encode())
+            reply = conn.makefile("rb").readline()
+    except ConnectionRefusedError:
+        return f"connection refused at {where} (the driver's gateway is not listening: the driver stopped or is stopping)"
+    except TimeoutError:
+        return f"no answer from {where} within {timeout:g} s (the driver JVM may be overloaded or stopped)"
+    except (ConnectionResetError, BrokenPipeError):
+        return closed
+    except OSError as exc:
+        return f"cannot connect to {where}: {exc.strerror or exc}"
+    if not reply:
+        return closed
+    if not reply.startswith(b"!y"):
+        return f"the gateway at {where} refused the brain's secret ({reply.decode(errors='replace').strip()[:80]})"
+    return None
 
 
 def wrap(gateway: Any, scala_sc: Any) -> Any:
@@ -141,10 +172,21 @@ def main(argv: list[str] | None = None) -> int:
         handler.addFilter(NotInDriverLog())
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
-        code = run(args.context_wait)
-    except Exception:
-        log.exception("SLAQ/Riffle brain failed")
-        code = EXIT_NOT_ATTACHED
+        why = gateway_unreachable(int(os.environ["PYSPARK_GATEWAY_PORT"]), os.environ["PYSPARK_GATEWAY_SECRET"])
+        if why is not None:
+            log.warning("SLAQ/Riffle brain: cannot reach the driver's gateway: %s; %s", why, PLAIN_SPARK)
+            code = EXIT_NO_GATEWAY
+        else:
+            code = run(args.context_wait)
+    except Exception as exc:
+        from py4j.protocol import Py4JNetworkError
+
+        if not isinstance(exc, Py4JNetworkError):
+            log.exception("SLAQ/Riffle brain failed")
+            code = EXIT_NOT_ATTACHED
+        else:  # the gateway went away after it answered: the driver is stopping, or its connections were taken since
+            log.warning("SLAQ/Riffle brain: lost the driver's gateway: %s", exc)
+            code = EXIT_NO_GATEWAY
     sys.stdout.flush()
     # pyspark's and py4j's non-daemon threads must not keep a finished brain alive
     os._exit(code)

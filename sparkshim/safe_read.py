@@ -1,6 +1,7 @@
 """The one reader of files that configuration names (a token, TLS material): a FIFO, a device, a huge file or a
-hung file system cannot block or exhaust the process that reads them; each refusal is one message naming the
-setting (a conf key or a flag), the path and the reason.
+hung file system cannot block or exhaust the process that reads them (a read that does not return in time is given
+up, and its path is not read again until its one thread returns: no threads pile up); each refusal is one message
+naming the setting (a conf key or a flag), the path and the reason.
 
 Imports nothing but the standard library: the driver, the brain, the merger daemon and the ``riffle`` command
 all read through it, a merger-only node included.
@@ -18,6 +19,11 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat
           (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
 
 
+# The path of each read whose thread has not returned: at most one thread per path, however often a hung file is asked for
+_readers: set[str] = set()
+_readers_lock = threading.Lock()
+
+
 class FileRefused(ValueError):
     """A configured file that cannot be used; the message names the setting, the path and why."""
 
@@ -28,8 +34,13 @@ def read_config_file(path: str, setting: str, *, private: bool = False, limit: i
     ``limit`` bytes, read within ``timeout`` seconds; with ``private``, one that neither group nor others can
     read (a secret). Anything else raises :class:`FileRefused`."""
     outcome: list[bytes | str] = []
-    reader = threading.Thread(target=lambda: outcome.append(_read(path, private, limit)), name=f"read {setting}", daemon=True)
-    reader.start()
+    with _readers_lock:
+        if path in _readers:  # its thread is still blocked in the kernel: another would block beside it
+            raise FileRefused(f"{setting}={path}: an earlier read has not returned yet (a hung file system?); "
+                              "it is not read again until that one returns")
+        reader = threading.Thread(target=_read_into, args=(outcome, path, private, limit), name=f"read {setting}", daemon=True)
+        _readers.add(path)
+        reader.start()
     reader.join(timeout)
     if not outcome:  # the thread stays blocked in the kernel; it is a daemon thread and closes its descriptor if it returns
         raise FileRefused(f"{setting}={path}: not read within {timeout:g} s (a hung file system?)")
@@ -38,15 +49,24 @@ def read_config_file(path: str, setting: str, *, private: bool = False, limit: i
     return outcome[0]
 
 
-def read_config_text(path: str, setting: str, *, private: bool = False) -> str:
+def read_config_text(path: str, setting: str, *, private: bool = False, timeout: float = READ_TIMEOUT_SECONDS) -> str:
     """The stripped UTF-8 text of ``path`` (a token), read by :func:`read_config_file`; empty is refused."""
     try:
-        text = read_config_file(path, setting, private=private).decode().strip()
+        text = read_config_file(path, setting, private=private, timeout=timeout).decode().strip()
     except UnicodeDecodeError:
         raise FileRefused(f"{setting}={path}: not UTF-8 text") from None
     if not text:
         raise FileRefused(f"{setting}={path}: the file is empty")
     return text
+
+
+def _read_into(outcome: list[bytes | str], path: str, private: bool, limit: int) -> None:
+    """A reader thread: :func:`_read`'s answer into ``outcome``; ``path`` may be read again once this returns."""
+    try:
+        outcome.append(_read(path, private, limit))
+    finally:
+        with _readers_lock:
+            _readers.discard(path)
 
 
 def _read(path: str, private: bool, limit: int) -> bytes | str:

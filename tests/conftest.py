@@ -62,7 +62,9 @@ SLOW_FOLDERS = ("spark", "cluster")
 # checksums where the line has them), the plugin under spark-sql, both tabs live and in the History Server (test_history_server.py), and the
 # built wheel on a host without javac. docs/install.md's table says the same.
 SPARK_LINE_TESTS = (
-    "tests/spark/test_spark_internals.py",
+    # the seam's handles and the shim's compile on this line's jars (the module's source checks are the same on every line)
+    "tests/spark/test_spark_internals.py::test_self_check_finds_every_internal_on_this_spark",
+    "tests/spark/test_spark_internals.py::test_the_shim_compiles_against_this_lines_jars",
     "tests/spark/test_token_pools.py",
     "tests/spark/test_zero_change_tuning.py::test_cross_validator_fits_are_separate_jobs_with_results_equal_to_slaq_off",
     # the capture path is one for every estimator: a binomial and a multinomial L-BFGS fit, an OWL-QN one, a neural net
@@ -104,6 +106,16 @@ E2E_TESTS = (
     "tests/spark/test_ui_tab.py",
     "tests/spark/test_wheel_attach.py",
 )
+# Outside the slow folders, tests that wait out a real timer of several seconds (a lease, an idle timeout, a memory
+# cap's refusals) in a process of their own: run by the whole suite, left out of the fast loop (`-m "not slow"`)
+SLOW_TESTS = (
+    "tests/daemon/test_merger_ops.py::test_metrics_endpoint_is_bounded_in_connections_and_threads",
+    "tests/daemon/test_merger_ops.py::test_the_driver_renews_its_lease_where_it_has_merged_files",
+    "tests/daemon/test_merger_ops.py::test_an_application_silent_for_its_lease_loses_its_merged_files",
+    "tests/daemon/test_merger_hardening.py::test_waiting_requests_stay_within_memory_plus_64mb",
+    "tests/daemon/test_merger_hardening.py::test_cancel_after_the_copy_loop_never_publishes_and_a_late_one_says_so",
+    "tests/daemon/test_daemon.py::test_a_reply_over_4mib_reaches_a_tls_client_like_a_plaintext_one",
+)
 # Cluster modules that kill nodes of the shared cluster (tests/cluster/conftest.py): after every other module using it
 CLUSTER_BREAKERS = ("tests/cluster/test_node_failures.py",)
 
@@ -128,7 +140,7 @@ def pytest_collection_modifyitems(session, config, items):
     """Marks by folder and by the lists above; and orders the cluster tests (see ``_order``)."""
     for item in items:
         folder = _folder(item)
-        if folder in SLOW_FOLDERS:
+        if folder in SLOW_FOLDERS or item.nodeid.startswith(SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
         if folder == "cluster":
             item.add_marker(pytest.mark.cluster)

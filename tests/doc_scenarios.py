@@ -13,6 +13,8 @@ import re
 README, INSTALL, UI = "README.md", "docs/install.md", "docs/ui.md"
 SQL_EXAMPLE, TRAIN_EXAMPLE, TUNE_EXAMPLE = ("examples/sql_shuffle_with_riffle.py", "examples/train_with_report_loss.py",
                                             "examples/tune_with_crossvalidator.py")
+# a pip user's SPARK_HOME (pyspark's package directory, which holds Spark's sbin/), unless they have one
+SPARK_HOME = 'export SPARK_HOME="${SPARK_HOME:-$(python -c \'import os, pyspark; print(os.path.dirname(pyspark.__file__))\')}"'
 MERGER = ("mkdir -p /tmp/spark-local", "riffle-merger serve --listen 127.0.0.1:7338 --local-dir /tmp/spark-local --no-fsync &",
           "riffle status 127.0.0.1:7338 --wait 30")
 
@@ -39,8 +41,9 @@ SCENARIOS: dict[str, list[tuple[str, str]]] = {
                             "--conf spark.scheduler.mode=FAIR --conf spark.slaq.enabled=true app.py"),
                        (UI, 'export SPARK_DAEMON_CLASSPATH="$(slaq-riffle jar)"'),
                        (UI, 'export SPARK_HISTORY_OPTS="-Dspark.history.fs.logDirectory=/tmp/spark-events"'),
-                       (UI, "$SPARK_HOME/sbin/start-history-server.sh")],
-    "history_server_stop": [(UI, "$SPARK_HOME/sbin/stop-history-server.sh")],
+                       (UI, SPARK_HOME), (UI, "$SPARK_HOME/sbin/start-history-server.sh")],
+    # a shell of its own, as a user's later one: install.md's SPARK_HOME line first (the user's shell has none)
+    "history_server_stop": [(INSTALL, SPARK_HOME), (UI, "$SPARK_HOME/sbin/stop-history-server.sh")],
 }
 
 # commands not run, each with the reason (the first rule that matches a command applies)
@@ -55,6 +58,8 @@ NOT_RUN: list[tuple[str, str]] = [
                                                 "application with these confs"),
     (r"start-connect-server\.sh", "a Connect server daemon: tests/spark/test_connect.py runs SparkConnectServer with the "
                                   "plugin under spark-submit"),
+    (r"tune_with_optuna\.py|slaq-riffle\[optuna\]", "needs optuna, which the wheel-only user's venv lacks: "
+                                                   "tests/spark/test_optuna.py runs this example's study in the shared session"),
 ]
 
 

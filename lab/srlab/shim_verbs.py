@@ -32,6 +32,20 @@ def cmd_bench_ui(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_ui_wide(args: argparse.Namespace) -> int:
+    from srlab.shim_bench.ui import bench_wide_history
+
+    emit_json(bench_wide_history(args.epochs, args.jobs, args.heap, args.jar))
+    return 0
+
+
+def cmd_bench_ui_jobs(args: argparse.Namespace) -> int:
+    from srlab.shim_bench.many_jobs import bench_many_jobs
+
+    emit_json(bench_many_jobs(args.jobs, args.epochs, args.losses, args.epoch, args.driver_memory, args.name_bytes, args.closes))
+    return 0
+
+
 def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     """Adds the lab's verbs to ``slaq-riffle``'s sub-command ``verbs`` (called by the product's CLI)."""
     bench = verbs.add_parser("bench", help="benchmarks that print JSON").add_subparsers(dest="bench", required=True)
@@ -72,3 +86,25 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
                     help="then replay the log with this many more SLAQ epochs, once per length (default 2000 20000 60000; none: skip)")
     ui.add_argument("--long-jobs", type=positive(int), default=15, help="jobs in each of those epochs (default 15)")
     ui.set_defaults(func=cmd_bench_ui)
+    wide = bench.add_parser("ui-wide", help="a History Server replaying a wide application's SLAQ tab (starts Spark and a History Server)",
+                            description="Replays EPOCHS synthetic SLAQ epochs of JOBS jobs each in a History Server with a HEAP heap: "
+                                        "whether the tab's JSON and page answer, what they keep, the heap after a full GC, and any "
+                                        "OutOfMemoryError. Prints JSON.")
+    wide.add_argument("--epochs", type=positive(int), default=600)
+    wide.add_argument("--jobs", type=positive(int), default=1000)
+    wide.add_argument("--heap", default="512m", help="the History Server's heap (SPARK_DAEMON_MEMORY; default 512m)")
+    wide.add_argument("--jar", type=Path, help="the shim jar the History Server loads (default: this checkout's)")
+    wide.set_defaults(func=cmd_bench_ui_wide)
+    jobs = bench.add_parser("ui-jobs", help="thousands of open slaq.job blocks in one pyspark driver (starts Spark)",
+                            description="Opens JOBS jobs from one thread in a local[2] driver with a DRIVER_MEMORY heap and the UI on, "
+                                        "runs EPOCHS epochs, then reports the heap after a full GC (and its growth per epoch), the "
+                                        "epoch's length, the SLAQ tab's pages, jobs closed per second and the pools' fail-open WARNs. "
+                                        "Prints JSON.")
+    jobs.add_argument("--jobs", type=positive(int), default=10_000)
+    jobs.add_argument("--epochs", type=positive(int), default=20, help="epochs measured (default 20)")
+    jobs.add_argument("--losses", type=int, default=1, help="losses each job reports (default 1)")
+    jobs.add_argument("--epoch", type=positive(float), default=0.5, help="spark.slaq.epoch in seconds (default 0.5)")
+    jobs.add_argument("--driver-memory", default="1g")
+    jobs.add_argument("--name-bytes", type=positive(int), default=16)
+    jobs.add_argument("--closes", type=int, default=0, help="jobs closed, oldest first (default 0: all)")
+    jobs.set_defaults(func=cmd_bench_ui_jobs)

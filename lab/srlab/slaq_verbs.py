@@ -1,4 +1,4 @@
-"""The lab's verbs of the ``slaq`` command: ``slaq bench allocate|predict|enforce|overhead|mllib|prune``,
+"""The lab's verbs of the ``slaq`` command: ``slaq bench allocate|predict|enforce|overhead|mllib|prune|optuna``,
 ``slaq reproduce`` and ``slaq simulate --plot`` (registered through the ``slaq_riffle.cli`` entry point)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import logging
 from typing import Any
 
-from slaq.cli import simulation_report
+from slaq.cli import cmd_simulate_traces, simulation_report
 from slaq.policy import POLICIES
 from sparkshim.commands import emit_json, positive
 
@@ -72,6 +72,18 @@ def cmd_bench_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_optuna(args: argparse.Namespace) -> int:
+    from srlab.slaq_bench.optuna_prune import OptunaWorkload, bench_optuna, headline
+
+    seeds = tuple(range(args.first_seed, args.first_seed + args.seeds))
+    work = OptunaWorkload(seeds, args.repeats, args.trials, args.n_jobs, args.steps, args.iterations, args.rows, args.features, args.partitions)
+    result = bench_optuna(work, [c.strip() for c in args.configs.split(",") if c.strip()], args.master, args.epoch)
+    for line in headline(result):
+        log.info("%s", line)
+    emit_json(result)
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -99,6 +111,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate_with_plot(args: argparse.Namespace) -> int:
+    if args.check is not None or args.project is not None:
+        return cmd_simulate_traces(args)
     out, full = simulation_report(args)
     if args.plot:
         from srlab.plot import plot_summaries
@@ -167,6 +181,25 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     pru.add_argument("--epoch", type=positive(float), default=1.0)
     pru.add_argument("--master", default="local-cluster[2,1,1024]")
     pru.set_defaults(func=cmd_bench_prune)
+    opt = bench.add_parser("optuna", help="an Optuna study of spark.ml fits: SLAQ with its pruner vs MedianPruner vs no pruner",
+                           description="Seeded Optuna studies of LogisticRegressions (trials reporting validation log loss per step), run "
+                                       "side by side under SLAQ with slaq.optuna.Pruner, stock Spark with MedianPruner and stock Spark "
+                                       "with no pruner: time until the best trial is known and the best value, medians of --repeats. Needs optuna.")
+    opt.add_argument("--seeds", type=positive(int), default=10, help="studies, one per seed (default 10)")
+    opt.add_argument("--first-seed", type=int, default=1)
+    opt.add_argument("--repeats", type=positive(int), default=3, help="runs of each study per configuration (default 3)")
+    opt.add_argument("--trials", type=positive(int), default=24, help="trials per study (default 24)")
+    opt.add_argument("--n-jobs", type=positive(int), default=4, help="trials at once (Optuna's n_jobs, default 4)")
+    opt.add_argument("--steps", type=positive(int), default=5, help="reported steps per trial (default 5)")
+    opt.add_argument("--iterations", type=positive(int), default=4, help="L-BFGS iterations added per step (default 4)")
+    opt.add_argument("--rows", type=positive(int), default=5000)
+    opt.add_argument("--features", type=positive(int), default=40)
+    opt.add_argument("--partitions", type=positive(int), default=4)
+    opt.add_argument("--configs", default="slaq,median,none",
+                     help="comma-separated, from slaq, median, none and slaq-nopruner (SLAQ on, no pruner); default slaq,median,none")
+    opt.add_argument("--epoch", type=positive(float), default=1.0)
+    opt.add_argument("--master", default="local-cluster[2,1,1024]")
+    opt.set_defaults(func=cmd_bench_optuna)
     mll.add_argument("--json", action="store_true", help="print JSON (what this verb always prints; accepted for symmetry with the example)")
     mll.set_defaults(func=cmd_bench_mllib)
 

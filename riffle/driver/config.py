@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 
 from riffle.driver.cost import CostConfig, StorageCost
 from riffle.driver.policy import MERGE_POLICIES
+from riffle.merger.addresses import address_error
 from riffle.merger.client import INSECURE_ENV, sends_token_in_cleartext
 from riffle.merger.config import MAX_FAN_IN
+from riffle.merger.tokens import token_refusal
 from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE
 from riffle.units import format_size, parse_size, parse_spark_size
 from sparkshim.conf import ConfigError, ConfReader
@@ -42,9 +44,8 @@ class RiffleConfig:
         conf = ConfReader(get, PREFIX)
         mergers = tuple(m.strip() for m in (conf.text("mergers") or "").split(",") if m.strip())
         for m in mergers:
-            host, _, port_text = m.rpartition(":")
-            if not host or not port_text.isdigit():
-                raise ConfigError(f"{conf.key('mergers')}: {m!r} is not host:port")
+            if (error := address_error(m)) is not None:
+                raise ConfigError(f"{conf.key('mergers')}: {m!r}: {error}")
         token = conf.text("authToken")
         token_file = conf.text("authTokenFile")
         tls_ca = conf.text("tlsCa")
@@ -53,6 +54,8 @@ class RiffleConfig:
             tls_ca_pem = read_config_file(tls_ca, conf.key("tlsCa")) if tls_ca else None
         except FileRefused as exc:
             raise ConfigError(str(exc)) from None
+        if token and (refusal := token_refusal(token)) is not None:
+            raise ConfigError(f"{conf.key('authTokenFile')}={token_file}: {refusal}" if token_file else f"{conf.key('authToken')}: {refusal}")
         cleartext = [m for m in mergers if sends_token_in_cleartext(m, token, tls_ca)]
         if cleartext:
             raise ConfigError(f"{conf.key('authTokenFile' if token_file else 'authToken')} without {conf.key('tlsCa')} "

@@ -7,7 +7,9 @@ did not arrive (the shim could not read them, or its event was dropped) costs a 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 log = logging.getLogger("riffle.driver")
@@ -39,4 +41,11 @@ class LocalDirs:
         self.known.pop(executor, None)
 
 
-__all__ = ["LocalDirs"]
+def outside_roots(dirs: Sequence[str], roots: Sequence[str]) -> list[str]:
+    """The dirs of ``dirs`` that lie under none of ``roots`` (paths compared as written, normalized): where a merger
+    serving ``roots`` refuses to read or write."""
+    served = [PurePosixPath(os.path.normpath(r)) for r in roots]
+    return [d for d in dirs if not any(PurePosixPath(os.path.normpath(d)).is_relative_to(r) for r in served)]
+
+
+__all__ = ["LocalDirs", "outside_roots"]

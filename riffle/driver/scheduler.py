@@ -27,7 +27,7 @@ from riffle.driver import status as causes
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet
 from riffle.driver.gate import CostGate, HoldGate
-from riffle.driver.local_dirs import LocalDirs
+from riffle.driver.local_dirs import LocalDirs, outside_roots
 from riffle.driver.merges import Merge, MergeState, ShuffleState, merge_group, settle_reason
 from riffle.driver.observer import SchedulerObserver
 from riffle.driver.policy import MapOutput, has_data, make_merge_policy
@@ -36,6 +36,7 @@ from riffle.driver.status import cause_of_release, policy_label, riffle_status
 from riffle.driver.tab_rows import MAX_FINISHED, TabRows, live_row
 from riffle.driver.warn_once import WarnOnce
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
+from sparkshim.announce import announce
 
 log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01
@@ -55,12 +56,14 @@ class MergeScheduler:
         self.tracker = tracker
         self.app_id = str(tracker.applicationId())
         self.fleet = MergerFleet(config, self.app_id)
-        self.holds = HoldGate(CostGate(self.fleet, sc), tracker, self._abandon)
+        self.holds = HoldGate(CostGate(self.fleet, sc), tracker, self._decline)
         # Every map is pruned when Spark cleans a shuffle; settled shuffles are also capped at MAX_SETTLED_SHUFFLES for apps
         # whose shuffles are never cleaned. What a finished shuffle ended as is its record in the tab's rows.
         self._shuffles: dict[int, ShuffleState] = {}
         self.tab = TabRows()
         self.local_dirs = LocalDirs(tracker)
+        self._dirs_checked: set[tuple[str, str]] = set()  # (executor, merger) whose dirs were checked against the merger's
+        self._said_not_worth_it = False
         self.warn_once = WarnOnce(log)
         self.observers: list[SchedulerObserver] = []  # told of every event and every settled shuffle
         self._ids = itertools.count()
@@ -190,6 +193,7 @@ class MergeScheduler:
             self.local_dirs.learn(e.executor, e.dirs)
         elif isinstance(e, messages.ExecutorRemoved):
             self.local_dirs.forget(e.executor)
+            self._dirs_checked = {pair for pair in self._dirs_checked if pair[0] != e.executor}
             self.warn_once.forget(f"dirs-{e.executor}")
         elif isinstance(e, messages.ApplicationEnd):
             self.fleet.cleanup_all()
@@ -231,6 +235,7 @@ class MergeScheduler:
                 self._submit(s, group)
 
     def _map_output(self, e: messages.MapOutput) -> None:
+        self._check_dirs(e.executor, e.host)
         s = self._shuffles.get(e.shuffle)
         if s is None or s.finalized or e.attempt > 0:
             return
@@ -251,6 +256,31 @@ class MergeScheduler:
                 self._submit(s, group)
         if decided and outputs and s.map_done_at is not None:
             self._flush(s)
+
+    def _check_dirs(self, executor: str, host: str) -> None:
+        """Whatever the cost model decides, the dirs of an executor with map outputs are checked against each merger on its
+        host, once that merger said which it serves: outside them every merge would be refused (one WARN naming both)."""
+        dirs = self.local_dirs.known.get(executor)
+        for address in self.fleet.reachable(host) if dirs else []:
+            if (executor, address) in self._dirs_checked:
+                continue
+            served = self.fleet.served_dirs(address)
+            if served is None:  # not answered yet (asked now), or a daemon that does not say: the refusal of a merge says it
+                self.fleet.reported_storage(address)
+                continue
+            self._dirs_checked.add((executor, address))
+            if outside := outside_roots(dirs or [], served):
+                self.fleet.warn_outside_roots(address, outside, str(list(served)))
+
+    def _decline(self, s: ShuffleState, reason: str, cause: str) -> None:
+        """Leaves ``s`` unmerged for ``cause``; the first shuffle the cost model declines is said in the driver's log, with why."""
+        if cause == causes.NOT_WORTH_IT and not self._said_not_worth_it:
+            self._said_not_worth_it = True
+            announce(self.sc, log, f"Riffle: shuffle {s.shuffle_id} is {reason}. Its reducers' reads cost less than merging on this "
+                                   "storage (as on one fast local disk: merging pays where each read is costly, on seek-bound disks "
+                                   "or with many reducers), so it runs as plain Spark, as will any such shuffle; the Riffle tab and "
+                                   "the summary at application end count them (said once; spark.riffle.cost.* prices the storage)")
+        self._abandon(s, reason, cause)
 
     def _forget(self, sid: int) -> None:
         """Spark cleaned the shuffle up: settle it if it had not, mark its row cleaned (what happened to it stays listed),

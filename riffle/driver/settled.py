@@ -42,15 +42,27 @@ class SettledShuffle:
     cleaned: bool = False  # Spark cleaned the shuffle up since (its files are gone; what happened to it stays)
 
 
+def blocks_of(s: ShuffleState) -> tuple[int, int]:
+    """The blocks ``s``'s reducers fetch without and with its committed merges: one per map output and reduce partition. A
+    shuffle never held is settled when it is declined (at its map stage's submission, or at its first output), before
+    most of its outputs exist: each of its map stage's tasks writes one output, so those are counted, none merged."""
+    partitions = max(s.num_partitions, 0)
+    if not s.held:
+        blocks = max(len(s.outputs), s.num_maps, 0) * partitions
+        return blocks, blocks
+    return len(s.outputs) * partitions, map_files_after(s) * partitions
+
+
 def settle(s: ShuffleState, reason: str, now: float, policy: str) -> SettledShuffle:
     """``s`` as it ended at ``now`` for ``reason``; ``policy``: the policy label it was merged with, if held."""
     states = Counter(m.state for m in s.merges)
+    blocks_before, blocks_after = blocks_of(s)
     return SettledShuffle(
         shuffle_id=s.shuffle_id, stage_id=s.stage_id, name=s.name, maps=s.num_maps, map_outputs=len(s.outputs), partitions=s.num_partitions,
         mergeable=s.policy is not None, held=s.held, policy=policy if s.held else "none", merges_requested=len(s.merges),
         merges_committed=s.committed, merges_cancelled=states[MergeState.CANCELLED], merges_failed=states[MergeState.FAILED],
-        map_files_after=map_files_after(s), blocks_before=len(s.outputs) * s.num_partitions,
-        blocks_after=map_files_after(s) * s.num_partitions, bytes=s.map_bytes, bytes_merged=bytes_merged(s), groups_fell_back=fell_back(s),
+        map_files_after=map_files_after(s), blocks_before=blocks_before, blocks_after=blocks_after, bytes=s.map_bytes,
+        bytes_merged=bytes_merged(s), groups_fell_back=fell_back(s),
         hold_seconds=round(now - s.map_done_at, 4) if s.map_done_at else None, reason=reason)
 
 
@@ -72,4 +84,4 @@ def cleaned(r: SettledShuffle) -> SettledShuffle:
     return dataclasses.replace(r, cleaned=True)
 
 
-__all__ = ["SettledShuffle", "cleaned", "log_settled", "settle"]
+__all__ = ["SettledShuffle", "blocks_of", "cleaned", "log_settled", "settle"]

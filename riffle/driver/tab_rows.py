@@ -29,12 +29,11 @@ def live_row(s: ShuffleState, policy: str) -> messages.RiffleShuffle:
 
 def settled_row(r: SettledShuffle) -> messages.RiffleShuffle:
     """A finished shuffle: settled when its reducers were held, else unmerged (never held, for ``r.reason``)."""
-    blocks = r.map_outputs * max(r.partitions, 0)
     return messages.RiffleShuffle(
         shuffle=r.shuffle_id, stage=r.stage_id, name=r.name, maps=r.maps, reducers=max(r.partitions, 0), policy=r.policy,
         state=SETTLED if r.held else UNMERGED, groups_merged=r.merges_committed if r.held else 0, groups_fell_back=dict(r.groups_fell_back),
-        bytes_merged=r.bytes_merged if r.held else 0, blocks_unmerged=r.blocks_before if r.held else blocks,
-        blocks_merged=r.blocks_after if r.held else blocks, gate_wait_seconds=float(r.hold_seconds or 0.0) if r.held else 0.0,
+        bytes_merged=r.bytes_merged if r.held else 0, blocks_unmerged=r.blocks_before, blocks_merged=r.blocks_after,
+        gate_wait_seconds=float(r.hold_seconds or 0.0) if r.held else 0.0,
         reason=r.reason, cleaned=r.cleaned)
 
 
@@ -57,6 +56,13 @@ def never_held(totals: messages.RiffleTotals, cause: str) -> messages.RiffleTota
     unmerged = Counter(totals.unmerged)
     unmerged[cause] += 1
     return dataclasses.replace(totals, merging=max(totals.merging - 1, 0), unmerged=dict(unmerged))
+
+
+def unmerged_blocks(totals: messages.RiffleTotals, row: messages.RiffleShuffle) -> messages.RiffleTotals:
+    """``totals`` with the blocks of ``row``'s shuffle, never held, fetched as they were written: the totals' blocks are the
+    application's, so a first trial where nothing pays to merge does not read "blocks fetched 0 -> 0"."""
+    return dataclasses.replace(totals, blocks_unmerged=totals.blocks_unmerged + row.blocks_unmerged,
+                               blocks_merged=totals.blocks_merged + row.blocks_unmerged)
 
 
 def add_to_totals(totals: messages.RiffleTotals, row: messages.RiffleShuffle) -> messages.RiffleTotals:
@@ -91,8 +97,10 @@ class TabRows:
     def finished(self, r: SettledShuffle, cause: str) -> None:
         """``r`` replaces its merging row (or comes last); a mergeable one is counted settled, or unmerged for ``cause`` when
         never held. Only the latest ``keep`` finished rows stay."""
-        if r.mergeable:
-            self.totals = add_to_totals(self.totals, settled_row(r)) if r.held else never_held(self.totals, cause)
+        if r.held:
+            self.totals = add_to_totals(self.totals, settled_row(r))
+        else:
+            self.totals = unmerged_blocks(never_held(self.totals, cause) if r.mergeable else self.totals, settled_row(r))
         self._listed[r.shuffle_id] = r
         finished = [sid for sid, f in self._listed.items() if f is not None]
         for sid in finished[:max(len(finished) - self.keep, 0)]:
@@ -120,4 +128,4 @@ class TabRows:
         return rows
 
 
-__all__ = ["MAX_FINISHED", "TabRows", "add_to_totals", "live_row", "never_held", "no_totals", "seen", "settled_row"]
+__all__ = ["MAX_FINISHED", "TabRows", "add_to_totals", "live_row", "never_held", "no_totals", "seen", "settled_row", "unmerged_blocks"]

@@ -26,3 +26,22 @@ def is_loopback(address: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def port_number(text: str, low: int = 1) -> int | None:
+    """The port ``text`` names when it is ASCII digits in ``low``..65535, else None. ``str.isdigit`` and ``int`` take
+    ``²`` or Arabic-Indic digits, which no resolver reads as a port; 0 is "any free port" only where a server binds."""
+    if not text.isascii() or not text.isdigit() or len(text) > 5:
+        return None
+    port = int(text)
+    return port if low <= port <= 65535 else None
+
+
+def address_error(address: str, low: int = 1) -> str | None:
+    """Why ``address`` is not ``HOST:PORT`` with a port in ``low``..65535 (a ``[v6]`` host included), or None when it is."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host.strip("[]"):
+        return "wants HOST:PORT"
+    if port_number(port, low) is None:
+        return f"port must be ASCII digits in {low}..65535"
+    return None

@@ -6,12 +6,14 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from riffle.merger.addresses import is_loopback
+from riffle.merger.addresses import address_error, is_loopback
+from riffle.merger.tokens import token_refusal
 from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE
 from riffle.units import format_size, parse_size
 from riffle.version import package_version
@@ -29,11 +31,30 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+def negative_values(args: Sequence[str]) -> list[str]:
+    """``--flag -5g`` as ``--flag=-5g``: argparse takes ``-5g`` (unlike ``-5``) for an option and answers "expected one
+    argument", where the value's own range error naming the flag is the useful answer. No flag starts with a digit."""
+    out: list[str] = []
+    for arg in args:
+        if out and NEGATIVE.match(arg) and out[-1].startswith("--") and "=" not in out[-1] and out[-1] != "--":
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+NEGATIVE = re.compile(r"^-\.?\d")
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """A flag argparse refuses is one line and exit code 2 too, like every other start-up refusal (``--help`` shows usage)."""
+    """A flag argparse refuses is one line and exit code 2 too, like every other start-up refusal (``--help`` shows usage);
+    a value that looks negative is the flag's value (:func:`negative_values`)."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"riffle-merger: error: {message}\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:  # type: ignore[override]
+        return super().parse_known_args(negative_values(sys.argv[1:] if args is None else args), namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,12 +121,9 @@ MAX_APPS = 1 << 24
 
 
 def check_address(flag: str, address: str) -> None:
-    """``HOST:PORT`` with a port in 0..65535, 0 for any free one (gRPC would quietly bind a random port for 99999)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not host.strip("[]") or not port.isdigit():
-        raise StartupError(f"{flag} wants HOST:PORT, got {address!r}")
-    if not 0 <= int(port) <= 65535:
-        raise StartupError(f"{flag} port must be in 0..65535, got {port}")
+    """``HOST:PORT`` with a port of ASCII digits in 0..65535, 0 for any free one (gRPC would quietly bind a random port for 99999)."""
+    if (error := address_error(address, low=0)) is not None:
+        raise StartupError(f"{flag} {error}, got {address!r}")
 
 
 def _in_range(flag: str, value: float, low: float, high: float, shown: str = "") -> None:
@@ -166,6 +184,8 @@ def build_daemon(args: argparse.Namespace, environ: Mapping[str, str] = os.envir
     storage_request, storage_bandwidth = storage_flags(args)
     token = (read_config_text(args.token_file, "--token-file", private=True) if args.token_file
              else environ.get("RIFFLE_MERGER_TOKEN") or None)
+    if token and (refusal := token_refusal(token)) is not None:
+        raise StartupError(f"{f'--token-file={args.token_file}' if args.token_file else 'RIFFLE_MERGER_TOKEN'}: {refusal}")
     check_exposure(args.listen, token, bool(args.tls_cert), args.insecure)
     if args.metrics_listen and not args.insecure and not is_loopback(args.metrics_listen):
         raise StartupError(f"refusing to serve metrics on {args.metrics_listen} off loopback: the endpoint has neither "

@@ -81,7 +81,7 @@ class MergerService(pb_grpc.MergerServicer):
             version=self.version, max_queue=a.max_queue, max_fan_in=self.config.max_fan_in,
             # a figure unknown (None) is left unset
             storage_request_seconds=self.storage.request_seconds, storage_bytes_per_second=self.storage.bytes_per_second,
-            storage_source=self.storage.source)
+            storage_source=self.storage.source, local_dirs=list(self.roots.paths))
 
     @answers_refusals
     async def Cleanup(self, request: pb.CleanupRequest, context: grpc.aio.ServicerContext) -> pb.CleanupResponse:

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 
 from riffle.protocol import pb
-from riffle.storage_cost import UNKNOWN, NodeStorage, probe
+from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE, UNKNOWN, NodeStorage, probe
 
 log = logging.getLogger("riffle.merger")
 PROBE_SECONDS = 0.5  # the whole measurement's budget: it delays the daemon's start by no more
@@ -45,7 +45,25 @@ def node_storage(roots: Sequence[str], request_seconds: float | None, bytes_per_
 
 
 def reported(status: pb.StatusResponse) -> NodeStorage:
-    """The node storage a merger's Status reply reports (a daemon from before it did: unknown)."""
-    return NodeStorage(status.storage_request_seconds if status.HasField("storage_request_seconds") else None,
-                       status.storage_bytes_per_second if status.HasField("storage_bytes_per_second") else None,
-                       status.storage_source or UNKNOWN)
+    """The node storage a merger's Status reply reports (a daemon from before it did: unknown); a figure outside the range a
+    storage's may have (:data:`SECONDS_RANGE`, :data:`BANDWIDTH_RANGE`: a 0 bandwidth, NaN) is unknown too, so the driver
+    prices that node with its ``spark.riffle.cost.*`` (:func:`out_of_range` says which)."""
+    request, bandwidth = _figures(status)
+    return NodeStorage(_within(request, SECONDS_RANGE), _within(bandwidth, BANDWIDTH_RANGE), status.storage_source[:64] or UNKNOWN)
+
+
+def out_of_range(status: pb.StatusResponse) -> list[str]:
+    """The storage figures of a Status reply that :func:`reported` takes for unknown, as ``name value (range)``."""
+    request, bandwidth = _figures(status)
+    return [f"{name} {value!r} (expected {low:g}..{high:g})"
+            for name, value, (low, high) in (("time per request", request, SECONDS_RANGE), ("bytes per second", bandwidth, BANDWIDTH_RANGE))
+            if value is not None and _within(value, (low, high)) is None]
+
+
+def _figures(status: pb.StatusResponse) -> tuple[float | None, float | None]:
+    return (status.storage_request_seconds if status.HasField("storage_request_seconds") else None,
+            status.storage_bytes_per_second if status.HasField("storage_bytes_per_second") else None)
+
+
+def _within(value: float | None, bounds: tuple[float, float]) -> float | None:
+    return value if value is not None and bounds[0] <= value <= bounds[1] else None  # NaN is in no range

@@ -70,6 +70,10 @@ class PoolBridge:
     def drain(self) -> Drained:
         return split_drain(self._j.drain())
 
+    def drain_losses(self) -> list[Iteration]:
+        """The ``iteration`` messages reported since the last drain, without the pools' states (a job's sync and close)."""
+        return split_drain(self._j.drainLosses())[0]
+
     def connect_fits(self, on: bool) -> bool:
         """Make each spark.ml fit a Spark Connect client submits a job (False: Connect is not there)."""
         return bool(self._j.connectFits(bool(on)))

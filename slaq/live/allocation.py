@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
 from slaq.live.job import LiveJob
 from slaq.live.registry import NO_LOSS_EPOCHS
-from slaq.live.status import JobFigures, share_reason
+from slaq.live.status import MAX_STATUS_JOBS, JobFigures, share_reason
 from slaq.policy import make_policy
 from slaq.policy.base import unit
 from slaq.predict.forecast import ForecastTable, job_forecast
@@ -98,9 +98,11 @@ class Allocator:
             if self.policy.fitted_curves:  # a policy that steers by predicted gain; fair, fifo, ... keep their own shares
                 chosen = self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered)))
             alloc.update(chosen)
-        figures = []
+        figures: list[JobFigures] = []
         for j, f in zip(jobs, forecasts):
             j.cores = alloc[j.name]
+            if len(figures) == MAX_STATUS_JOBS:  # what the status lists (slaq.live.status); the rest need only their cores
+                continue
             why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
                                self.policy.fitted_curves and self.policy.minimum_share)
             figures.append(j.figures(f, why, now))

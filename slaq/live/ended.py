@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -36,7 +36,7 @@ class EndedJobs:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ended: list[JobStatus] = []  # final rows of the jobs removed since the last published status
+        self._ended: deque[JobStatus] = deque(maxlen=MAX_ENDED)  # final rows since the last status (bounded while none publishes)
         self._tuned_rows: OrderedDict[str, JobStatus] = OrderedDict()  # the latest tuning fits' final rows, to mark them pruned
         self._pruned: OrderedDict[tuple[str, int], None] = OrderedDict()  # (tuner, candidate) pairs pruned
 
@@ -47,13 +47,13 @@ class EndedJobs:
                 pruned = (job.tuning.group, job.tuning.candidate) in self._pruned
             row = final_row(job, now, pruned)
             with self._lock:
-                self._ended = [*self._ended[-(MAX_ENDED - 1):], row]  # bounded while no epoch publishes them
+                self._ended.append(row)
                 if job.tuning.group:
                     self._tuned_rows[job.name] = row
                     while len(self._tuned_rows) > MAX_ENDED:
                         self._tuned_rows.popitem(last=False)
         except Exception as exc:  # the view of the schedule must never fail the job
-            log.warning("SLAQ: could not summarize finished job %s for the UI tab: %s", job.name, exc)
+            log.warning("SLAQ: could not summarize finished job %s for the UI tab: %s", job.shown, exc)
 
     def mark_pruned(self, group: str, candidates: Iterable[int]) -> None:
         """Candidates of tuner ``group`` whose remaining fits will not run: their finished fits' rows say
@@ -68,10 +68,11 @@ class EndedJobs:
                       if (row.group, row.candidate) in self._pruned and row.why != PRUNED]
             for row in marked:
                 self._tuned_rows[row.job] = row
-            self._ended = [*self._ended, *marked][-MAX_ENDED:]
+            self._ended.extend(marked)
 
     def take(self) -> list[JobStatus]:
         """The rows for the status being built (each row is handed on once)."""
         with self._lock:
-            ended, self._ended = self._ended, []
+            ended = list(self._ended)
+            self._ended.clear()
             return ended

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.live.driver_share import DriverShare
+from slaq.live.names import shown
 from slaq.live.status import NOT_TUNING, JobFigures, Tuning
 from slaq.live.target import Target
 from slaq.metrics import NINETY, loss_reference, seconds_to_target, time_to_reduction
@@ -45,12 +46,17 @@ class LiveJob:
     driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
     skipped: int = 0  # NaN or infinite losses its owner reported: skipped, not in the history
 
+    @property
+    def shown(self) -> str:
+        """Its name as log lines show it (:func:`shown`)."""
+        return shown(self.name)
+
     def skip(self, loss: float) -> None:
         """A NaN or infinite loss its owner reported: left out of the history; the first one is logged."""
         self.skipped += 1
         if self.skipped == 1:
             log.warning("SLAQ: job %s reported a loss of %s; skipped, as will be any later NaN or infinite loss of this job "
-                        "(counted in job.skipped_losses); SLAQ schedules it on its finite losses", self.name, loss)
+                        "(counted in job.skipped_losses); SLAQ schedules it on its finite losses", self.shown, loss)
 
     def figures(self, forecast: JobForecast, why: str, now: float, finished: bool = False) -> JobFigures:
         """Its row's figures at ``now``, each as :mod:`slaq.metrics` defines it: time to its target, time to

@@ -30,6 +30,7 @@ LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
 
 class Pools(Protocol):
     def drain(self) -> tuple[list[Iteration], dict[str, PoolState]]: ...
+    def drain_losses(self) -> list[Iteration]: ...
     def deposit(self, alloc: dict[str, float], epoch: float) -> None: ...
     def open_all(self, reason: str) -> None: ...
     def resume(self) -> None: ...
@@ -40,7 +41,7 @@ def said_reached(jobs: list[LiveJob]) -> bool:
     """Logs each job that just reached its target; True when any did."""
     for job in jobs:
         user_log.info("SLAQ: job %s reached its target after %d losses; it keeps running on the minimum share",
-                      job.name, job.history.iterations)
+                      job.shown, job.history.iterations)
     return bool(jobs)
 
 
@@ -73,7 +74,7 @@ class EpochLoop:
         Raises ``ValueError`` if a running job has its name."""
         self.jobs.add(job)
         if job.reports is False:
-            log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", job.name)
+            log.info("SLAQ: job %s reports no per-iteration loss; it gets an even share of the cores", job.shown)
         self._wake.set()
         return job
 
@@ -122,6 +123,15 @@ class EpochLoop:
             iterations, pools = self.pools.drain()
             if said_reached(self.jobs.fold(iterations, pools, self._clock())):
                 self._wake.set()  # from the next epoch on it gets the minimum share
+            self._notify("after_drain")
+
+    def sync(self) -> None:
+        """Drain only the losses reported so far into their jobs (any thread: a job's ``losses``, ``should_stop`` and its
+        close call it): as cheap with thousands of jobs open as with one, where :meth:`poll` reads every pool's state."""
+        with self._ingest_lock:
+            self._notify("before_drain")
+            if said_reached(self.jobs.fold_losses(self.pools.drain_losses())):
+                self._wake.set()
             self._notify("after_drain")
 
     def step(self) -> dict[str, float]:

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from slaq.live.job import LiveJob
+from slaq.live.names import shown
 from slaq.live.status import CoreSample
 from slaq.messages import Iteration, PoolState
 from slaq.stats.history import InvalidReport
@@ -51,7 +52,7 @@ def append(job: LiveJob, losses: Iterable[Iteration | float], clock_offset: floa
                 job.history.report(it.loss, used, wall, used / wall if used > 0 else None, at=at)
                 job.driver.add(wall, it.stage_seconds - job.last_stage, used)
         except InvalidReport as exc:
-            log.warning("SLAQ: dropped a report of job %s: %s", it.job, exc)
+            log.warning("SLAQ: dropped a report of job %s: %s", shown(it.job), exc)
             continue
         job.last = (it.t, it.core_seconds)
         job.last_stage = it.stage_seconds
@@ -129,14 +130,20 @@ class JobRegistry(Mapping[str, LiveJob]):
         target, in the order of their first new loss."""
         with self.lock:
             self.sample = CoreSample(drained, {name: state.consumed for name, state in pools.items()})
-            by_job: dict[str, list[Iteration | float]] = {}
-            for it in iterations:
-                if it.job in self._open:
-                    by_job.setdefault(it.job, []).append(it)
             for name, state in pools.items():
                 if name in self._open:
                     self._open[name].consumed = state.consumed
             self.closed = [name for name, state in pools.items() if state.closed]
+        return self.fold_losses(iterations)
+
+    def fold_losses(self, iterations: list[Iteration]) -> list[LiveJob]:
+        """Losses into the open jobs they belong to (work in proportion to the losses, not to the jobs open); returns
+        the jobs that reached their target, in the order of their first new loss."""
+        with self.lock:
+            by_job: dict[str, list[Iteration | float]] = {}
+            for it in iterations:
+                if it.job in self._open:
+                    by_job.setdefault(it.job, []).append(it)
             added = [self._open[name] for name, losses in by_job.items() if append(self._open[name], losses, self._clock_offset)]
         now = self._clock()
         return [job for job in added if job.check_target(now)]
@@ -147,7 +154,7 @@ class JobRegistry(Mapping[str, LiveJob]):
             for j in self._open.values():
                 j.silent_epochs = 0 if j.history.losses else j.silent_epochs + 1
                 if j.silent_epochs == NO_LOSS_EPOCHS and j.reports is None:
-                    log.info("SLAQ: job %s reported no loss in %d epochs; it gets an even share of the cores until it does", j.name, NO_LOSS_EPOCHS)
+                    log.info("SLAQ: job %s reported no loss in %d epochs; it gets an even share of the cores until it does", j.shown, NO_LOSS_EPOCHS)
             return list(self.closed)
 
 
@@ -155,4 +162,4 @@ def ended_silently(job: LiveJob) -> None:
     """The one place a job's "reports no loss" line is logged at its end (:meth:`JobRegistry.count_silent_epoch`
     logs it at the :data:`NO_LOSS_EPOCHS`-th silent epoch)."""
     if not job.history.losses and job.reports is None and job.silent_epochs < NO_LOSS_EPOCHS:
-        log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", job.name)
+        log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", job.shown)

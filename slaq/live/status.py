@@ -31,6 +31,9 @@ POLICY = "policy's share"  # a policy that does not rank by predicted gain (fair
 ENDED = "ended"  # a finished job that did not reach a target
 PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.prune)
 WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED)
+# Jobs one status lists: the first open ones, in arrival order (the JVM's model keeps as many: SlaqBounds.MAX_EPOCH_JOBS),
+# so a status costs the same however many jobs are open, and a job listed stays listed until it ends
+MAX_STATUS_JOBS = 1000
 
 @dataclass(frozen=True)
 class Tuning:
@@ -126,12 +129,13 @@ def epoch_status(epoch: int, t: float, policy: str, capacity: float, table: Fore
                  iterations: Sequence[int], used: Mapping[str, float], figures: Sequence[JobFigures] = (),
                  finished: Sequence[JobStatus] = ()) -> EpochStatus:
     """The ``epoch_status`` message of one epoch; ``table`` rows, ``cores``, ``iterations`` and ``figures`` are per
-    job, in order; ``finished``: the final rows of the jobs that ended since the previous epoch."""
+    job, in order (only the first :data:`MAX_STATUS_JOBS` are listed); ``finished``: the final rows of the jobs that
+    ended since the previous epoch."""
     jobs: list[JobStatus] = []
     if table is not None and len(table):
         rows = [figures[i] if i < len(figures) else JobFigures(POLICY, 0.0, 0.0) for i in range(len(table))]
         gain = predicted_gain(table, cores, rows)
-        for i, forecast in enumerate(table.jobs):
+        for i, forecast in enumerate(table.jobs[:MAX_STATUS_JOBS]):
             reported = iterations[i] > 0
             jobs.append(job_status(
                 forecast.job_id, RUNNING if reported else WAITING, iterations[i], forecast.loss_now if reported else 0.0,

@@ -23,6 +23,30 @@ def serve(*args, env=None, timeout=60):
                           env=env)
 
 
+def refused_in_process(monkeypatch, capsys, caplog, *args) -> tuple[int, str]:
+    """``riffle-merger serve args`` run by the CLI's own ``main`` in this process: its exit code and what it wrote on
+    stderr, the log records it made at INFO or above as lines of it (the console script logs there at INFO). Every
+    refusal comes before serving, so a daemon that starts serving instead fails the test. The exit code as a process
+    returns it: tests/daemon/test_riffle_cli.py's test_serve_rejects_missing_local_dir and this module's port-in-use test."""
+    import logging
+
+    from riffle.merger.cli import main
+    from riffle.merger.server import MergerDaemon
+
+    def served(self):
+        raise AssertionError("the merger started serving instead of refusing")
+
+    monkeypatch.setattr(MergerDaemon, "serve_forever", served)
+    caplog.set_level(logging.INFO)
+    capsys.readouterr()
+    try:
+        code = main(["serve", *args])
+    except SystemExit as exc:  # argparse's refusals
+        code = exc.code
+    logged = "".join(f"{r.levelname} {r.name}: {r.getMessage()}\n" for r in caplog.records if r.name.startswith("riffle"))
+    return code, capsys.readouterr().err + logged
+
+
 @pytest.fixture
 def token_file(tmp_path):
     path = tmp_path / "token"
@@ -45,6 +69,8 @@ def refusals(root, tmp_path, token_file):
         "token file a FIFO": (["--token-file", str(fifo), *r], f"--token-file={fifo}: not a regular file but a FIFO"),
         "token file /dev/zero": (["--token-file", "/dev/zero", *r], "--token-file=/dev/zero: not a regular file but a character device"),
         "token file of 2 MiB": (["--token-file", str(big), *r], f"--token-file={big}: larger than 1048576 bytes"),
+        "token longer than gRPC carries": (["--token-file", str(tmp_path / "long-token"), *r],
+                                           f"--token-file={tmp_path / 'long-token'}: the token is 20000 bytes; at most 4096 fit in a gRPC call's metadata"),
         "tls cert a FIFO": (["--tls-cert", str(fifo), "--tls-key", str(tmp_path / "key.pem"), *r],
                             f"--tls-cert={fifo}: not a regular file but a FIFO"),
         "missing local dir": (["--local-dir", str(tmp_path / "missing")], "does not exist"),
@@ -55,11 +81,13 @@ def refusals(root, tmp_path, token_file):
         "metrics off loopback": (["--metrics-listen", "0.0.0.0:9100", *r], "refusing to serve metrics on 0.0.0.0:9100 off loopback"),
         "bad metrics address": (["--metrics-listen", "nowhere", *r], "HOST:PORT"),
         "metrics address not on this host": (["--insecure", "--metrics-listen", "192.0.2.1:9100", *r], "--metrics-listen 192.0.2.1:9100: cannot listen"),
-        "metrics port out of range": (["--metrics-listen", "127.0.0.1:70000", *r], "--metrics-listen port must be in 0..65535"),
-        "listen port out of range": (["--listen", "127.0.0.1:99999", *r], "--listen port must be in 0..65535"),
+        "metrics port out of range": (["--metrics-listen", "127.0.0.1:70000", *r], "--metrics-listen port must be ASCII digits in 0..65535"),
+        "listen port out of range": (["--listen", "127.0.0.1:99999", *r], "--listen port must be ASCII digits in 0..65535"),
+        "listen port in Arabic-Indic digits": (["--listen", "127.0.0.1:\u0667\u0663\u0663\u0668", *r], "--listen port must be ASCII digits"),
         "memory below the minimum": (["--memory", "1", *r], "--memory must be at least 1m"),
         "read buffer over the memory": (["--memory", "8m", "--read-buffer", "16m", *r], "--read-buffer must be between"),
         "memory not finite": (["--memory", "inf", *r], "not a positive size"),
+        "negative memory with a unit": (["--memory", "-5g", *r], "argument --memory: not a positive size: '-5g'"),
         "negative grace": (["--grace", "-5", *r], "--grace must be in 0.."),
         "grace not a number": (["--grace", "nan", *r], "--grace must be in 0.."),
         "no workers": (["--workers", "0", *r], "--workers must be in 1.."),
@@ -73,18 +101,19 @@ def refusals(root, tmp_path, token_file):
 
 
 @pytest.mark.parametrize("case", sorted(refusals("/r", Path("/t"), "/f")))
-def test_each_start_up_refusal_is_one_line_and_exit_code_2(root, tmp_path, token_file, case):
+def test_each_start_up_refusal_is_one_line_and_exit_code_2(root, tmp_path, token_file, case, monkeypatch, capsys, caplog):
     for name, text, mode in (("loose-token", "s3cret", 0o644), ("empty-token", "", 0o600), ("loose-key.pem", "key", 0o640),
-                             ("cert.pem", "cert", 0o644), ("key.pem", "key", 0o600), ("big-token", "x" * (2 << 20), 0o600)):
+                             ("cert.pem", "cert", 0o644), ("key.pem", "key", 0o600), ("big-token", "x" * (2 << 20), 0o600),
+                             ("long-token", "x" * 20000, 0o600)):
         (tmp_path / name).write_text(text)
         (tmp_path / name).chmod(mode)
     os.mkfifo(tmp_path / "fifo")
     args, text = refusals(root, tmp_path, token_file)[case]
-    out = serve(*args)
-    assert out.returncode == 2, out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("riffle-merger: error: ") and text in lines[0], out.stderr
-    assert "Traceback" not in out.stderr
+    code, stderr = refused_in_process(monkeypatch, capsys, caplog, *args)
+    assert code == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("riffle-merger: error: ") and text in lines[0], stderr
+    assert "Traceback" not in stderr
 
 
 @pytest.mark.parametrize("flag", ["--token-file", "--tls-ca"])
@@ -111,7 +140,7 @@ def test_client_refuses_to_send_a_token_in_cleartext_off_loopback():
     MergerClient("10.1.2.3:7338", insecure=False).close()  # no token, nothing to leak
 
 
-def test_metrics_endpoint_and_riffle_status(root, dirs, start_merger):
+def test_metrics_endpoint_and_riffle_status(root, dirs, start_merger, monkeypatch, capsys):
     make_outputs(dirs, 1, [0, 1, 2], 10)
     port = free_port()
     with start_merger("--metrics-listen", f"127.0.0.1:{port}", token="tok") as d:
@@ -125,17 +154,19 @@ def test_metrics_endpoint_and_riffle_status(root, dirs, start_merger):
         assert f"riffle_merge_output_bytes_total {float(written)}" in body
         index_bytes = 3 * (10 + 1) * 8  # the inputs' indexes are read as well as their data
         assert f"riffle_merge_input_bytes_total {float(written + index_bytes)}" in body
+        from riffle.cli import main as riffle  # `riffle status` in this process (its exit codes as a process: test_riffle_cli.py)
+
         dead = f"127.0.0.1:{free_port()}"
-        cli = [sys.executable, "-m", "riffle.cli", "status", d.address, dead, "--timeout", "1"]
-        env = {**os.environ, "RIFFLE_MERGER_TOKEN": "tok"}
-        out = subprocess.run([*cli, "--json"], capture_output=True, text=True, timeout=60, env=env)
-        assert out.returncode == 1  # one merger is down
-        rows = json.loads(out.stdout)
+        monkeypatch.setenv("RIFFLE_MERGER_TOKEN", "tok")
+        capsys.readouterr()
+        assert riffle(["status", d.address, dead, "--timeout", "1", "--json"]) == 1  # one merger is down
+        rows = json.loads(capsys.readouterr().out)
         assert rows[0]["health"] == "SERVING" and rows[0]["completed"] == 1 and rows[0]["version"]
         assert rows[1]["health"] == "DOWN" and "UNAVAILABLE" in rows[1]["error"]
-        text = subprocess.run(cli[:5] + ["--timeout", "1"], capture_output=True, text=True, timeout=60, env=env)
-        assert text.returncode == 0 and text.stdout.splitlines()[0].split()[:3] == ["address", "health", "version"]
-        assert d.address in text.stdout and "SERVING" in text.stdout
+        assert riffle(["status", d.address, "--timeout", "1"]) == 0
+        text = capsys.readouterr().out
+        assert text.splitlines()[0].split()[:3] == ["address", "health", "version"]
+        assert d.address in text and "SERVING" in text
 
 
 def test_port_in_use_is_one_error_line_and_exit_code_2(root):

@@ -1,4 +1,5 @@
 import argparse
+import importlib
 import json
 import subprocess
 import sys
@@ -11,9 +12,10 @@ from riffle.units import parse_size
 @pytest.mark.parametrize("argv", [["riffle.cli", "--help"], ["riffle.cli", "bench", "--help"], ["riffle.cli", "bench", "merge", "--help"],
                                   ["riffle.cli", "bench", "load", "--help"], ["riffle.cli", "status", "--help"], ["riffle.merger.cli", "--help"],
                                   ["riffle.merger.cli", "serve", "--help"]])
-def test_help_on_every_verb(argv):
-    out = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True)
-    assert out.returncode == 0 and "usage:" in out.stdout
+def test_help_on_every_verb(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        importlib.import_module(argv[0]).main(argv[1:])
+    assert exit_.value.code == 0 and "usage:" in capsys.readouterr().out
 
 
 def test_sizes():
@@ -30,29 +32,32 @@ def test_serve_rejects_missing_local_dir(tmp_path):
     assert out.returncode == 2 and "does not exist" in out.stderr
 
 
-def test_bench_load_small_keeps_memory_bounded(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "riffle.cli", "bench", "load", "--requests", "12", "--memory", "64m",
-                          "--fan-in", "4", "--partitions", "50", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
+def riffle_json(capsys, *argv: str) -> dict:
+    """``riffle argv`` run by the CLI's own ``main`` in this process (the benches start their merger daemons as processes
+    themselves): its JSON report."""
+    from riffle.cli import main
+
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_bench_load_small_keeps_memory_bounded(tmp_path, capsys):
+    report = riffle_json(capsys, "bench", "load", "--requests", "12", "--memory", "64m", "--fan-in", "4", "--partitions", "50",
+                    "--dir", str(tmp_path))
     assert report["failed"] == 0 and report["completed"] == 12 and report["requests_queued"] > 0
     assert report["peak_buffer_reserved_mb"] <= 64 and report["refused"] == 0
 
 
-def test_bench_merge_small_reports_ratio(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "riffle.cli", "bench", "merge", "--inputs", "4", "--partitions", "50",
-                          "--block-kb", "16", "--repeat", "1", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
+def test_bench_merge_small_reports_ratio(tmp_path, capsys):
+    report = riffle_json(capsys, "bench", "merge", "--inputs", "4", "--partitions", "50", "--block-kb", "16", "--repeat", "1",
+                    "--dir", str(tmp_path))
     assert report["bytes"] == 4 * 50 * 16 * 1024 and report["ratio"] > 0 and report["MB_per_s"] > 0
 
 
-def test_bench_load_bounded_queue_refuses_excess_and_status_answers(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "riffle.cli", "bench", "load", "--requests", "16", "--memory", "64m",
-                          "--fan-in", "4", "--partitions", "50", "--max-queue", "2", "--dir", str(tmp_path)],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
+def test_bench_load_bounded_queue_refuses_excess_and_status_answers(tmp_path, capsys):
+    report = riffle_json(capsys, "bench", "load", "--requests", "16", "--memory", "64m", "--fan-in", "4", "--partitions", "50",
+                    "--max-queue", "2", "--dir", str(tmp_path))
     assert report["failed"] == 0 and report["refused"] > 0 and report["completed"] + report["refused"] == 16
     assert report["max_queue"] == 2 and report["status_ms_max"] < 1000
 

@@ -35,7 +35,9 @@ def concurrent(spark: Any) -> Any:
 
     @inheritable_thread_target(spark)
     def fit(reg: float) -> dict[str, Any]:
-        model = LogisticRegression(maxIter=10, regParam=reg).fit(df)
+        # every param explicitly set, most at their defaults (the fit is the default one): how the job's name writes each kind
+        model = LogisticRegression(maxIter=10, regParam=reg, tol=1e-06, fitIntercept=True, family="auto",
+                                   featuresCol="features").fit(df)
         return {"reg": reg, "coefficients": list(model.coefficients), "intercept": model.intercept,
                 "objective": list(model.summary.objectiveHistory)}
 

@@ -28,7 +28,8 @@ def log4j_context(jvm: Any) -> Any:
 
 
 def snapshot(jvm: Any) -> dict[str, Any]:
-    """Every logger config (identity, level, additivity, appenders, refs), the appenders, breeze loggers' levels."""
+    """Every logger config (identity, level, additivity, appenders, refs), the appenders, breeze loggers' levels and
+    the configuration-wide filter (None, or as it names itself)."""
     ctx = log4j_context(jvm)
     config = ctx.getConfiguration()
     loggers = {}
@@ -41,7 +42,9 @@ def snapshot(jvm: Any) -> dict[str, Any]:
             "appenders": sorted(lc.getAppenders().keySet()),
             "refs": sorted(f"{r.getRef()}@{r.getLevel()}" for r in lc.getAppenderRefs()),
         }
+    config_filter = config.getFilter()
     return {"loggers": loggers, "appenders": sorted(config.getAppenders().keySet()),
+            "filter": None if config_filter is None else config_filter.toString(),
             "levels": {name: str(ctx.getLogger(name).getLevel()) for name in BREEZE}}
 
 

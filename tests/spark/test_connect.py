@@ -1,6 +1,7 @@
 """SLAQ from Spark Connect on a real local-cluster: each spark.ml fit a Connect client submits (two at
-once, or each candidate of a CrossValidator) is its own SLAQ job with its iterations captured and
-its tasks in its own pool, and the fitted models equal those of the same fits with SLAQ off. The same
+once, or each candidate of a CrossValidator) is its own SLAQ job, named as a classic fit's job is, with
+its iterations captured and its tasks in its own pool, and the fitted models equal those of the same
+fits with SLAQ off. The same
 with a Connect server started as users start it (``SparkConnectServer`` under spark-submit with only the
 plugin's ``--jars`` and confs): two concurrent fits are two SLAQ jobs in its ``/slaq/json/``, and a SQL
 aggregation from the client is merged by a real merger daemon and returns the right rows."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,13 +24,19 @@ import numpy as np
 import pytest
 
 from riffle.merger.node_status import probe
+from slaq.sparkml import fit_job_name
 from sparkshim.build import PACKAGED_JAR
 from srsupport.daemons import DaemonProcess, free_port
 from tests.spark.ui_support import get_json
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-CONNECT_FIT = "LogisticRegression@"
+CONNECT_FIT = re.compile(r"^LogisticRegression\[[^\]]*\]@[0-9a-f-]{36}$")  # a Connect fit's job: its operation's id for the sequence
+
+
+def connect_name(params: dict[str, Any]) -> str:
+    """A Connect LogisticRegression fit's job name but its operation id: the classic path's name (slaq.sparkml)."""
+    return fit_job_name("LogisticRegression", params, 0).removesuffix("#0") + "@"
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -46,7 +54,7 @@ class ConnectServer:
         return json.loads(self.proc.stdout.readline())
 
     def connect_jobs(self) -> list[dict[str, Any]]:
-        return [j for j in self.command("jobs")["jobs"] if j["name"].startswith(CONNECT_FIT)]
+        return [j for j in self.command("jobs")["jobs"] if CONNECT_FIT.match(j["name"])]
 
     def wait_for_jobs(self, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
         """The finished Connect fit jobs once there are ``count`` (they close when Spark Connect reports the operation ended)."""
@@ -109,6 +117,10 @@ def test_concurrent_connect_fits_are_two_slaq_jobs_with_the_models_of_slaq_off(s
     on = _by_reg(server.client("concurrent"))
     jobs = server.wait_for_jobs(before + 2)[before:]
     assert len(jobs) == 2 and len({j["name"] for j in jobs}) == 2
+    # named as the classic path names a fit's job, from the params the client set (columns left out)
+    params = {"maxIter": 10, "tol": 1e-06, "fitIntercept": True, "family": "auto"}
+    assert sorted(j["name"].rsplit("@", 1)[0] + "@" for j in jobs) == sorted(connect_name({**params, "regParam": r}) for r in on)
+    assert connect_name({**params, "regParam": 0.1}) == "LogisticRegression[family=auto,fitIntercept=true,maxIter=10,regParam=0.1,tol=1e-06]@"
     # each job's captured losses are one fit's objective history after its initial point
     captured = sorted(tuple(j["losses"]) for j in jobs)
     expected = sorted(tuple(f["objective"][1:]) for f in on.values())
@@ -137,6 +149,9 @@ def test_cross_validator_from_a_connect_client_is_one_slaq_job_per_fit(server):
     jobs = server.wait_for_jobs(before + 5)[before:]
     assert len(jobs) == 5 and len({j["name"] for j in jobs}) == 5
     assert all(len(j["losses"]) > 3 for j in jobs)
+    # each named after its candidate's params: 2 folds of each map, and the refit of one (not grouped: docs/mllib.md)
+    names = [j["name"].rsplit("@", 1)[0] + "@" for j in jobs]
+    assert sorted(names.count(connect_name({"maxIter": 8, "regParam": r})) for r in (0.01, 0.1)) == [2, 3], names
 
 
 # -- the server as users start it: SparkConnectServer with the plugin ------------------------------------
@@ -213,7 +228,7 @@ def test_connect_server_with_the_plugin_makes_two_concurrent_fits_two_slaq_jobs(
     expected = sorted(len(f["objective"]) - 1 for f in fits)
 
     def finished() -> list[dict[str, Any]]:
-        jobs = [j for j in get_json(plugin_server["ui"] + "/slaq/json/")["finished"] if j["job"].startswith(CONNECT_FIT)]
+        jobs = [j for j in get_json(plugin_server["ui"] + "/slaq/json/")["finished"] if CONNECT_FIT.match(j["job"])]
         return jobs if len(jobs) >= 2 else []
 
     jobs = wait_for("two finished Connect fit jobs in /slaq/json/", finished, plugin_server["proc"], plugin_server["log"], timeout=60)

@@ -46,6 +46,7 @@ def user(installed_wheel, tmp_path_factory):
     (home / "app.py").write_text(APP)
     shutil.copytree(REPO / "examples", home / "examples")
     env = installed_wheel.user_env()
+    env.pop("SPARK_HOME", None)  # a pip user has none: the docs' own line sets it where a command needs it
     env.update(SPARK_LOG_DIR=str(home / "spark-logs"), SPARK_PID_DIR=str(home / "spark-pids"))  # where daemons write theirs
     return env, home
 

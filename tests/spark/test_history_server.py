@@ -125,3 +125,17 @@ def test_a_long_applications_log_is_replayed_in_bounded_memory(replayed, tmp_pat
         assert slaq_messages.decode(get(other + "/slaq/json/")).finished == replayed["slaq"].finished
     log = (tmp_path / "history.log").read_text()
     assert log.count("2 of the slaq tab's events could not be read and were skipped") == 1 and "OutOfMemoryError" not in log
+
+
+def test_a_wide_applications_log_is_replayed_in_bounded_memory(replayed, tmp_path):
+    """A History Server with a 128 MiB heap replays 100 SLAQ epochs of 1,000 jobs (issue #47, 3: 600 x 1,000 ran a 512 MiB
+    server out of memory while it saved the tab's model, and the tab was lost): it keeps the latest epochs that fit
+    the model's budget, each with its 1,000 jobs, and serves the tab."""
+    logs = tmp_path / "events"
+    logs.mkdir()
+    wide_id = long_log(replayed["events"], logs, replayed["app"], 100, 1000)
+    with history_server(logs, wide_id, tmp_path / "history.log", {"SPARK_DAEMON_MEMORY": "128m", "SPARK_LOCAL_IP": "127.0.0.1"}) as url:
+        (last,) = slaq_messages.decode(get(url + "/slaq/json/?epochs=1", timeout=300)).history
+        assert last.epoch == 99 and len(last.jobs) == 1000
+        assert 'id="slaq-jobs"' in get(url + "/slaq/", timeout=300)
+    assert "OutOfMemoryError" not in (tmp_path / "history.log").read_text()

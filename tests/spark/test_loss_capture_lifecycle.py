@@ -1,11 +1,13 @@
 """The loss appender belongs to its SparkContext: real log4j2 with a user's own configuration file,
 two SparkContexts one after the other in one fresh driver JVM (a child process, so the test session's
-shared JVM and its log4j state are not involved)."""
+shared JVM and its log4j state are not involved); and with Spark's log4j2 defaults, as ``python app.py``
+runs, the console prints the same breeze lines with SLAQ on as with it off."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 CHILD = Path(__file__).with_name("loss_capture_lifecycle_child.py")
+CONSOLE_CHILD = Path(__file__).with_name("console_lines_child.py")
 
 # The user's file: root at WARN into user.log (so breeze.optimize.LBFGS and LBFGSB inherit WARN from root);
 # breeze.optimize.OWLQN (L1 fits) explicitly at WARN, additive, with its own file that only takes ERROR.
@@ -75,14 +78,13 @@ def test_a_root_level_change_during_capture_applies_as_it_would_without(lifecycl
 
 
 def test_each_context_routes_breeze_to_its_own_appender_while_it_runs(lifecycle):
-    before = lifecycle["before"]["loggers"]
-    assert "breeze.optimize" not in before
+    """Capture is one configuration-wide filter naming the context's appender; no logger config changes."""
+    before = lifecycle["before"]
+    assert "breeze.optimize" not in before["loggers"] and before["filter"] is None
     for phase, appender in (("during_first", "slaq-loss-capture-1"), ("during_second", "slaq-loss-capture-2")):
-        during = lifecycle[phase]["loggers"]
-        assert during["breeze.optimize.OWLQN"]["identity"] != before["breeze.optimize.OWLQN"]["identity"]
-        for name in ("breeze.optimize", "breeze.optimize.OWLQN"):
-            assert [a for a in during[name]["appenders"] if a.startswith("slaq-loss-capture-")] == [appender], phase
-            assert during[name]["level"] == "INFO" and not during[name]["additive"]
+        during = lifecycle[phase]
+        assert during["loggers"] == before["loggers"] and during["levels"] == before["levels"], phase
+        assert during["filter"] == f"slaq-breeze-route[{appender}]", phase
 
 
 def test_stop_restores_the_log4j_configuration_exactly(lifecycle):
@@ -98,3 +100,35 @@ def test_every_context_captures_every_iteration(lifecycle, fit):
     # breeze logs each iteration after the initial point, at 6 significant digits
     assert len(run["captured"]) == len(expected) - 1
     np.testing.assert_allclose(run["captured"], expected[1:], rtol=1e-5)
+
+
+BREEZE_CONSOLE_LINE = re.compile(r" (LBFGS|OWLQN|LBFGSB): ")
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory):
+    """``python app.py`` with Spark's log4j2 defaults (no file of the user's, no spark-submit arguments): its stderr."""
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    proc = subprocess.run([sys.executable, str(CONSOLE_CHILD)], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path_factory.mktemp("console"))
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, f"child failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return json.loads(lines[-1][len("RESULT "):]), proc.stderr
+
+
+def _breeze_console_lines(stderr: str, phase: str) -> list[str]:
+    text = stderr.split(f"CONSOLE-PHASE {phase} start", 1)[1].split(f"CONSOLE-PHASE {phase} end", 1)[0]
+    return [line for line in text.splitlines() if BREEZE_CONSOLE_LINE.search(line)]
+
+
+def test_the_console_shows_the_same_breeze_lines_with_slaq_on_as_off(console):
+    """Spark's WARN console (a shell filter that lets INFO through only for loggers with a config of their own)
+    prints no breeze iteration line with SLAQ off; capturing every iteration must not make it print them."""
+    result, stderr = console
+    assert result["on"]["slaq"] and not result["off"]["slaq"]
+    on, off = _breeze_console_lines(stderr, "on"), _breeze_console_lines(stderr, "off")
+    assert len(on) == len(off), on[:5]
+    expected = result["on"]["objective_history"]
+    assert len(result["on"]["captured"]) == len(expected) - 1 >= 3
+    np.testing.assert_allclose(result["on"]["captured"], expected[1:], rtol=1e-5)

@@ -2,8 +2,9 @@
 that run no Python (a Java application under ``spark-submit --class``, the ``spark-sql`` CLI), leaves
 a pyspark driver to its in-process hook (one brain), and a brain killed mid-application leaves the
 application running to a correct result. A brain that is alive but stopped (SIGSTOP) is found out by
-its missing heartbeat and fails open the same way, and the brain's gateway holds no thread for long for
-a connection without its secret. Real driver JVMs, real merger daemon, real shuffle files.
+its missing heartbeat and fails open the same way, the brain's gateway holds no thread for long for
+a connection without its secret, and a brain whose gateway's slots another local process holds says so
+in one line. Real driver JVMs, real merger daemon, real shuffle files.
 """
 
 from __future__ import annotations
@@ -425,6 +426,9 @@ def test_spark_sql_cli_merges_with_only_jars_and_confs(local, merger, work):
     assert len(said) == 1 and "Riffle: on for app-" in said[0] and "no Riffle tab" in said[0], proc.stderr[-4000:]
     assert our_warnings(proc.stderr) == [], proc.stderr[-4000:]
     assert "working directory was imported" not in proc.stderr and "brain ended" not in proc.stderr
+    # and what Riffle did, once, at the application's end (it was logged below the console's WARN: spark-sql showed nothing)
+    summary = [line for line in proc.stderr.splitlines() if "Riffle summary: " in line]
+    assert len(summary) == 1 and re.search(r"\d+ settled \([1-9]\d* with groups merged\)", summary[0]), proc.stderr[-4000:]
 
 
 def test_pyspark_app_with_the_plugin_keeps_one_in_process_brain(local, merger, work):
@@ -469,3 +473,64 @@ def test_a_token_file_that_is_a_fifo_is_one_error_line_and_plain_spark_at_once(a
     named = [line for line in proc.stderr.splitlines() if "spark.riffle.authTokenFile" in line]
     assert len(named) == 1 and f"{fifo}: not a regular file but a FIFO" in named[0], proc.stderr[-4000:]
     assert "has not attached after" not in proc.stderr and "did not stop within" not in proc.stderr, proc.stderr[-4000:]
+
+
+# Another local process holding the brain's gateway's slots for connections waiting for the secret (16, as
+# BrainGateway.MAX_UNAUTHENTICATED) from the start: it opens them, says "held", and opens one again whenever the
+# gateway closes one (each after 5 s without the secret), until the gateway stops listening or 120 s passed.
+HOLDER = """
+import os, selectors, socket, sys, time
+port = int(sys.argv[1])
+open(sys.argv[2], "w").write(str(os.getpid()))
+sel = selectors.DefaultSelector()
+for _ in range(16):
+    sel.register(socket.create_connection(("127.0.0.1", port), timeout=5), selectors.EVENT_READ)
+print("held", flush=True)
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    for key, _ in sel.select(1.0):
+        sel.unregister(key.fileobj)
+        key.fileobj.close()
+        try:
+            sel.register(socket.create_connection(("127.0.0.1", port), timeout=5), selectors.EVENT_READ)
+        except OSError:
+            sys.exit(0)
+"""
+
+# The brain's Python: starts the holder against the gateway the plugin opened for it, and only once the slots are
+# held runs the brain (`python -m sparkshim.brain`, as the plugin asked)
+HELD_SLOTS_PYTHON = """#!{python}
+import os, subprocess, sys
+holder = subprocess.Popen([sys.executable, "-c", {holder!r}, os.environ["PYSPARK_GATEWAY_PORT"], {pidfile!r}],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+if holder.stdout.readline().strip() != b"held":
+    sys.exit("the holder did not hold the gateway's slots")
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+"""
+
+
+def test_a_brain_whose_gateway_slots_are_held_says_so_in_one_line_and_the_app_runs_as_plain_spark(app_jar, local, work):
+    """Not a traceback, and not a Python install blamed: the one line names the cause."""
+    pidfile = work / "holder.pid"
+    python = work / "python-behind-held-slots"
+    python.write_text(HELD_SLOTS_PYTHON.format(python=sys.executable, holder=HOLDER, pidfile=str(pidfile)))
+    python.chmod(0o755)
+    args = java_submit(app_jar, local, "--jars", str(PACKAGED_JAR), "--conf", f"spark.plugins={PLUGIN}",
+                       "--conf", "spark.slaq.enabled=true", "--conf", "spark.scheduler.mode=FAIR",
+                       "--conf", f"spark.pyspark.driver.python={python}", master=DRIVER_ONLY)
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env())
+    finally:
+        if pidfile.exists():
+            try:
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert tagged(proc.stdout.splitlines(), "1")[0] == EXPECTED
+    assert "started the brain" in proc.stderr, proc.stderr[-4000:]
+    said = our_warnings(proc.stderr)
+    assert len(said) == 1, said
+    assert "cannot reach the driver's gateway" in said[0] and "slots are taken by other local connections" in said[0], said
+    assert "plain Spark" in said[0]
+    assert "Traceback" not in proc.stderr and "importable" not in proc.stderr, proc.stderr[-4000:]

@@ -1,6 +1,7 @@
 """Pruning CrossValidator candidates (``spark.slaq.prune``) on a real local-cluster Spark: the same
 best model as without pruning, the survivors' metrics unchanged, the pruned candidates marked and
-their remaining folds never fitted."""
+their remaining folds never fitted, the choice among pruned candidates said; and a CrossValidator on
+the user's own folds (``foldCol``), whose first fold favours another candidate, is never pruned."""
 
 from __future__ import annotations
 
@@ -69,6 +70,8 @@ def test_pruning_keeps_the_best_model_and_skips_the_hopeless_candidates_remainin
         pruned = _cross_validate(data)
     jobs = [j for j in runtime.jobs.finished()[before:] if FIT_JOB.match(j.name)]
     assert any("pruned candidate 1" in r.getMessage() for r in caplog.records)
+    chosen = [r.getMessage() for r in caplog.records if " chose candidate " in r.getMessage()]
+    assert len(chosen) == 1 and "among 3 candidates, 1 of them pruned (candidate 1 after 1 of 2 folds)" in chosen[0], chosen
     # 3 candidates on fold 0, the 2 survivors on fold 1, the refit of the best: 6 fits, not 7
     assert len(jobs) == 6
     assert sum(FIT_JOB.match(j.name)["params"].endswith(f"regParam={STRONG_L1:g}") for j in jobs) == 1
@@ -82,3 +85,38 @@ def test_pruning_keeps_the_best_model_and_skips_the_hopeless_candidates_remainin
     np.testing.assert_allclose([pruned.stdMetrics[i] for i in (0, 2)], [stock.stdMetrics[i] for i in (0, 2)], rtol=1e-6, atol=1e-12)
     assert pruned.bestModel.getRegParam() == stock.bestModel.getRegParam() != STRONG_L1
     np.testing.assert_allclose(pruned.bestModel.coefficients.toArray(), stock.bestModel.coefficients.toArray(), rtol=1e-6)
+
+
+def _user_folds(spark):
+    """Three folds of the user's (``fold``) on which candidate ``fa`` (a feature precise on fold 0 only) beats
+    ``fb`` (precise on folds 1 and 2) on fold 0 by far more than the pruning rule's margin, and loses overall."""
+    from pyspark.ml.linalg import Vectors
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for fold, (noise_a, noise_b) in enumerate([(0.1, 0.5), (0.6, 0.1), (0.6, 0.1)]):
+        s = rng.normal(size=60)
+        y = s + rng.normal(scale=0.1, size=60)
+        fa, fb = s + rng.normal(scale=noise_a, size=60), s + rng.normal(scale=noise_b, size=60)
+        rows += [(fold, Vectors.dense([a]), Vectors.dense([b]), float(t)) for a, b, t in zip(fa, fb, y)]
+    return spark.createDataFrame(rows, ["fold", "fa", "fb", "label"]).cache()
+
+
+def test_the_users_own_folds_are_never_pruned_so_the_first_fold_cannot_hide_the_best(runtime, spark, caplog):
+    from pyspark.ml.evaluation import RegressionEvaluator
+    from pyspark.ml.regression import LinearRegression
+    from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+
+    lr = LinearRegression(solver="normal")
+    grid = ParamGridBuilder().addGrid(lr.featuresCol, ["fa", "fb"]).build()
+    cv = CrossValidator(estimator=lr, estimatorParamMaps=grid, evaluator=RegressionEvaluator(), numFolds=3,
+                        foldCol="fold", parallelism=2)
+    with caplog.at_level(logging.INFO, logger="slaq"):
+        model = cv.fit(_user_folds(spark))
+    said = [r.getMessage() for r in caplog.records]
+    assert not any("pruned candidate" in m or " chose candidate " in m for m in said), said
+    assert any("runs unpruned" in m and "foldCol=fold" in m for m in said), said
+    # every candidate ran every fold (stock's avgMetrics); fb, behind on fold 0, is the best over all three
+    assert all(math.isfinite(m) for m in model.avgMetrics), model.avgMetrics
+    assert model.avgMetrics[1] < model.avgMetrics[0]
+    assert model.bestModel.getFeaturesCol() == "fb"

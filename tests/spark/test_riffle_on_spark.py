@@ -19,8 +19,8 @@ import riffle
 from riffle.driver.config import RiffleConfig
 from riffle.driver.cost import CostConfig
 from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
-from srsupport.daemons import DaemonProcess
-from srsupport.riffle_watch import mark_all_up, set_merging, use_config, wait_idle
+from srsupport.daemons import DaemonInProcess, DaemonProcess
+from srsupport.riffle_watch import forget_refusals, mark_all_up, on_events, set_merging, use_config, wait_idle
 
 
 def merged_files(root: Path, shuffle_id: int | None = None) -> list[Path]:
@@ -212,6 +212,41 @@ def sc_rdd_data(spark):
     return spark.sparkContext.parallelize(range(3000), 12)
 
 
+def test_a_stalled_scheduler_costs_one_hold_then_later_shuffles_are_not_held_until_it_answers(sc_rdd_data, scheduler, base_config):
+    """The scheduler's thread stops deciding (blocked in an event hook) while the process lives on, the cost model off
+    (every mergeable shuffle held from its map stage's submission by the JVM). The first shuffle waits out its hold
+    (hold timeout + 5 s); a later one is not held at all but left unmerged, the scheduler's stall its reason (before, each
+    waited out a hold of its own: 0.3 s queries took 10.2 s); once it answers again, results equal plain Spark's."""
+    use_config(scheduler, dataclasses.replace(base_config, hold_timeout=0.2))
+    fn = lambda: sorted(sc_rdd_data.map(lambda x: (x % 41, x)).reduceByKey(add, 5).collect())
+    set_merging(scheduler, False)
+    vanilla = fn()
+    set_merging(scheduler, True)
+    before = {r.shuffle for r in scheduler.status().shuffles}
+    stalled, resumed = threading.Event(), threading.Event()
+
+    def stall(event):
+        stalled.set()
+        resumed.wait(120)
+
+    with on_events(scheduler, stall):
+        try:
+            first = fn()  # held until the JVM's own deadline passes: the scheduler decides nothing
+            assert stalled.is_set()
+            second = fn()
+        finally:
+            resumed.set()
+    assert first == second == vanilla
+    assert wait_idle(scheduler, 60)
+    deadline = time.monotonic() + 30  # the second, never held, keeps nothing waiting: its row comes with the scheduler's next drain
+    while len(rows := sorted((r for r in scheduler.status().shuffles if r.shuffle not in before), key=lambda r: r.shuffle)) < 2:
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.05)
+    assert len(rows) == 2 and rows[0].state == rows[1].state == "unmerged", rows
+    assert "stalled" in rows[1].reason, rows  # was: held to its deadline, then "a stage reading the shuffle was already running"
+    assert fn() == vanilla  # it decides again: later shuffles are merged
+
+
 def test_unsafe_shuffle_is_left_unmerged(spark, scheduler):
     """A shuffle of JVM objects under Spark's default JavaSerializer cannot be concatenated safely."""
     sc = spark.sparkContext
@@ -358,6 +393,29 @@ def test_executor_dirs_outside_the_mergers_roots_are_one_warning_naming_both_and
         assert len(warnings) == 1, warnings
         executor_dirs = {d for s in scheduler.fleet.merged_where.values() for address, dirs in s if address == merger.address for d in dirs}
         assert any(d in warnings[0] for d in executor_dirs) and str(elsewhere) in warnings[0], warnings
+        assert "spark.local.dir" in warnings[0] and "--local-dir" in warnings[0], warnings
+    finally:
+        merger.stop()
+
+
+def test_executor_dirs_outside_the_mergers_dirs_are_one_warning_even_when_nothing_pays_to_merge(spark, scheduler, base_config,
+                                                                                                  caplog, tmp_path):
+    """The cost model on, as by default, and a SQL exchange that cannot pay: no merge is sent, so no merger refused one, and
+    nothing said that spark.local.dir lay outside the merger's --local-dir. The executors' dirs are checked against the dirs
+    each merger serves (its Status says them) whatever the cost model decides: one WARN naming both."""
+    elsewhere = tmp_path / "merger-root"
+    elsewhere.mkdir()
+    merger = DaemonInProcess([elsewhere], "--state-dir", str(tmp_path / "state"))
+    try:
+        use_config(scheduler, dataclasses.replace(base_config, mergers=(merger.address,), cost=CostConfig()))
+        forget_refusals(scheduler.fleet)  # an earlier test's WARN of this kind is not this one
+        rows = spark.range(0, 20000, 1, 12).selectExpr("id % 97 as k", "id as v")
+        with caplog.at_level("WARNING", logger="riffle.driver"):
+            _, stats = run_merged(scheduler, lambda: sorted(tuple(r) for r in rows.groupBy("k").count().collect()))
+        assert stats and all(s.merges_requested == 0 and "not worth merging" in s.reason for s in stats), stats
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and merger.address in r.getMessage()]
+        assert len(warnings) == 1, warnings
+        assert str(elsewhere) in warnings[0] and str(Path(spark.sparkContext.getConf().get("spark.local.dir"))) in warnings[0], warnings
         assert "spark.local.dir" in warnings[0] and "--local-dir" in warnings[0], warnings
     finally:
         merger.stop()

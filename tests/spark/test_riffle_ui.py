@@ -25,7 +25,7 @@ from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
 from tests.spark.ui_support import assert_riffle_page_reads, dom, get, log4j2, riffle_summary, screenshot
 
 APP = Path(__file__).with_name("riffle_ui_app.py")
-LOG4J2 = log4j2("io.slaqriffle.slaq.SlaqStatus", "io.slaqriffle.riffle.RiffleStatus")
+LOG4J2 = log4j2("io.slaqriffle.slaq.SlaqStatus", "io.slaqriffle.SlaqRiffle")  # Riffle's summary: on its "on" line's logger
 MARK = "<b>&'x'"  # in the app's directory name, so in every stage name (PySpark's call site is the file's path)
 ESCAPED = "&lt;b&gt;&amp;&#39;x&#39;"
 SERIES = re.compile(r'^metrics_(\w+?)_Value\{type="gauges"\} (\S+)$', re.M)

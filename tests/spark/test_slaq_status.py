@@ -4,6 +4,7 @@ shared session's driver JVM."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -117,3 +118,66 @@ def test_the_loss_chart_draws_a_jobs_whole_line_against_its_latest_floor(gateway
     drawn = chart_values(slaq_page_html(gateway, status), "a")
     expected = [(v - 0.60) / (0.6931 - 0.60) for v in losses]
     assert drawn == pytest.approx(expected, abs=1e-3) and drawn == sorted(drawn, reverse=True)
+
+
+def points(html: str) -> list[float]:
+    """Every coordinate of every polyline and polygon the page draws."""
+    return [float(v) for p in re.findall(r' points="([^"]*)"', html) for xy in p.split() for v in xy.split(",")]
+
+
+def test_losses_swinging_between_the_largest_doubles_draw_finite_points(gateway):
+    """(loss - floor) / (first - floor) with losses of ±1e308 was inf / inf: NaN in the chart's points (issue #47, 11)."""
+    status = new_instance(gateway, "slaq.SlaqStatus")
+    for n, loss in enumerate([1e308, -1e308, 1e308, -1e308, 1.0], 1):
+        row = messages.JobStatus("a", "running", n, loss, 0.5, 0.0, 1.0, 1.0, "predicted gain per core", 1.0, 1.0, -1.0, "", -1, -1,
+                                 False, -1.0, -1.0, "", 1e308, -1e308)
+        status.publish(messages.encode(epoch(n, row, job("b", n))))
+    drawn = points(slaq_page_html(gateway, status))
+    assert drawn and all(math.isfinite(v) for v in drawn)
+
+
+def log_line(gateway, status) -> str:
+    """The driver log's line for the latest epoch (``SlaqStatus.logLine``, package-private: by reflection)."""
+    from sparkshim.bridge import shim_class
+
+    params = gateway.new_array(gateway.jvm.java.lang.Class, 1)
+    params[0] = shim_class(gateway, "slaq.SlaqMessages$EpochStatus")
+    method = shim_class(gateway, "slaq.SlaqStatus").getDeclaredMethod("logLine", params)
+    method.setAccessible(True)
+    args = gateway.new_array(gateway.jvm.java.lang.Object, 1)
+    args[0] = status.report(1).history().get(0)
+    return str(method.invoke(None, args))
+
+
+CONTROLS = "\x1b\x0b\x0c\x85\u2028\x00\x07\x7f"  # ESC, VT, FF, NEL, LINE SEPARATOR, NUL, BEL, DEL (issue #47, 10)
+
+
+def test_control_characters_in_a_name_are_inert_in_the_log_line_and_the_page(gateway):
+    status = new_instance(gateway, "slaq.SlaqStatus")
+    name = f"forged{CONTROLS[0]}[31m{CONTROLS[1:]}INFO fake"
+    status.publish(messages.encode(epoch(1, job(name), job("new", 0, state="waiting", why="exploring a new job"))))
+    line = log_line(gateway, status)
+    page = slaq_page_html(gateway, status)
+    for text in (line, page):
+        assert not set(CONTROLS) & set(text), repr(text)
+    assert "forged\\u001B[31m\\u000B\\u000C\\u0085\\u2028\\u0000\\u0007\\u007FINFO fake" in line
+    assert "new [waiting] it=0 loss=- norm=- " in line  # no loss yet, so none to normalize (issue #48, 3)
+
+
+def test_a_huge_name_and_many_wide_epochs_stay_within_the_models_bounds(gateway):
+    """A 1 MB job name (the History Server replays whatever the log says) is kept to 1,024 UTF-8 bytes, an epoch lists at
+    most 1,000 jobs, and wide epochs are kept fewer, so the model stays within its budget (issue #47, 2-4)."""
+    status = new_instance(gateway, "slaq.SlaqStatus")
+    huge = "\u00e9" * 500_000 + "x"
+    status.publish(messages.encode(epoch(1, job(huge))))
+    (kept,) = messages.decode(status.reportJson()).history[0].jobs
+    assert huge.startswith(kept.job) and len(kept.job.encode()) == 1024
+    wide = "w" * 1000
+    published = 8
+    for n in range(2, 2 + published):
+        rows = [job(f"{wide}-{j:04d}", target=wide) for j in range(1200)]
+        status.publish(messages.encode(epoch(n, *rows)))
+    history = messages.decode(status.reportJson()).history
+    assert all(len(e.jobs) <= 1000 for e in history)
+    assert [j.job for j in history[-1].jobs] == [f"{wide}-{j:04d}" for j in range(1000)]  # the first in the loop's order
+    assert 1 <= len(history) < published  # about 4 MB of text each: the window keeps as many as fit 16 MiB

@@ -37,7 +37,8 @@ def _grid():
     from pyspark.ml.tuning import ParamGridBuilder
 
     lr = LogisticRegression(maxIter=12)
-    return lr, ParamGridBuilder().addGrid(lr.regParam, [0.01, 0.1]).addGrid(lr.elasticNetParam, [0.0, 0.5]).build()
+    # two candidates, one for each of spark.ml's optimizers (L-BFGS without an L1 term, OWL-QN with one)
+    return lr, ParamGridBuilder().addGrid(lr.regParam, [0.1]).addGrid(lr.elasticNetParam, [0.0, 0.5]).build()
 
 
 def _new_fit_jobs(scheduler, before):
@@ -72,10 +73,10 @@ def test_cross_validator_fits_are_separate_jobs_with_results_equal_to_slaq_off(s
     before = len(scheduler.jobs.finished())
     on = _cross_validate(data, parallelism=4)
     jobs = _new_fit_jobs(scheduler, before)
-    # 2 folds x 4 param maps, then the best map refit on the whole data: 9 jobs, all different names
-    assert len(jobs) == 9 and len({j.name for j in jobs}) == 9
+    # 2 folds x 2 param maps, then the best map refit on the whole data: 5 jobs, all different names
+    assert len(jobs) == 5 and len({j.name for j in jobs}) == 5
     assert sorted({FIT_JOB.match(j.name)["params"] for j in jobs}) == sorted(
-        f"elasticNetParam={e:g},maxIter=12,regParam={r:g}" for r in (0.01, 0.1) for e in (0.0, 0.5))
+        f"elasticNetParam={e:g},maxIter=12,regParam=0.1" for e in (0.0, 0.5))
     _assert_histories_match(jobs, [m for fold in on.subModels for m in fold] + [on.bestModel])
 
     scheduler.stop()  # SLAQ off: the hook is gone, the pools are open (plain FAIR scheduling)
@@ -109,7 +110,7 @@ def test_train_validation_split_fits_are_separate_jobs_with_results_equal_to_sla
     before = len(scheduler.jobs.finished())
     on = run()
     jobs = _new_fit_jobs(scheduler, before)
-    assert len(jobs) == 5
+    assert len(jobs) == 3  # 2 param maps, then the best refit
     _assert_histories_match(jobs, list(on.subModels) + [on.bestModel])
     scheduler.stop()
     try:
@@ -125,7 +126,7 @@ def test_an_explicit_job_wins_over_the_automatic_one(scheduler, data):
     with slaq.job("my-tuning") as job:
         model = _cross_validate(data, parallelism=2)
         losses = job.losses
-    assert _new_fit_jobs(scheduler, before) == []  # no job of their own: all 9 fits' losses are in the block's job
+    assert _new_fit_jobs(scheduler, before) == []  # no job of their own: all 5 fits' losses are in the block's job
     assert len(losses) == sum(len(m.summary.objectiveHistory) - 1 for fold in model.subModels for m in fold) + (
         len(model.bestModel.summary.objectiveHistory) - 1)
 

@@ -259,3 +259,78 @@ def test_a_probe_removes_the_files_of_probes_killed_mid_measurement(tmp_path):
     cost.probe(tmp_path, file_bytes=1 << 20, requests=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, outside.name])
     assert outside.read_text() == "keep"
+
+
+def test_a_merger_reporting_a_storage_bandwidth_of_0_is_priced_with_the_conf_and_warned_about_once(caplog):
+    """Its Status said 0 bytes per second: the cost model divided by it at every shuffle (ZeroDivisionError, "scheduler step
+    failed", every shuffle unmerged). Figures out of range are unknown now: the node is priced with the conf."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+
+    from riffle.v1 import merger_pb2 as pb
+    from riffle.v1 import merger_pb2_grpc as pb_grpc
+
+    class ZeroStorage(pb_grpc.MergerServicer):
+        def Status(self, request, context):
+            return pb.StatusResponse(load=float("nan"), storage_request_seconds=0.0, storage_bytes_per_second=0.0, storage_source="measured")
+
+    server = grpc.server(ThreadPoolExecutor(2))
+    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    pb_grpc.add_MergerServicer_to_server(ZeroStorage(), server)
+    server.start()
+    try:
+        with caplog.at_level("WARNING", logger="riffle.driver"):
+            s, _, sched = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=False), partitions=2000, nbytes=100_000,
+                                         sql=False, mergers=(address,))
+            sched.step()
+        assert sched.errors == 0 and s.decisions and s.held  # priced with the conf's DISK: worth merging
+        warnings = [r.getMessage() for r in caplog.records if "storage" in r.getMessage()]  # (it merges nothing: Merge unimplemented)
+        assert warnings == [f"Riffle: merger {address} reports storage figures out of range: time per request 0.0 (expected 1e-06..60); "
+                            f"bytes per second 0.0 (expected 1024..1.09951e+12); merges on its node are priced with spark.riffle.cost.* "
+                            "instead"], warnings
+        sched.fleet.close()
+    finally:
+        server.stop(0)
+
+
+def test_a_shuffle_declined_at_its_first_output_counts_every_map_tasks_blocks():
+    """Declined at its first output, it was settled with that one output: its row showed 200 blocks where its reducers
+    fetched 800 (4 map tasks x 200 partitions). Its map stage's tasks are counted, and the totals count them too."""
+    from riffle import messages
+
+    s, tracker, sched = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=200, nbytes=1 << 20, outputs=1)
+    assert s.finalized and not s.held and len(s.outputs) == 1  # declined at its first output
+    tracker.events = [messages.MapOutput(3, 5, 0, i, i, "1", "127.0.0.1", 1 << 20) for i in range(1, 4)]
+    tracker.events.append(messages.MapStageDone(3, 5, True))
+    sched.step()
+    row = sched.status().shuffles[0]
+    assert (row.state, row.maps, row.blocks_unmerged, row.blocks_merged) == ("unmerged", 4, 800, 800)
+    totals = sched.status().totals
+    assert (totals.blocks_unmerged, totals.blocks_merged) == (800, 800)
+    sched.fleet.close()
+
+
+def test_the_first_shuffle_not_worth_merging_is_said_once_with_why(caplog):
+    """A first trial on one fast disk merged nothing and nothing said why: the first shuffle the cost model declines is
+    one INFO line (in the driver JVM's log too) saying so and why; later ones are counted, not said again."""
+    from riffle import messages
+
+    with caplog.at_level("INFO", logger="riffle.driver"):
+        s, tracker, sched = _scheduler_run(CostConfig(enabled=True, storage=DISK, coalesce=True), partitions=200, nbytes=1 << 20, outputs=1)
+        tracker.events = [messages.MapStageSubmitted(4, 6, "q2", 0, 4, 200, True, True, {}, "", ""),
+                          messages.MapOutput(4, 6, 0, 0, 9, "1", "127.0.0.1", 1 << 20)]
+        sched.step()
+    assert s.finalized and sched.shuffles[4].finalized and sched.status().totals.unmerged == {NOT_WORTH_IT: 2}
+    said = [r.getMessage() for r in caplog.records if "said once" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("Riffle: shuffle 3 is not worth merging (at its first output): a group of "), said
+    assert "reads cost less than merging on this storage" in said[0] and "summary at application end" in said[0]
+    sched.fleet.close()
+
+
+def test_an_executors_dirs_outside_a_mergers_served_dirs_are_found_whatever_is_merged():
+    from riffle.driver.local_dirs import outside_roots
+
+    assert outside_roots(["/tmp/spark/blockmgr-1", "/data/x/blockmgr-2", "/tmp/sparkle/b"], ["/tmp/spark/", "/srv"]) == [
+        "/data/x/blockmgr-2", "/tmp/sparkle/b"]
+    assert outside_roots(["/tmp/spark/a/../b"], ["/tmp/spark"]) == [] and outside_roots(["/a"], []) == ["/a"]

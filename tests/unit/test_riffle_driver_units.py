@@ -84,6 +84,15 @@ def test_config_parsing_and_errors(tmp_path):
             RiffleConfig.from_conf({f"spark.riffle.{key}": value}.get)
 
 
+@pytest.mark.parametrize("address", ["h1:99999", "h1:0", "h1:\u00b2", "h1:\u0667\u0663\u0663\u0668", "h1:+7338", "h1:007338"])
+def test_a_listed_mergers_port_is_ascii_digits_in_1_to_65535(address):
+    """Only spark.riffle.mergerPort was range-checked: 99999, 0, a superscript or Arabic-Indic digits passed as a port."""
+    with pytest.raises(ConfigError) as info:
+        RiffleConfig.from_conf({"spark.riffle.mergers": f"h0:7338,{address}"}.get)
+    assert str(info.value) == f"spark.riffle.mergers: {address!r}: port must be ASCII digits in 1..65535"
+    assert RiffleConfig.from_conf({"spark.riffle.mergers": "h1:1,[::1]:65535"}.get).mergers == ("h1:1", "[::1]:65535")
+
+
 class TrackerStandIn:
     """Stands in for the JVM tracker only here (its messages are the real schema's); the live tests use the shim."""
 

@@ -17,6 +17,7 @@ Messages are built from the schema (slaq/messages.json, riffle/messages.json), s
 from __future__ import annotations
 
 import json
+import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -127,6 +128,57 @@ def long_logs(events: Path, app_id: str, tmp: Path, lengths: tuple[int, ...], jo
                          "heap_used_mib_after_gc": heap_used_mb(base)})
         (logs / long_id).unlink()
     return rows
+
+
+def app_log(events: Path) -> str:
+    """A tiny finished application's event log in ``events`` (local[1], no UI); returns its id (what :func:`long_log` extends)."""
+    from pyspark import SparkConf, SparkContext
+
+    conf = (SparkConf().setMaster("local[1]").setAppName("bench-ui-wide").set("spark.ui.enabled", "false")
+            .set("spark.eventLog.enabled", "true").set("spark.eventLog.dir", events.as_uri()).set("spark.eventLog.compress", "false"))
+    sc = SparkContext(conf=conf)
+    try:
+        sc.parallelize(range(10), 2).count()
+        return str(sc.applicationId)
+    finally:
+        sc.stop()
+
+
+def bench_wide_history(epochs: int = 600, jobs: int = 1000, heap: str = "512m", jar: Path | None = None) -> dict[str, Any]:
+    """A History Server with a ``heap`` heap replaying ``epochs`` SLAQ epochs of ``jobs`` jobs each (issue #47: 600 x 1,000,
+    a 267 MB log, ran a 512 MiB server out of memory while it saved the tab's model): whether the tab's JSON and page
+    answer, the epochs and jobs they keep, the heap in use after a full GC, and any OutOfMemoryError in its log.
+    ``jar``: the shim jar the server loads (default: this checkout's; another to compare a build from before a change)."""
+    from sparkshim.build import PACKAGED_JAR
+
+    with tempfile.TemporaryDirectory(prefix="bench-ui-wide-") as tmp:
+        events, logs = Path(tmp) / "events", Path(tmp) / "logs"
+        events.mkdir()
+        logs.mkdir()
+        long_id = long_log(events, logs, app_log(events), epochs, jobs)
+        size = (logs / long_id).stat().st_size
+        out: dict[str, Any] = {"epochs": epochs, "jobs": jobs, "heap": heap, "log_mib": round(size / 2**20, 1)}
+        server_log = Path(tmp) / "history.log"
+        with history_server(logs, long_id, server_log, {"SPARK_DAEMON_MEMORY": heap}, jar or PACKAGED_JAR) as base:
+            t0 = time.perf_counter()
+            try:
+                status = json.loads(fetch(base + "/slaq/json/", timeout=900))
+                out["json"] = {"ok": True, "epochs_kept": len(status["history"]), "jobs_in_last": len(status["history"][-1]["jobs"])}
+            except (OSError, ValueError, KeyError, IndexError) as exc:
+                out["json"] = {"ok": False, "error": str(exc)[:200]}
+            out["first_load_s"] = round(time.perf_counter() - t0, 1)
+            try:
+                out["page_bytes"] = len(fetch(base + "/slaq/", timeout=300).encode())
+            except OSError as exc:
+                out["page_bytes"] = f"failed: {str(exc)[:120]}"
+            try:
+                out["heap_used_mib_after_gc"] = heap_used_mb(base)
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                out["heap_used_mib_after_gc"] = f"unknown: {str(exc)[:120]}"
+        text = server_log.read_text(errors="replace")
+        out["out_of_memory"] = text.count("OutOfMemoryError")
+        out["tab_unavailable"] = "tab of" in text and "cannot" in text
+    return out
 
 
 def bench_ui(epochs: int = 600, jobs: int = 50, shuffles: int = 1000, repeat: int = 5,

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyspark.ml import Estimator
@@ -34,6 +35,7 @@ from slaq.live.job import LiveJob
 from slaq.live.loop import LOOP_THREAD
 from slaq.live.storage import MB
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
+from slaq.sim.trace import save as save_trace
 from slaq.sparkml import fit_job_name, hyperparameters
 from srlab.slaq_bench.capture_check import check_capture
 from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
@@ -51,6 +53,7 @@ from srlab.slaq_bench.mllib_workload import (
 )
 from srlab.slaq_bench.storage_watch import StorageWatch
 from srlab.slaq_bench.sweep import job_metrics
+from srlab.slaq_bench.trace_record import RunJob, busy_cores, combine, phases_of, spark_jobs_by_group
 from srsupport.session import executor_memory, spark_session
 from srsupport.slaq_watch import FirstLossCores
 
@@ -305,8 +308,9 @@ def split_summary(fits: Any) -> dict[str, float]:
 
 
 def run_config(config: str, work: Workload, variants: list[str], master: str, epoch: float, attribution: str,
-               extra_conf: dict[str, str] | None = None) -> dict[str, dict]:
-    """One fresh session of ``config``: the cached data, then each variant in turn."""
+               extra_conf: dict[str, str] | None = None, record: bool = False) -> dict[str, dict]:
+    """One fresh session of ``config``: the cached data, then each variant in turn. ``record``: each variant's
+    summary also has its fits' phases (``"trace_jobs"``, for :func:`record_traces`)."""
     conf = session_conf(config, epoch) | RETAIN_CONF | (extra_conf or {})
     out: dict[str, dict] = {}
     with spark_session(f"slaq-bench-mllib-{config}", master, conf) as spark:
@@ -336,6 +340,9 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     out[variant] = summarize(recorder, start, clock, job_split(sc, set(recorder.records)), before, storage.rdd_peaks)
                     out[variant]["cpu_s"] = cpu
                     out[variant]["storage"] = storage.summary
+                    if record:
+                        out[variant]["trace_jobs"] = _trace_jobs(sc, recorder, clock, start)
+                        out[variant]["executor_cores"] = int(sc.defaultParallelism)
                     if scheduler.loop is not None:
                         out[variant]["capture"] = capture_figures(recorder, [j for j in scheduler.jobs.finished() if id(j) not in seen])
                         out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
@@ -393,8 +400,45 @@ def _median_figures(summaries: list[dict]) -> dict:
     return out
 
 
+def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: float) -> list[RunJob]:
+    """Each fit as a trace records it: arrival at its start, its objective history, one phase per iteration
+    (phase 0 ends at its start: spark.ml reports the initial objective only with the first iteration, so
+    phase 1 is its set-up and first iteration, as ``summarize`` times it)."""
+    spark_jobs, tasks = spark_jobs_by_group(sc, set(recorder.records), start)
+    busy, cores, ends = busy_cores(tasks), int(sc.defaultParallelism), clock.iteration_times()
+    out = []
+    for name, r in sorted(recorder.records.items(), key=lambda kv: kv[1].start):
+        arrival = r.start - start
+        times = [arrival] + [t - start for t in ends.get(name, [])]
+        if len(times) == len(r.losses) >= 2:
+            out.append(RunJob(name, r.family, arrival, tuple(r.losses), tuple(phases_of(arrival, times, spark_jobs[name], busy, cores)), True))
+    return out
+
+
+def record_traces(path: str, runs: list[dict[str, dict[str, dict]]], configs: list[str], variants: list[str], epoch: float,
+                  setting: dict[str, Any]) -> list[str]:
+    """One slaq-trace/1 per variant (``path``, or ``path`` with ``-<variant>`` before its suffixes for more than one)."""
+    written = []
+    for variant in variants:
+        summaries = {c: [run[c][variant] for run in runs] for c in configs}
+        measured = {c: [{"mean_time_to_90pct_s": s[mean_time_to_key(0.9)], "mean_time_to_95pct_s": s[mean_time_to_key(0.95)],
+                         "makespan_s": s["makespan_s"], "time_to_90pct_s": {k: f["time_to_90pct_s"] for k, f in s["fits"].items()}}
+                        for s in ss] for c, ss in summaries.items()}
+        every = [s for ss in summaries.values() for s in ss]
+        trace = combine([s["trace_jobs"] for s in every], every[0]["executor_cores"], epoch,
+                        {**setting, "source": f"slaq bench mllib ({variant})", "work_conserving": True,
+                         "phases": "median over every run of every configuration"}, measured)
+        target = Path(path)
+        if len(variants) > 1:
+            name, _, rest = target.name.partition(".")
+            target = target.with_name(f"{name}-{variant}" + (f".{rest}" if rest else ""))
+        written.append(str(save_trace(trace, target)))
+    return written
+
+
 def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats: int, master: str, epoch: float,
-                attribution: str, warmup: Workload | None = None, executor_memory_mb: int | None = None) -> dict:
+                attribution: str, warmup: Workload | None = None, executor_memory_mb: int | None = None,
+                record_trace: str | None = None) -> dict:
     """Every configuration once per repeat (order rotated), medians per variant and configuration, ratios vs stock.
 
     ``warmup``: a workload run once, unmeasured, in a session of the first configuration before the
@@ -425,7 +469,7 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         by_config: dict[str, dict[str, dict]] = {}
         for config in order:
             log.info("repeat %d: %s", r + 1, config)
-            by_config[config] = run_config(config, work, variants, master, epoch, attribution, extra)
+            by_config[config] = run_config(config, work, variants, master, epoch, attribution, extra, record=record_trace is not None)
         runs.append(by_config)
     out: dict = {"workload": {"fits": len(work.fits), "families": sorted({f.family for f in work.fits}),
                               "arrival_mean_s": work.arrival_mean, "max_iter": work.max_iter, "rows": work.data.rows,
@@ -437,7 +481,7 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         per_config = {c: [run[c][variant] for run in runs] for c in configs}
         medians = {c: _median_figures(s) for c, s in per_config.items()}
         v: dict = {"median": medians,
-                   "per_repeat": {c: [{k: s[k] for k in s if k != "fits"} for s in per_config[c]] for c in configs},
+                   "per_repeat": {c: [{k: s[k] for k in s if k not in ("fits", "trace_jobs")} for s in per_config[c]] for c in configs},
                    "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs]),
                    "capture": capture_totals([run[c][variant] for run in runs for c in configs])}
         for c in configs:
@@ -447,6 +491,8 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
             v["slaq_vs_fair"] = reduction_vs(medians["slaq"], medians["fair"])
         v["last_repeat_fits"] = {c: runs[-1][c][variant]["fits"] for c in configs}
         out["variants"][variant] = v
+    if record_trace is not None:
+        out["traces"] = record_traces(record_trace, runs, configs, variants, epoch, {**out["workload"], "configs": configs})
     return out
 
 

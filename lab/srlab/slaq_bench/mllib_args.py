@@ -42,6 +42,9 @@ def add_mllib_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-warmup", dest="warmup", action="store_false",
                    help="skip the unmeasured warm-up session (a --small-sized sweep) that runs before the repeats; --small never warms up")
     p.add_argument("--small", action="store_true", help="CI size: 5 fits on tiny data, 6 iterations, 1 repeat, 1 GiB executors (overrides those options)")
+    p.add_argument("--record-trace", metavar="PATH",
+                   help="also record each variant's workload as a slaq-trace/1 JSON (.gz: gzip; -fits/-cv added to the name for both) "
+                        "for `slaq simulate --check` / `--project`")
 
 
 def mllib_args_workload(args: argparse.Namespace) -> tuple[Workload, int, int | None]:
@@ -63,7 +66,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     work, repeats, executor_memory_mb = mllib_args_workload(args)
     warmup = _sized(SMALL, args.seed) if args.warmup and not args.small else None
     return bench_mllib(work, _names(args.configs), _names(args.variants), repeats, args.master, args.epoch, args.attribution, warmup,
-                       executor_memory_mb)
+                       executor_memory_mb, getattr(args, "record_trace", None))
 
 
 def _names(text: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from slaq.metrics import THRESHOLDS, mean_times, time_to_key, time_to_reduction
 from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
 from srlab.slaq_bench.configs import STOCK, session_conf, stock_pool
 from srlab.slaq_bench.cpu import thread_cpu_s
+from srlab.slaq_bench.trace_record import RETAIN_CONF, RunJob, busy_cores, phases_of, spark_jobs_by_group
 from srsupport.session import spark_session
 
 log = logging.getLogger("slaq.sweep")
@@ -93,14 +95,19 @@ def loss_over_time(records: list[tuple[float, list[float], list[float]]], end: f
     return series
 
 
+Progress = Callable[[str], None]
+
+
 def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, partitions: int | None, rows: int, features: int,
-               bucket: float = 5.0, extra_conf: dict[str, str] | None = None, executors: int = 0) -> dict:
+               bucket: float = 5.0, extra_conf: dict[str, str] | None = None, executors: int = 0,
+               progress: Progress | None = None, record: bool = False) -> dict:
     """Run the whole sweep under ``policy`` (a configuration of ``srlab.slaq_bench.configs``: ``slaq``, ``fair``
     or ``stock``) in a fresh Spark session; returns per-job metrics. ``partitions=None``:
-    :func:`default_partitions` of the session."""
-    conf = (extra_conf or {}) | session_conf(policy, epoch)
+    :func:`default_partitions` of the session. ``progress`` gets a line every 10 s; ``record`` adds each
+    job's phases (``"trace_jobs"``: :class:`~srlab.slaq_bench.trace_record.RunJob`) for a trace."""
+    conf = (extra_conf or {}) | session_conf(policy, epoch) | (RETAIN_CONF if record else {})
     with spark_session(f"slaq-sweep-{policy}", master, conf, executors) as spark:
-        return _run_sweep(spark, policy, sweep, epoch, partitions, rows, features, bucket)
+        return _run_sweep(spark, policy, sweep, epoch, partitions, rows, features, bucket, progress, record)
 
 
 def default_partitions(total_cores: int) -> int:
@@ -111,8 +118,19 @@ def default_partitions(total_cores: int) -> int:
     return 2 * max(int(total_cores), 1)
 
 
+def _ticker(policy: str, jobs: int, start: float, arrived: list[str], results: dict, progress: Progress,
+            done: threading.Event, every: float = 10.0) -> threading.Thread:
+    """A thread that says every ``every`` seconds how far the run is (the stock run has no SLAQ table)."""
+    def run() -> None:
+        while not done.wait(every):
+            progress(f"  {policy}: {time.monotonic() - start:.0f} s, {len(arrived)}/{jobs} jobs arrived, {len(results)}/{jobs} finished")
+    thread = threading.Thread(target=run, name="sweep-progress", daemon=True)
+    thread.start()
+    return thread
+
+
 def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, partitions: int | None, rows: int, features: int,
-               bucket: float) -> dict:
+               bucket: float, progress: Progress | None = None, record: bool = False) -> dict:
     sc = spark.sparkContext
     scheduler = slaq.attach(spark, explicit=False)  # the confs decide: the stock configuration runs with SLAQ off
     try:
@@ -121,16 +139,23 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
             partitions = default_partitions(sc.defaultParallelism)  # the registered executors' cores (at least 2)
         results: dict[str, dict] = {}
         errors: list[str] = []
+        arrived_jobs: list[str] = []
         start = time.monotonic()
+        wall_start = time.time() - (time.monotonic() - start)  # the status store's epoch times -> the run's clock
+        done = threading.Event()
+        ticker = _ticker(policy, len(sweep), start, arrived_jobs, results, progress, done) if progress else None
 
         def worker(arrival: int, spec: SweepJob) -> None:
             delay = spec.arrival - (time.monotonic() - start)
             if delay > 0:
                 time.sleep(delay)
             arrived = time.monotonic() - start
+            arrived_jobs.append(spec.name)
             try:
                 # SLAQ off (stock): the job only keeps its losses; the pool is Spark's own FAIR pool
                 with slaq.job(spec.name) as job, stock_pool(sc, arrival) if policy == STOCK else nullcontext():
+                    if record:
+                        sc.setJobGroup(spec.name, spec.name)  # the trace's key to the job's Spark jobs
                     _train(spec, sc, partitions, rows, features)
                 times = [t - start for t in job.times]
                 results[spec.name] = {"family": spec.family, "arrival_s": round(arrived, 3), "times": times, "losses": list(job.losses),
@@ -145,6 +170,9 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
         for t in threads:
             t.join()
         makespan = time.monotonic() - start
+        done.set()
+        if ticker is not None:
+            ticker.join()
         if errors:
             raise RuntimeError("sweep jobs failed: " + "; ".join(errors))
         loop, loop_cpu = scheduler.loop, thread_cpu_s(LOOP_THREAD)
@@ -153,7 +181,8 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
             r = results[spec.name]
             jobs[spec.name] = {"family": r["family"], "arrival_s": r["arrival_s"], "finished_s": r["finished_s"],
                                **job_metrics(r["arrival_s"], r["times"], r["losses"])}
-        summary: dict = {"policy": policy, "makespan_s": round(makespan, 2), "partitions": partitions, "jobs": jobs}
+        summary: dict = {"policy": policy, "makespan_s": round(makespan, 2), "partitions": partitions,
+                         "executor_cores": int(sc.defaultParallelism), "jobs": jobs}
         summary.update(mean_times(jobs.values(), 3))
         records = [(results[s.name]["arrival_s"], results[s.name]["times"], results[s.name]["losses"]) for s in sweep]
         series = loss_over_time(records, makespan, bucket)
@@ -161,6 +190,13 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
         summary["loss_over_time"] = {"bucket_s": bucket, "mean_normalized_loss": series}
         if loop is not None:
             summary["epoch_loop"] = {"epochs": loop.epochs, "failures": loop.failures, "cpu_s": round(loop_cpu, 3)}
+        if record:
+            spark_jobs, tasks = spark_jobs_by_group(sc, {s.name for s in sweep}, wall_start)
+            busy, cores = busy_cores(tasks), int(sc.defaultParallelism)
+            summary["trace_jobs"] = [RunJob(s.name, s.family, results[s.name]["arrival_s"], tuple(results[s.name]["losses"]),
+                                            tuple(phases_of(results[s.name]["arrival_s"], results[s.name]["times"], spark_jobs[s.name],
+                                                            busy, cores)))
+                                     for s in sweep]
         return summary
     finally:
         scheduler.stop()

@@ -96,7 +96,7 @@ final class RiffleListener extends SparkListener implements CleanerListener {
       return new NotHeld(RiffleNames.UNSAFE, "unsafe to merge: " + unsafe);
     }
     if (!tracker.merging()) {
-      return new NotHeld(RiffleNames.MERGING_OFF, "Riffle was not merging (stopped, switched off, or its scheduler had died)");
+      return new NotHeld(RiffleNames.MERGING_OFF, "Riffle was not merging (stopped, switched off, or its scheduler had died or stalled)");
     }
     if (attempt != 0) {
       return new NotHeld(RiffleNames.RETRIED, "map stage attempt " + attempt + ": Riffle holds a shuffle's first attempt only");

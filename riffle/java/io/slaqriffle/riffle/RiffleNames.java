@@ -17,6 +17,7 @@ public final class RiffleNames {
   static final String MERGING_OFF = notHeldCause("merging_off");
   static final String READER_RUNNING = notHeldCause("reader_running");
   static final String RETRIED = notHeldCause("retried");
+  static final String NOT_WORTH_IT = notHeldCause("not_worth_it");
 
   private RiffleNames() {}
 

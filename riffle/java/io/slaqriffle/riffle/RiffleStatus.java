@@ -2,6 +2,7 @@ package io.slaqriffle.riffle;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
+import io.slaqriffle.seam.Announce;
 import io.slaqriffle.seam.Messages;
 import java.util.List;
 import java.util.Locale;
@@ -9,18 +10,15 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.ToDoubleFunction;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * What Riffle's merge scheduler did, as the Python scheduler last pushed it (one {@code riffle_status}
  * message: shuffles, mergers and application totals). The Riffle tab renders it, its REST JSON is it,
  * Riffle's metric source reads its totals, and at application end its totals are logged as one INFO
- * block (logger {@code io.slaqriffle.riffle.RiffleStatus}). Each change travels on the listener bus as a
+ * block (logger {@code io.slaqriffle.SlaqRiffle}). Each change travels on the listener bus as a
  * {@link RiffleDelta}, from which the History Server rebuilds the same model ({@link RiffleHistory}).
  */
 public final class RiffleStatus {
-  private static final Logger LOG = LoggerFactory.getLogger(RiffleStatus.class);
   static final RiffleMessages.RiffleStatus EMPTY =
       new RiffleMessages.RiffleStatus(0.0, List.of(), List.of(), new RiffleMessages.RiffleTotals(0, 0, 0, 0, Map.of(), 0, Map.of(), 0L, 0L, 0L, 0.0));
 
@@ -66,20 +64,29 @@ public final class RiffleStatus {
     return Messages.encode(latest);
   }
 
-  /** Logs the totals as one INFO block, once (at application end). */
+  /**
+   * Logs the totals as one INFO block, once (at application end), on the logger of the products' "on" lines
+   * ({@link Announce}): a shell's WARN console (spark-sql's) shows it too, as it shows the "on" line.
+   */
   public void logSummary() {
-    if (summarized.compareAndSet(false, true) && LOG.isInfoEnabled()) {
-      LOG.info(summaryBlock(latest.totals()));
+    if (summarized.compareAndSet(false, true)) {
+      Announce.line(summaryBlock(latest.totals()));
     }
   }
 
-  /** The application-end block: the shuffles by state, groups merged, fallbacks by cause, blocks saved, bytes merged, time at the gate. */
+  /**
+   * The application-end block: the shuffles by state, groups merged, fallbacks by cause, blocks saved, bytes merged, time at
+   * the gate, and why shuffles the cost model declined were not merged.
+   */
   static String summaryBlock(RiffleMessages.RiffleTotals t) {
+    int notWorthIt = t.unmerged().getOrDefault(RiffleNames.NOT_WORTH_IT, 0);
     return String.format(Locale.ROOT,
         "Riffle summary: %s; %d groups merged, %d fell back (%s)%n  blocks fetched %d -> %d (%d saved), %d bytes merged%n"
-            + "  reducers waited %.3f s at the gate in all",
+            + "  reducers waited %.3f s at the gate in all%s",
         shuffleCounts(t, ", "), t.groupsMerged(), sum(t.groupsFellBack()), causes(t.groupsFellBack(), RiffleNames.FALLBACK_CAUSES), t.blocksUnmerged(),
-        t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), t.bytesMerged(), t.gateWaitSeconds());
+        t.blocksMerged(), t.blocksUnmerged() - t.blocksMerged(), t.bytesMerged(), t.gateWaitSeconds(),
+        notWorthIt == 0 ? "" : String.format(Locale.ROOT, "%n  %d shuffle(s) not worth merging: the cost model found their reads cheaper "
+            + "than merging them on this storage (a fast local disk; see spark.riffle.cost.*), so they ran as plain Spark", notWorthIt));
   }
 
   /**

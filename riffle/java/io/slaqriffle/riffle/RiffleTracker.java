@@ -48,6 +48,8 @@ public final class RiffleTracker implements Shim.FailOpen {
   private final Outbox<Messages.Message> events = new Outbox<>(MAX_PENDING_EVENTS);
   private volatile boolean merging = true;
   private volatile boolean holdAll = false;
+  /** A hold reached its deadline without the scheduler deciding: no new shuffle is merged until it drains again. */
+  private volatile boolean stalled = false;
 
   /** The features merging needs; CLEANER only tells when a shuffle's merged files can go. */
   private static final Set<Feature> MERGING = EnumSet.of(Feature.GATE, Feature.COMMIT, Feature.LOCAL_DIRS);
@@ -138,15 +140,34 @@ public final class RiffleTracker implements Shim.FailOpen {
    * deadline passed end here or when it passes (a {@code hold_expired} each), not inside the scheduler's sort.
    */
   public String drain() {
-    expireDue();
+    expireDue(true);
+    if (stalled) {
+      stalled = false;
+      LOG.info("Riffle: the merge scheduler answers again; new shuffles may be merged again");
+    }
     return Messages.encode(events.drain());
   }
 
-  /** Ends the holds whose deadline passed and lets their reducers run, whether or not Python drains. */
-  private void expireDue() {
+  /**
+   * Ends the holds whose deadline passed and lets their reducers run, whether or not Python drains ({@code drained}: the
+   * scheduler is draining now). The scheduler settles every hold {@code HOLD_MARGIN} before its deadline here, so a
+   * deadline the backstop meets means it stopped deciding, whatever its heartbeat says: it is treated like a stopped brain
+   * (every hold released, one WARN) until it drains again, so later shuffles do not each wait out a hold of their own.
+   */
+  private void expireDue(boolean drained) {
     List<Integer> expired = gate.expire(clock.nanoTime());
+    if (!expired.isEmpty() && !drained && !stalled) {
+      stalled = true;
+      List<Integer> held = gate.releaseAll();
+      LOG.warn("Riffle: the merge scheduler made no decision on shuffle(s) {} by their hold deadline, so it has stalled; "
+          + "{} other held shuffle(s) released, and later shuffles run unmerged until it answers again", expired, held.size());
+      expired.addAll(held);
+    } else {
+      for (int shuffle : expired) {
+        LOG.warn("Riffle: merges of shuffle {} did not finish in time; its reducers read the original files", shuffle);
+      }
+    }
     for (int shuffle : expired) {
-      LOG.warn("Riffle: merges of shuffle {} did not finish in time; its reducers read the original files", shuffle);
       listener.forget(shuffle);
       emit(new RiffleMessages.HoldExpired(shuffle));
     }
@@ -157,7 +178,7 @@ public final class RiffleTracker implements Shim.FailOpen {
 
   /** A hold now ends at {@code deadline} (nanos on the tracker's clock): it is expired then even if Python stopped draining. */
   void expireAt(long deadline) {
-    Backstop.after(deadline - clock.nanoTime() + 1_000_000L, this::expireDue);
+    Backstop.after(deadline - clock.nanoTime() + 1_000_000L, () -> expireDue(false));
   }
 
   /**
@@ -223,8 +244,9 @@ public final class RiffleTracker implements Shim.FailOpen {
     status.logSummary();
   }
 
+  /** Whether new shuffles may be merged: Riffle merging, and its scheduler deciding (not stalled). */
   boolean merging() {
-    return merging;
+    return merging && !stalled;
   }
 
   boolean holdAll() {

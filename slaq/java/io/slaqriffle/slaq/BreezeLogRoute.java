@@ -1,37 +1,36 @@
 package io.slaqriffle.slaq;
 
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
-import java.util.List;
-import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArraySet;
 import org.apache.logging.log4j.Level;
-import org.apache.logging.log4j.core.Appender;
+import org.apache.logging.log4j.Marker;
 import org.apache.logging.log4j.core.Filter;
-import org.apache.logging.log4j.core.LogEvent;
+import org.apache.logging.log4j.core.Logger;
 import org.apache.logging.log4j.core.LoggerContext;
-import org.apache.logging.log4j.core.config.AppenderRef;
 import org.apache.logging.log4j.core.config.Configuration;
-import org.apache.logging.log4j.core.config.LoggerConfig;
-import org.apache.logging.log4j.core.config.Property;
 import org.apache.logging.log4j.core.filter.AbstractFilter;
+import org.apache.logging.log4j.message.Message;
+import org.apache.logging.log4j.message.ParameterizedMessage;
 
 /**
- * Routes breeze's INFO iteration lines to the loss appenders of live SparkContexts without changing
- * what any other appender receives.
+ * Hands breeze's INFO iteration lines to the loss appenders of live SparkContexts without changing
+ * any logger's configuration, so nothing the user's logging prints changes.
  *
  * <p>Breeze logs its iteration line at INFO on {@code breeze.optimize.*}, which most configurations
- * (Spark's shells, {@code setLogLevel("WARN")}) filter out. While at least one appender is attached,
- * each logger config on the {@code breeze.optimize} hierarchy is replaced by a non-additive one at
- * INFO (or finer) that holds the capture appenders plus a copy of every appender the original config
- * reached (its own and its additive ancestors'), each behind a gate that applies the original
- * config's level, read live, and the original config and reference filters. So the user's appenders
- * see exactly the events they saw before. When the last appender detaches, the original configs are
- * put back (the same objects, untouched).
+ * (Spark's shells, {@code setLogLevel("WARN")}) leave disabled. An earlier route replaced the breeze
+ * logger configs by ones at INFO; but a logger with a config of its own counts as one the user
+ * configured to Spark's shell console filter, which then printed every iteration on a WARN console.
+ * So this route touches no logger config: it is one configuration-wide filter ({@link Route}), which
+ * log4j consults before any logger's level. For a breeze logger at INFO or coarser it answers the
+ * "is INFO enabled?" question breeze asks before building its line with yes, and when the line comes
+ * it hands it to the capture appenders and answers "no opinion": the logger's own level, filters and
+ * appenders then decide what is logged, exactly as without capture. Breeze builds its line only after
+ * that question (its {@code LazyLogger}), so the only change is that the line is always built.
  *
- * <p>Limitation: while capture is on, raising the original level above INFO verbosity (e.g. DEBUG
- * on {@code breeze.optimize}) shows only INFO and coarser breeze events until capture ends.
+ * <p>The filter goes first among configuration-wide filters (so a user's global threshold cannot hide
+ * the line from capture) and is removed when the last appender detaches, which leaves the user's own
+ * configuration filter in place (the same object). A complete reconfiguration of log4j drops it with
+ * the old configuration; the next SparkContext that attaches SLAQ installs it again.
  */
 final class BreezeLogRoute {
   static final String LOGGER = SlaqNames.BREEZE_LOGGER;
@@ -40,145 +39,103 @@ final class BreezeLogRoute {
 
   private BreezeLogRoute() {}
 
-  /** One install into one log4j configuration. */
-  private record Installed(LoggerContext ctx, Configuration config, Map<String, LoggerConfig> originals,
-                           Map<String, LoggerConfig> replacements, Set<Appender> appenders) {}
+  /** The route installed in one log4j configuration. */
+  private record Installed(Configuration config, Route route) {}
 
-  /** Starts routing breeze's iteration lines (INFO and coarser) to {@code appender}. */
-  static synchronized void attach(Appender appender, LoggerContext ctx) {
+  /** Starts handing breeze's iteration lines (INFO and coarser) to {@code appender}. */
+  static synchronized void attach(LossAppender appender, LoggerContext ctx) {
     Configuration config = ctx.getConfiguration();
     if (installed == null || installed.config() != config) {
-      // first capture, or log4j was reconfigured since (the old configuration is gone with our configs)
-      Set<Appender> carried = installed == null ? new LinkedHashSet<>() : installed.appenders();
-      installed = install(ctx, config, carried);
+      // first capture, or log4j was reconfigured since (the old configuration is gone with our filter)
+      Route route = installed == null ? new Route() : installed.route();
+      Filter user = config.getFilter();
+      if (user != null) {
+        config.removeFilter(user);
+      }
+      config.addFilter(route);
+      if (user != null) {
+        config.addFilter(user);
+      }
+      installed = new Installed(config, route);
     }
-    installed.appenders().add(appender);
-    for (LoggerConfig replacement : installed.replacements().values()) {
-      replacement.addAppender(appender, Level.INFO, null);
-    }
-    ctx.updateLoggers();
+    installed.route().appenders.add(appender);
   }
 
-  /** Stops routing to {@code appender}; the last one to go restores the original logger configs. */
-  static synchronized void detach(Appender appender) {
-    if (installed == null || !installed.appenders().remove(appender)) {
+  /** Stops handing lines to {@code appender}; the last one to go removes the filter. */
+  static synchronized void detach(LossAppender appender) {
+    if (installed == null || !installed.route().appenders.remove(appender)) {
       return;
     }
-    for (LoggerConfig replacement : installed.replacements().values()) {
-      replacement.removeAppender(appender.getName());
-    }
-    if (installed.appenders().isEmpty()) {
-      restore(installed);
+    if (installed.route().appenders.isEmpty()) {
+      installed.config().removeFilter(installed.route());
       installed = null;
-    } else {
-      installed.ctx().updateLoggers();
     }
   }
 
-  private static Installed install(LoggerContext ctx, Configuration config, Set<Appender> carried) {
-    Set<String> names = new LinkedHashSet<>();
-    names.add(LOGGER);
-    for (String name : config.getLoggers().keySet()) {
-      if (name.startsWith(LOGGER + ".")) {
-        names.add(name);
-      }
-    }
-    Map<String, LoggerConfig> originals = new LinkedHashMap<>();
-    Map<String, LoggerConfig> replacements = new LinkedHashMap<>();
-    for (String name : names) {  // all built from the untouched configuration, then swapped in
-      originals.put(name, config.getLoggers().get(name));
-      replacements.put(name, replacement(name, config.getLoggerConfig(name), config));
-    }
-    for (String name : names) {
-      if (originals.get(name) != null) {
-        config.removeLogger(name);
-      }
-      LoggerConfig replacement = replacements.get(name);
-      for (Appender a : carried) {
-        replacement.addAppender(a, Level.INFO, null);
-      }
-      config.addLogger(name, replacement);
-    }
-    return new Installed(ctx, config, originals, replacements, carried);
+  /** Whether {@code name} is a logger on breeze's optimizer hierarchy. */
+  static boolean isBreeze(String name) {
+    return name.startsWith(LOGGER) && (name.length() == LOGGER.length() || name.charAt(LOGGER.length()) == '.');
   }
 
-  private static void restore(Installed state) {
-    Configuration config = state.config();
-    for (Map.Entry<String, LoggerConfig> e : state.replacements().entrySet()) {
-      if (config.getLoggers().get(e.getKey()) == e.getValue()) {
-        config.removeLogger(e.getKey());
-      }
-      LoggerConfig original = state.originals().get(e.getKey());
-      if (original != null) {
-        config.addLogger(e.getKey(), original);
-      }
-    }
-    state.ctx().updateLoggers();
-  }
+  /** The configuration-wide filter: see the class comment. Called on the logging thread, before the event exists. */
+  static final class Route extends AbstractFilter {
+    private final Set<LossAppender> appenders = new CopyOnWriteArraySet<>();
 
-  /** A non-additive config for {@code name} forwarding to everything {@code effective} reached, gated as before. */
-  private static LoggerConfig replacement(String name, LoggerConfig effective, Configuration config) {
-    Level level = effective.getLevel().isMoreSpecificThan(Level.INFO) ? Level.INFO : effective.getLevel();
-    List<Property> properties = effective.getPropertyList();
-    LoggerConfig mine = LoggerConfig.newBuilder()
-        .withLoggerName(name)
-        .withLevel(level)
-        .withAdditivity(false)
-        .withIncludeLocation(Boolean.toString(effective.isIncludeLocation()))
-        .withProperties(properties == null ? null : properties.toArray(new Property[0]))
-        .withConfig(config)
-        .build();
-    List<Filter> configFilters = new ArrayList<>();
-    for (LoggerConfig c = effective; c != null; c = c.getParent()) {
-      if (c.getFilter() != null) {
-        configFilters.add(c.getFilter());
-      }
-      for (Map.Entry<String, Appender> a : c.getAppenders().entrySet()) {
-        AppenderRef ref = refNamed(c, a.getKey());
-        List<Filter> filters = new ArrayList<>(configFilters);
-        if (ref != null && ref.getFilter() != null) {
-          filters.add(ref.getFilter());
-        }
-        mine.addAppender(a.getValue(), ref == null ? null : ref.getLevel(), new Gate(effective, filters));
-      }
-      if (!c.isAdditive()) {
-        break;
-      }
-    }
-    return mine;
-  }
-
-  private static AppenderRef refNamed(LoggerConfig c, String appenderName) {
-    for (AppenderRef ref : c.getAppenderRefs()) {
-      if (ref.getRef().equals(appenderName)) {
-        return ref;
-      }
-    }
-    return null;
-  }
-
-  /** Lets an event through only if the original config would have passed it to this appender. */
-  static final class Gate extends AbstractFilter {
-    private final LoggerConfig original;
-    private final List<Filter> filters;
-
-    Gate(LoggerConfig original, List<Filter> filters) {
-      this.original = original;
-      this.filters = List.copyOf(filters);
+    Route() {
       start();
     }
 
+    /** slf4j's {@code isInfoEnabled()} (a null message) and {@code info(String)}, breeze's calls, come here. */
     @Override
-    public Result filter(LogEvent event) {
-      if (!event.getLevel().isMoreSpecificThan(original.getLevel())) {
-        return Result.DENY;
+    public Result filter(Logger logger, Level level, Marker marker, String msg, Object... params) {
+      if (!ours(logger, level)) {
+        return Result.NEUTRAL;
       }
-      for (Filter f : filters) {
-        if (f.filter(event) == Result.DENY) {
-          return Result.DENY;
-        }
+      if (msg == null) {
+        return Result.ACCEPT;  // "is INFO enabled?": yes, so breeze builds its line and logs it
+      }
+      hand(params == null || params.length == 0 || !msg.startsWith(SlaqNames.BREEZE_ITERATION_LINE) ? msg
+          : ParameterizedMessage.format(msg, params));
+      return Result.NEUTRAL;
+    }
+
+    @Override
+    public Result filter(Logger logger, Level level, Marker marker, Object msg, Throwable t) {
+      if (msg != null && ours(logger, level)) {
+        hand(msg.toString());
       }
       return Result.NEUTRAL;
+    }
+
+    @Override
+    public Result filter(Logger logger, Level level, Marker marker, Message msg, Throwable t) {
+      if (msg != null && ours(logger, level)) {
+        hand(msg.getFormattedMessage());
+      }
+      return Result.NEUTRAL;
+    }
+
+    private boolean ours(Logger logger, Level level) {
+      return level != null && level.isMoreSpecificThan(Level.INFO) && logger != null && isBreeze(logger.getName())
+          && !appenders.isEmpty();
+    }
+
+    private void hand(String message) {
+      for (LossAppender a : appenders) {
+        a.append(message);
+      }
+    }
+
+    /** Names the capture appenders (log4j's status output and configuration dumps show a filter by this). */
+    @Override
+    public String toString() {
+      StringBuilder s = new StringBuilder("slaq-breeze-route[");
+      String sep = "";
+      for (LossAppender a : appenders) {
+        s.append(sep).append(a.name());
+        sep = ",";
+      }
+      return s.append(']').toString();
     }
   }
 }

@@ -3,9 +3,13 @@ package io.slaqriffle.slaq;
 import io.slaqriffle.seam.Messages;
 import io.slaqriffle.seam.Outbox;
 import io.slaqriffle.seam.SparkConnect;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.Pool;
@@ -32,6 +36,8 @@ final class ConnectFits {
   private static final String JOB_TAGS = "spark.job.tags";  // SparkContext.SPARK_JOB_TAGS (public since 3.5)
   private static final int MAX_OTHER_OPERATIONS = 4096;
   private static final int MAX_PENDING_FITS = 4096;  // fits opened or ended and not yet polled (bounded like every outbox)
+  /** slaq.sparkml.MAX_NAME: characters of a job name's params, before its suffix. */
+  static final int MAX_NAME = 160;
 
   private final SparkContext sc;
   private final TaskSchedulerImpl ts;
@@ -115,17 +121,65 @@ final class ConnectFits {
         }
         return null;
       }
-      job = jobName(fit.estimator(), fit.operationId());
+      job = jobName(fit.estimator(), fit.params(), fit.operationId());
       pools.registerLocked(job, 1.0);
       jobs.put(fit.jobTag(), job);
-      events.add(new SlaqMessages.ConnectFit(job, fit.operationId(), fit.estimator(), fit.params(), false));
+      events.add(new SlaqMessages.ConnectFit(job, fit.operationId(), fit.estimator(), fit.paramTexts(), false));
     }
     return pools.pool(job);
   }
 
-  /** {@code LogisticRegression@<operation id>}: the estimator's class name and the Connect operation (unique). */
-  static String jobName(String estimatorClass, String operationId) {
-    return estimatorClass.substring(estimatorClass.lastIndexOf('.') + 1) + "@" + operationId;
+  /**
+   * {@code LogisticRegression[maxIter=10,regParam=0.1]@<operation id>}: the name a classic fit's job gets
+   * ({@code slaq.sparkml.fit_job_name}: the estimator's class name and its explicitly set params but the
+   * column ones, sorted, each value as Python writes it, the list cut at {@link #MAX_NAME} characters),
+   * with the Connect operation's id in place of the classic sequence number: unique without a counter
+   * shared with the driver's Python, and the id Spark Connect's own UI and log show.
+   */
+  static String jobName(String estimatorClass, Map<String, Object> params, String operationId) {
+    StringBuilder body = new StringBuilder();
+    for (Map.Entry<String, Object> p : new TreeMap<>(params).entrySet()) {
+      if (p.getKey().endsWith("Col") || p.getKey().endsWith("Cols")) {
+        continue;
+      }
+      body.append(body.length() == 0 ? "" : ",").append(p.getKey()).append('=').append(pythonText(p.getValue()));
+    }
+    return estimatorClass.substring(estimatorClass.lastIndexOf('.') + 1) + "[" + oneLine(body.toString(), MAX_NAME) + "]@"
+        + operationId;
+  }
+
+  /** A param's value as slaq.sparkml's {@code _format_value} writes the same Python value (a float as {@code %g}). */
+  static String pythonText(Object value) {
+    if (value instanceof Double || value instanceof Float) {
+      return pythonG(((Number) value).doubleValue());
+    }
+    return String.valueOf(value);  // booleans are true/false, integers and strings as they are, other kinds by name
+  }
+
+  /** Python's {@code f"{v:g}"} (6 significant digits, no trailing zeros, an exponent below 1e-4 and from 1e6); str() past the finite. */
+  static String pythonG(double v) {
+    if (Double.isNaN(v)) {
+      return "nan";
+    }
+    if (Double.isInfinite(v)) {
+      return v > 0 ? "inf" : "-inf";
+    }
+    if (v == 0) {
+      return 1 / v < 0 ? "-0" : "0";
+    }
+    BigDecimal d = new BigDecimal(v).round(new MathContext(6, RoundingMode.HALF_EVEN));
+    int exp = d.precision() - d.scale() - 1;
+    if (exp < -4 || exp >= 6) {
+      String mantissa = d.movePointLeft(exp).stripTrailingZeros().toPlainString();
+      return mantissa + "e" + (exp < 0 ? "-" : "+") + (Math.abs(exp) < 10 ? "0" : "") + Math.abs(exp);
+    }
+    return d.stripTrailingZeros().toPlainString();
+  }
+
+  /** slaq.sparkml.one_line: runs of whitespace become one space; cut to {@code limit} characters, the last an ellipsis. */
+  static String oneLine(String text, int limit) {
+    String t = String.join(" ", text.trim().split("\\s+"));
+    return t.length() <= limit ? t : t.substring(0, limit - 1) + "\u2026";
   }
 
   private void ended(String tag) {

@@ -21,8 +21,19 @@ final class ConnectRequest {
 
   private ConnectRequest() {}
 
-  /** A spark.ml fit a Connect client submitted: its operation's job tag and id, the estimator's class and its params. */
-  record Fit(String jobTag, String operationId, String estimator, Map<String, String> params) {}
+  /**
+   * A spark.ml fit a Connect client submitted: its operation's job tag and id, the estimator's class and
+   * its params (the ones the client set explicitly), each the proto literal's scalar (a {@code Double},
+   * {@code Integer}, {@code Boolean}, {@code String}, ...) or, for anything else, its kind in lower case.
+   */
+  record Fit(String jobTag, String operationId, String estimator, Map<String, Object> params) {
+    /** The params as text, as the {@code connect_fit} message carries them. */
+    Map<String, String> paramTexts() {
+      Map<String, String> out = new TreeMap<>();
+      params.forEach((k, v) -> out.put(k, String.valueOf(v)));
+      return out;
+    }
+  }
 
   /**
    * The thread's (or task set's) {@code spark.job.tags} property, and so the Connect operation whose
@@ -51,12 +62,12 @@ final class ConnectRequest {
     return null;
   }
 
-  /** The fit's params, each proto {@code Expression.Literal} as text: its scalar, or its kind for anything else. */
-  private static Map<String, String> params(Object fit) throws ReflectiveOperationException {
-    Map<String, String> params = new TreeMap<>();
+  /** The fit's params, each proto {@code Expression.Literal} as its scalar, or its kind (lower case) for anything else. */
+  private static Map<String, Object> params(Object fit) throws ReflectiveOperationException {
+    Map<String, Object> params = new TreeMap<>();
     for (Map.Entry<?, ?> e : SparkConnect.params(fit).entrySet()) {
       Object scalar = SparkConnect.literalScalar(e.getValue());
-      params.put((String) e.getKey(), scalar != null ? String.valueOf(scalar) : SparkConnect.literalKind(e.getValue()).toLowerCase(Locale.ROOT));
+      params.put((String) e.getKey(), scalar != null ? scalar : SparkConnect.literalKind(e.getValue()).toLowerCase(Locale.ROOT));
     }
     return params;
   }

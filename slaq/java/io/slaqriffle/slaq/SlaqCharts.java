@@ -2,9 +2,11 @@ package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.Html;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The SLAQ tab's two charts as server-side SVG (no JavaScript), from the retained epochs: every
@@ -29,6 +31,9 @@ final class SlaqCharts {
   private static final String[] PALETTE = {
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"
   };
+
+  /** Jobs the charts and the legend draw: the first this many to appear in the window (the table numbers them; the rest get a dash). */
+  static final int MAX_JOBS = 100;
 
   private SlaqCharts() {}
 
@@ -71,6 +76,7 @@ final class SlaqCharts {
     Frame f = new Frame(history, LOSS_MAX, 0.25);
     StringBuilder svg = f.open("slaq-loss-chart", "normalized loss over time", "normalized loss");
     ChartLabels labels = f.labels();
+    Set<String> drawn = new HashSet<>(jobs);
     Map<String, StringBuilder> lines = new HashMap<>();
     Map<String, double[]> ends = new HashMap<>(); // job -> its line's last (t, normalized loss)
     StringBuilder mean = new StringBuilder();
@@ -80,10 +86,12 @@ final class SlaqCharts {
       for (SlaqMessages.JobStatus j : e.jobs()) {
         if (j.iterations() > 0) {
           SlaqMessages.JobStatus ref = latest.get(j.job());
-          double normalized = (j.loss() - ref.lossFloor()) / Math.max(ref.firstLoss() - ref.lossFloor(), MIN_SPAN);
-          lines.computeIfAbsent(j.job(), k -> new StringBuilder()).append(f.point(e.t(), normalized));
-          ends.put(j.job(), new double[] {e.t(), normalized});
-          sum += normalized;
+          double normalized = normalized(j.loss(), ref.firstLoss(), ref.lossFloor());
+          if (drawn.contains(j.job())) {
+            lines.computeIfAbsent(j.job(), k -> new StringBuilder()).append(f.point(e.t(), normalized));
+            ends.put(j.job(), new double[] {e.t(), normalized});
+          }
+          sum += Math.max(-1e300, Math.min(normalized, 1e300)); // a sum of a few thousand stays finite
           n++;
         }
       }
@@ -109,6 +117,14 @@ final class SlaqCharts {
     return svg.append(labels.svg()).append("</svg>").toString();
   }
 
+  /**
+   * {@code (loss - floor) / (first - floor)} without overflow: every operand halved first, so losses near
+   * {@code ±Double.MAX_VALUE} give a finite ratio, never {@code inf / inf} (NaN in the SVG's points).
+   */
+  static double normalized(double loss, double first, double floor) {
+    return (loss / 2 - floor / 2) / Math.max(first / 2 - floor / 2, MIN_SPAN);
+  }
+
   /** Cores allocated per job as stacked areas (legend order), and the total cores used as a dashed line. */
   static String allocationChart(List<SlaqMessages.EpochStatus> history, List<String> jobs) {
     double top = 1;
@@ -121,22 +137,29 @@ final class SlaqCharts {
       }
       top = Math.max(top, Math.max(e.capacity(), Math.max(allocated, used)));
     }
+    top = Double.isFinite(top) ? top : Double.MAX_VALUE / 2; // cores summing past the doubles (a forged event log) still frame
     Frame f = new Frame(history, top, Math.max(1.0, Math.ceil(top / 4)));
     StringBuilder svg = f.open("slaq-alloc-chart", "cores allocated over time", "cores");
     int n = history.size();
     ChartLabels labels = f.labels();
+    Set<String> drawn = new HashSet<>(jobs);
+    Map<String, double[]> cores = new HashMap<>(); // job -> its cores in each epoch: one pass over the rows, not one per job
+    for (int k = 0; k < n; k++) {
+      for (SlaqMessages.JobStatus j : history.get(k).jobs()) {
+        if (drawn.contains(j.job())) {
+          cores.computeIfAbsent(j.job(), x -> new double[n])[k] += j.cores();
+        }
+      }
+    }
     double[] below = new double[n];
     for (int i = 0; i < jobs.size(); i++) {
       String job = jobs.get(i);
       double[] above = below.clone();
+      double[] own = cores.getOrDefault(job, new double[n]);
       boolean any = false;
       for (int k = 0; k < n; k++) {
-        for (SlaqMessages.JobStatus j : history.get(k).jobs()) {
-          if (j.job().equals(job)) {
-            above[k] += j.cores();
-            any |= j.cores() > 0;
-          }
-        }
+        above[k] += own[k];
+        any |= own[k] > 0;
       }
       if (any) {
         StringBuilder points = new StringBuilder();
@@ -214,12 +237,16 @@ final class SlaqCharts {
       return String.format(Locale.ROOT, "%.1f,%.1f ", x(t), y(v));
     }
 
+    /** The plot's x of {@code t}; a time the frame cannot place (span beyond the doubles) sits at the left edge. */
     double x(double t) {
-      return LEFT + (t - t0) / (t1 - t0) * (WIDTH - LEFT - RIGHT);
+      double x = LEFT + (t / 2 - t0 / 2) / (t1 / 2 - t0 / 2) * (WIDTH - LEFT - RIGHT);
+      return Double.isFinite(x) ? x : LEFT;
     }
 
+    /** The plot's y of {@code v}, clipped to the frame; a value that is not a number at all sits at 0. */
     double y(double v) {
-      return TOP + (1 - Math.max(0, Math.min(v, yMax)) / yMax) * (HEIGHT - TOP - BOTTOM);
+      double clipped = Double.isNaN(v) ? 0 : Math.max(0, Math.min(v, yMax));
+      return TOP + (1 - clipped / yMax) * (HEIGHT - TOP - BOTTOM);
     }
 
     /** The job numbers of this frame's plot. */

@@ -33,13 +33,15 @@ final class SlaqPage {
       SlaqMessages.EpochStatus last = history.get(history.size() - 1);
       b.append(String.format(Locale.ROOT,
           "<p id=\"slaq-summary\">Policy <strong>%s</strong> &middot; epoch %d at t=%.1f s &middot; %.0f cores &middot; "
-              + "%d jobs running, %d finished &middot; %s</p>",
-          escape(last.policy()), last.epoch(), last.t(), last.capacity(), last.jobs().size(), report.finished().size(), TabPage.summaryLinks(jsonUrl)));
+              + "%s running, %d finished &middot; %s</p>",
+          escape(last.policy()), last.epoch(), last.t(), last.capacity(), escape(SlaqStatus.jobCount(last)), report.finished().size(),
+          TabPage.summaryLinks(jsonUrl)));
     }
     b.append(TabPage.reloadScript(refreshSeconds));
     List<SlaqMessages.JobStatus> rows = new ArrayList<>(history.isEmpty() ? List.of() : history.get(history.size() - 1).jobs());
     rows.addAll(report.finished());
-    List<String> jobs = SlaqStatus.jobOrder(history);
+    List<String> order = SlaqStatus.jobOrder(history);
+    List<String> jobs = order.subList(0, Math.min(order.size(), SlaqCharts.MAX_JOBS)); // what the charts and legend draw
     Map<String, Integer> number = new HashMap<>();
     for (int i = 0; i < jobs.size(); i++) {
       number.put(jobs.get(i), i);

@@ -281,6 +281,11 @@ public final class SlaqPools implements Shim.FailOpen {
     return Messages.encode(out);
   }
 
+  /** The {@code iteration} messages since the last drain, as a JSON list, without the pools' states: work in proportion to the losses, not to the jobs open. */
+  public String drainLosses() {
+    return Messages.encode(records.drain());
+  }
+
   /** Cores the executors offer, in cores (not task slots). */
   public double capacity() {
     return SparkScheduler.coresOffered(ts);

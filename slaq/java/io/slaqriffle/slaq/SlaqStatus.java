@@ -2,6 +2,7 @@ package io.slaqriffle.slaq;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
+import io.slaqriffle.seam.Html;
 import io.slaqriffle.seam.Messages;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -24,7 +25,9 @@ import org.slf4j.LoggerFactory;
  * (logger {@code io.slaqriffle.slaq.SlaqStatus}). While no job is registered only the first idle epoch is
  * kept and logged. It also keeps, per job, what the application-end summary reports (the latest row's
  * time to target and to 90% of its loss reduction, as Python computed them; core-seconds allocated) and
- * the gauges of SLAQ's metric source.
+ * the gauges of SLAQ's metric source. Bounded whatever the application does ({@link SlaqBounds}): each epoch held to
+ * its bounds on the way in, at most {@link #MAX_EPOCHS} epochs and no more than {@link SlaqBounds#MAX_WINDOW_BYTES}
+ * of them, {@link #MAX_FINISHED} finished jobs and {@link #MAX_TALLIES} jobs' figures.
  */
 public final class SlaqStatus {
   private static final Logger LOG = LoggerFactory.getLogger(SlaqStatus.class);
@@ -44,6 +47,7 @@ public final class SlaqStatus {
   private final LinkedHashMap<String, Tally> tallies = new LinkedHashMap<>();
   private final AtomicBoolean summarized = new AtomicBoolean();
   private double lastEpochSeconds;
+  private long windowBytes; // SlaqBounds.bytes of the retained epochs
   private volatile Consumer<SlaqMessages.EpochStatus> recorded = e -> {};
 
   /** The model as the History Server keeps it after replaying an event log ({@link SlaqHistory}): everything the tab, JSON and summary read. */
@@ -63,7 +67,7 @@ public final class SlaqStatus {
    * listener bus, hence the event log) and logs its INFO line.
    */
   public void publish(String epochStatusJson) {
-    SlaqMessages.EpochStatus status = Messages.decode(epochStatusJson, SlaqMessages.EpochStatus.class);
+    SlaqMessages.EpochStatus status = SlaqBounds.bounded(Messages.decode(epochStatusJson, SlaqMessages.EpochStatus.class));
     if (record(status)) {
       recorded.accept(status);
       if (LOG.isInfoEnabled()) {
@@ -82,7 +86,8 @@ public final class SlaqStatus {
    * that changed nothing. The one path into
    * the model: the live driver's {@link #publish} and the History Server's replay of the event log.
    */
-  boolean record(SlaqMessages.EpochStatus status) {
+  boolean record(SlaqMessages.EpochStatus logged) {
+    SlaqMessages.EpochStatus status = SlaqBounds.bounded(logged); // a replayed event log may be forged or from an older driver
     synchronized (this) {
       SlaqMessages.EpochStatus previous = history.peekLast();
       Set<String> now = new HashSet<>();
@@ -112,8 +117,9 @@ public final class SlaqStatus {
       }
       tally(previous, status);
       history.addLast(status);
-      while (history.size() > MAX_EPOCHS) {
-        history.removeFirst();
+      windowBytes += SlaqBounds.bytes(status);
+      while (history.size() > MAX_EPOCHS || (windowBytes > SlaqBounds.MAX_WINDOW_BYTES && history.size() > 1)) {
+        windowBytes -= SlaqBounds.bytes(history.removeFirst());
       }
     }
     return true;
@@ -198,8 +204,8 @@ public final class SlaqStatus {
         b.append(String.format(Locale.ROOT, "%n  ... %d more jobs", s.jobs().size() - SUMMARY_JOBS));
         break;
       }
-      String target = j.target().isEmpty() ? "no target" : "time to target (" + j.target() + ") " + seconds(j.secondsToTarget(), "not reached");
-      b.append(String.format(Locale.ROOT, "%n  %s: %s, time to 90%% %s, %.1f core-seconds allocated (%.1f%% of all)", j.job(),
+      String target = j.target().isEmpty() ? "no target" : "time to target (" + Html.plain(j.target()) + ") " + seconds(j.secondsToTarget(), "not reached");
+      b.append(String.format(Locale.ROOT, "%n  %s: %s, time to 90%% %s, %.1f core-seconds allocated (%.1f%% of all)", Html.plain(j.job()),
           target, seconds(j.secondsToNinety(), "not reached"), j.coreSeconds(), 100 * j.share()));
     }
     return b.toString();
@@ -274,7 +280,10 @@ public final class SlaqStatus {
   /** The model {@code saved} was made from. */
   static SlaqStatus restored(Saved saved) {
     SlaqStatus s = new SlaqStatus();
-    s.history.addAll(saved.history());
+    saved.history().forEach(e -> {
+      s.history.add(e);
+      s.windowBytes += SlaqBounds.bytes(e);
+    });
     saved.finished().forEach(j -> s.finished.put(j.job(), j));
     for (SavedTally t : saved.tallies()) {
       Tally tally = new Tally();
@@ -316,18 +325,27 @@ public final class SlaqStatus {
       used += j.usedCores();
     }
     StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
-        "SLAQ epoch %d (t=%.1fs, policy %s): %d jobs, cores allocated %.2f / used %.2f of %.0f",
-        s.epoch(), s.t(), s.policy(), s.jobs().size(), allocated, used, s.capacity()));
+        "SLAQ epoch %d (t=%.1fs, policy %s): %s, cores allocated %.2f / used %.2f of %.0f",
+        s.epoch(), s.t(), Html.plain(s.policy()), jobCount(s), allocated, used, s.capacity()));
     int shown = 0;
     for (SlaqMessages.JobStatus j : s.jobs()) {
       if (shown++ == LOG_JOBS) {
         b.append(String.format(Locale.ROOT, "; ... %d more", s.jobs().size() - LOG_JOBS));
         break;
       }
-      b.append(String.format(Locale.ROOT, "; %s [%s] it=%d loss=%.4g norm=%.3f gain=%.3f cores=%.2f/%.2f (%s)",
-          j.job(), j.state(), j.iterations(), j.loss(), j.normalizedLoss(), j.predictedGain(), j.cores(), j.usedCores(), j.why()));
+      boolean reported = j.iterations() > 0; // a waiting job has no loss yet, so none to normalize
+      b.append(String.format(Locale.ROOT, "; %s [%s] it=%d loss=%s norm=%s gain=%.3f cores=%.2f/%.2f (%s)",
+          Html.plain(j.job()), Html.plain(j.state()), j.iterations(), reported ? String.format(Locale.ROOT, "%.4g", j.loss()) : "-",
+          reported ? String.format(Locale.ROOT, "%.3f", j.normalizedLoss()) : "-", j.predictedGain(), j.cores(), j.usedCores(),
+          Html.plain(j.why())));
     }
     return b.toString();
+  }
+
+  /** "N jobs", or for an epoch at {@link SlaqBounds#MAX_EPOCH_JOBS} that more may be running than it lists. */
+  static String jobCount(SlaqMessages.EpochStatus s) {
+    return s.jobs().size() < SlaqBounds.MAX_EPOCH_JOBS ? s.jobs().size() + " jobs"
+        : String.format(Locale.ROOT, "%d jobs listed (the longest-running; more may be running)", s.jobs().size());
   }
 
   /** Every job seen in {@code history}, in order of first appearance (the charts' legend order). */

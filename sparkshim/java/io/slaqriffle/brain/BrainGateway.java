@@ -114,6 +114,7 @@ final class BrainGateway {
     private final AtomicInteger open = new AtomicInteger();
     private final AtomicBoolean warned = new AtomicBoolean();
     private volatile boolean closing;
+    private volatile boolean brainSeen;  // a connection presented the secret
 
     Server(Object entryPoint, PythonClient python, String secret) {
       super(entryPoint, 0, 0, 0, null, python, null);  // null: no py4j auth command, the secret is checked here
@@ -123,7 +124,9 @@ final class BrainGateway {
     @Override
     protected void processSocket(Socket socket) {
       if (unauthenticated.get() >= MAX_UNAUTHENTICATED || open.get() >= MAX_CONNECTIONS) {
-        refuse(socket, "too many connections open or waiting for the secret");
+        // Before the brain's first connection this may be the brain's own: it then says why it cannot connect, in
+        // one line of its own. The connections that hold the slots are still refused, with a warning, as they expire.
+        refuse(socket, "too many connections open or waiting for the secret", brainSeen);
         return;
       }
       super.processSocket(socket);
@@ -146,6 +149,10 @@ final class BrainGateway {
     }
 
     void refuse(Socket socket, String why) {
+      refuse(socket, why, true);
+    }
+
+    void refuse(Socket socket, String why, boolean warn) {
       String from = String.valueOf(socket.getRemoteSocketAddress());
       try {
         socket.setSoLinger(true, 0);
@@ -153,7 +160,7 @@ final class BrainGateway {
       } catch (IOException e) {
         // closed already
       }
-      if (!closing && !warned.getAndSet(true)) {
+      if (warn && !closing && !warned.getAndSet(true)) {
         LOG.warn("SLAQ/Riffle plugin: closed a connection to the brain's gateway from {} ({}); only the brain, which "
             + "holds the gateway's secret, connects there. Further ones are logged at DEBUG", from, why);
       } else {
@@ -194,6 +201,7 @@ final class BrainGateway {
       try {
         boolean ok = presentsSecret(s, s.getInputStream(), server.secret, System.nanoTime() + AUTH_MILLIS * 1_000_000L);
         if (ok) {
+          server.brainSeen = true;
           s.setSoTimeout(0);
           writer.write(Protocol.getOutputVoidCommand());
           writer.flush();

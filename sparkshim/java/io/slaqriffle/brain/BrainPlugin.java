@@ -29,6 +29,8 @@ public final class BrainPlugin implements DriverPlugin {
   static final long ATTACH_WAIT_MILLIS = 60_000;
   /** The brain's exit code for a spark.slaq.* or spark.riffle.* value it refused (its ERROR line names it). */
   static final int EXIT_CONFIG = 2;
+  /** The brain's exit code when it could not reach its gateway (its one WARN line names the cause). */
+  static final int EXIT_NO_GATEWAY = 4;
 
   private SparkContext sc;
   private BrainHandle handle;
@@ -103,6 +105,8 @@ public final class BrainPlugin implements DriverPlugin {
     String tail = b == null ? "" : b.tail();
     if (handle.isAttached()) {
       failOpen("the brain (pid " + (b == null ? "?" : b.pid()) + ") exited with code " + code, "");
+    } else if (code == EXIT_NO_GATEWAY) {
+      Shim.failOpen(sc, "the brain could not reach its gateway");  // its line said why; Python is not at fault
     } else if (code == EXIT_CONFIG) {
       LOG.warn("SLAQ/Riffle plugin: the brain refused a configuration value (the error above names it); the application "
           + "runs as plain Spark");

@@ -76,6 +76,7 @@ final class BrainProcess {
     brain.output.start();
     Thread waiter = new Thread(() -> {
       int code = waitFor(process);
+      gateway.shutdown();  // nothing but the brain may use it: an ended brain leaves nothing listening
       try {
         brain.output.join(2000);  // its last lines (the reason it ended) come first
       } catch (InterruptedException e) {

@@ -19,11 +19,19 @@ public final class Html {
   }
 
   /**
-   * A user-supplied name as escaped text where no {@code <bdi>} can go (SVG): bidirectional formatting characters
-   * (embeddings, overrides, isolates, marks) shown as a backslash, 'u' and four hex digits instead of acting on what follows, and at
-   * most {@link #MAX_NAME} code points.
+   * A user-supplied name as escaped text where no {@code <bdi>} can go (SVG): {@link #plain}, HTML-escaped.
    */
   public static String text(String name) {
+    return escape(plain(name));
+  }
+
+  /**
+   * A user-supplied name made inert for a log line or a page: control characters (C0, DEL, C1 such as NEL, line and
+   * paragraph separators) and bidirectional formatting characters (embeddings, overrides, isolates, marks) shown as a
+   * backslash, 'u' and four hex digits instead of acting on what follows (no forged log lines, terminal escapes or
+   * reordered neighbours), and at most {@link #MAX_NAME} code points.
+   */
+  public static String plain(String name) {
     StringBuilder b = new StringBuilder();
     int shown = 0;
     for (int i = 0; i < name.length(); ) {
@@ -33,14 +41,30 @@ public final class Html {
         b.append('\u2026');
         break;
       }
-      if (bidiControl(cp)) {
-        b.append(String.format("\\u%04X", cp));
-      } else {
-        b.appendCodePoint(cp);
-      }
+      appendInert(b, cp);
       shown++;
     }
-    return escape(b.toString());
+    return b.toString();
+  }
+
+  /** {@code cp}, or its escape when it is a control or bidirectional formatting character. */
+  private static void appendInert(StringBuilder b, int cp) {
+    if (showsAsItself(cp)) {
+      b.appendCodePoint(cp);
+    } else {
+      b.append(String.format("\\u%04X", cp));
+    }
+  }
+
+  /** Whether {@code cp} shows as itself: not a control, line or paragraph separator, or bidirectional formatting character. */
+  static boolean showsAsItself(int cp) {
+    return !control(cp) && !bidiControl(cp);
+  }
+
+  /** A control character (C0, DEL, C1 such as NEL) or a line or paragraph separator. */
+  static boolean control(int cp) {
+    int type = Character.getType(cp);
+    return type == Character.CONTROL || type == Character.LINE_SEPARATOR || type == Character.PARAGRAPH_SEPARATOR;
   }
 
   static boolean bidiControl(int cp) {
@@ -52,7 +76,11 @@ public final class Html {
     return "<h4>" + heading + "</h4><table id=\"" + id + "\" class=\"table table-bordered table-sm table-striped\"><thead><tr>";
   }
 
-  /** {@code s} safe for HTML and SVG content and attribute values (job, stage and merger names are user input). */
+  /**
+   * {@code s} safe for HTML and SVG content and attribute values (job, stage and merger names are user input):
+   * markup escaped, and control characters (C0, DEL, C1, line and paragraph separators) as a backslash, 'u' and four
+   * hex digits, so none reaches the page raw.
+   */
   public static String escape(String s) {
     StringBuilder b = new StringBuilder(s.length());
     for (char c : s.toCharArray()) {
@@ -62,7 +90,13 @@ public final class Html {
         case '>' -> b.append("&gt;");
         case '"' -> b.append("&quot;");
         case '\'' -> b.append("&#39;");
-        default -> b.append(c);
+        default -> {
+          if (control(c)) {
+            b.append(String.format("\\u%04X", (int) c));
+          } else {
+            b.append(c);
+          }
+        }
       }
     }
     return b.toString();

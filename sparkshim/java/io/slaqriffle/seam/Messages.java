@@ -71,6 +71,27 @@ public final class Messages {
     return JSON.valueToTree(value);
   }
 
+  /**
+   * A value (a message or a record of messages) as JSON text in the encoding of {@link #tree}, written straight to text:
+   * no tree in between, whose nodes take several times the text (a History Server saving a large tab model).
+   */
+  public static String text(Object value) {
+    try {
+      return JSON.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("cannot encode a " + value.getClass().getSimpleName() + ": " + e.getOriginalMessage(), e);
+    }
+  }
+
+  /** {@link #text}'s inverse, as strict as {@link #decode}, read straight from the text (no tree in between). */
+  public static <T> T read(String json, Class<T> type) {
+    try {
+      return JSON.readValue(json, type);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("bad " + type.getSimpleName() + ": " + e.getOriginalMessage(), e);
+    }
+  }
+
   /** JSON text as a tree (what {@link #fromTree} reads). */
   public static com.fasterxml.jackson.databind.JsonNode parse(String json) {
     try {

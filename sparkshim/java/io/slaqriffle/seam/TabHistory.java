@@ -93,7 +93,7 @@ public abstract class TabHistory<S, M, D> implements AppHistoryServerPlugin {
             view.prefix(), firstError);
       }
       if (applied > 0) {
-        store.write(new TabModelEntry(view.prefix(), Messages.tree(save.apply(replayed)).toString()));
+        store.write(new TabModelEntry(view.prefix(), Messages.text(save.apply(replayed)))); // no JSON tree: several times the model
       }
     }
   }
@@ -111,7 +111,7 @@ public abstract class TabHistory<S, M, D> implements AppHistoryServerPlugin {
     }
     S restored;
     try {
-      restored = restore.apply(Messages.fromTree(Messages.parse(entry.model()), saved));
+      restored = restore.apply(Messages.read(entry.model(), saved));
     } catch (RuntimeException e) {
       unavailable(ui, "cannot rebuild its model: " + e.getMessage());
       return;

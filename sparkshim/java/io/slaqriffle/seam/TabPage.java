@@ -36,8 +36,16 @@ public final class TabPage<S> extends WebUIPage {
     this.shown = shown;
   }
 
+  /**
+   * The page, for a request to it. Spark's {@code WebUI.attachPage} attaches the page's handler ({@code /<prefix>})
+   * before its JSON's ({@code /<prefix>/json}), so in between a request for the JSON reaches this page (the longest
+   * prefix attached): refused (Spark answers 400 with the message), never answered with the page's HTML as a 200.
+   */
   @Override
   public Seq<Node> render(HttpServletRequest request) {
+    if (forJson(request.getServletPath() + (request.getPathInfo() == null ? "" : request.getPathInfo()))) {
+      throw new IllegalArgumentException("the " + view.title() + " tab's JSON is being attached; ask again");
+    }
     String jsonUrl = SparkHooks.prependBaseUri(request, tab.basePath(), "/" + view.prefix() + "/json/");
     String html = body(jsonUrl, refreshSeconds(request));
     return SparkHooks.sparkPage(request, view.title(), new AbstractFunction0<Seq<Node>>() {
@@ -72,6 +80,11 @@ public final class TabPage<S> extends WebUIPage {
     } catch (java.io.IOException e) {
       throw new IllegalStateException("cannot render the " + view.title() + " status as JSON: " + e, e);
     }
+  }
+
+  /** Whether a request's path below the tab (servlet path and path info) names the tab's JSON ({@code /json}, {@code /json/...}). */
+  static boolean forJson(String path) {
+    return path.equals("/json") || path.startsWith("/json/");
   }
 
   /** A page body that only says {@code what} (escaped). */

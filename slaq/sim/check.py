@@ -1,0 +1,193 @@
+"""``slaq simulate --check`` and ``--project``: the task-level replay (:mod:`slaq.sim.replay`) against the live
+runs a trace was recorded from, and the same workloads projected to larger clusters with a lower bound.
+
+The check replays each recorded workload on its live configuration (its executor cores, its epoch, the
+policy code of :mod:`slaq.policy`, stock Spark FAIR as Spark orders its pools) and compares the predicted
+mean time to 90% with the median of the live runs; a prediction within :data:`TOLERANCE` passes. Nothing
+here is fitted to the measured times: the trace's inputs are each job's arrival, losses and recorded work.
+Projections are trusted only as far as the check passed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from slaq.metrics import NINETY, reached
+from slaq.sim.replay import STOCK, ReplayResult, replay
+from slaq.sim.trace import Trace, TraceJob
+
+TOLERANCE = 0.15  # |predicted / measured - 1| at most this for a configuration's mean time to 90%
+CONFIG_POLICIES = {"slaq": "slaq", "fair": "fair", "stock": STOCK}  # the live configurations (srlab.slaq_bench.configs) -> replay policy
+PROJECT_CORES = (16, 64, 640)
+STEP_GAP = 0.1  # projections: the loop decides on arrivals and ends at most every 0.1 s (one allocation of 4,000 jobs: ~50 ms)
+LIVE_TRACES = Path(__file__).parents[1] / "traces" / "data"  # the recorded live workloads shipped with the package: live_*.json.gz
+Progress = Callable[[str], None]
+
+
+def packaged_traces() -> list[Path]:
+    return sorted(LIVE_TRACES.glob("live_*.json.gz"))
+
+
+@dataclass(frozen=True)
+class ConfigCheck:
+    trace: str
+    config: str
+    predicted_s: float
+    measured_s: float  # median of the live runs' mean time to 90%
+    measured_runs: tuple[float, ...]
+    predicted_makespan_s: float
+    measured_makespan_s: float
+    job_error_s: float  # mean absolute per-job error of time to 90%
+
+    @property
+    def error(self) -> float:
+        return self.predicted_s / self.measured_s - 1 if self.measured_s else math.inf
+
+    @property
+    def ok(self) -> bool:
+        return abs(self.error) <= TOLERANCE
+
+    def as_dict(self) -> dict:
+        return {"trace": self.trace, "config": self.config, "predicted_mean_time_to_90pct_s": round(self.predicted_s, 2),
+                "measured_mean_time_to_90pct_s": round(self.measured_s, 2), "measured_runs": list(self.measured_runs),
+                "error": round(self.error, 4), "within_tolerance": self.ok,
+                "predicted_makespan_s": round(self.predicted_makespan_s, 1), "measured_makespan_s": round(self.measured_makespan_s, 1),
+                "mean_abs_job_error_s": round(self.job_error_s, 2)}
+
+
+def check_trace(trace: Trace, progress: Progress | None = None) -> list[ConfigCheck]:
+    """One :class:`ConfigCheck` per configuration the trace has live runs of."""
+    work_conserving = bool(trace.setting.get("work_conserving", True))
+    out = []
+    for config, runs in trace.measured.items():
+        if config not in CONFIG_POLICIES or not runs:
+            continue
+        if progress:
+            progress(f"checking {trace.name or 'trace'}: replaying {config} on {trace.cores} cores")
+        result = replay(trace.jobs, CONFIG_POLICIES[config], trace.cores, trace.epoch, work_conserving)
+        measured = [float(r["mean_time_to_90pct_s"]) for r in runs if r.get("mean_time_to_90pct_s") is not None]
+        per_job = _job_errors(result, runs)
+        out.append(ConfigCheck(trace.name, config, result.mean(NINETY), statistics.median(measured), tuple(measured),
+                               result.makespan, statistics.median(float(r["makespan_s"]) for r in runs), per_job))
+    return out
+
+
+def _job_errors(result: ReplayResult, runs: list[dict]) -> float:
+    """Mean over jobs of |predicted - median measured| time to 90%."""
+    errors = []
+    for j in result.jobs:
+        seen = [r["time_to_90pct_s"][j["job"]] for r in runs if r.get("time_to_90pct_s", {}).get(j["job"]) is not None]
+        if seen and j["time_to_90pct_s"] is not None:
+            errors.append(abs(j["time_to_90pct_s"] - statistics.median(seen)))
+    return float(np.mean(errors)) if errors else math.nan
+
+
+# -- projections -------------------------------------------------------------------------------------------
+
+def scaled(trace: Trace, cores: int, seed: int = 1) -> list[TraceJob]:
+    """The trace's workload for ``cores`` cores: ``cores / trace.cores`` times as many jobs (its jobs in turn),
+    arriving that many times as often (Poisson, the trace's mean gap divided by the factor)."""
+    factor = cores / trace.cores
+    n = max(int(round(len(trace.jobs) * factor)), 1)
+    gap = float(trace.setting.get("arrival_mean_s") or _mean_gap(trace.jobs)) / factor
+    gaps = np.random.default_rng(seed).exponential(gap, size=n)
+    gaps[0] = 0.0
+    arrivals = np.cumsum(gaps)
+    base = trace.jobs
+    return [replace(base[i % len(base)], name=f"{base[i % len(base)].name}#{i // len(base)}", arrival=float(arrivals[i])) for i in range(n)]
+
+
+def _mean_gap(jobs: Sequence[TraceJob]) -> float:
+    arrivals = sorted(j.arrival for j in jobs)
+    return (arrivals[-1] - arrivals[0]) / (len(arrivals) - 1) if len(arrivals) > 1 else 1.0
+
+
+def ninety_phase(job: TraceJob) -> int:
+    """The phase whose loss first covers 90% of the job's whole reduction (its last phase if none does)."""
+    first, lowest = job.losses[0], min(job.losses)
+    span = first - lowest
+    if span <= 0:
+        return len(job.losses) - 1
+    return next(k for k, v in enumerate(job.losses) if reached((v - lowest) / span, NINETY))
+
+
+def alone_seconds(job: TraceJob, cores: int, upto: int) -> float:
+    """The job's phases 0..``upto`` on an otherwise empty cluster of ``cores`` cores: its driver time and
+    Spark latency plus each stage's waves of tasks (its critical path; no schedule can do better)."""
+    return sum(p.waits + sum(math.ceil(s.tasks / cores) * s.task_seconds for s in p.stages) for p in job.phases[: upto + 1])
+
+
+def srpt_flow(releases: Sequence[float], sizes: Sequence[float], speed: float) -> list[float]:
+    """Flow times (completion - release) of preemptive shortest-remaining-work-first on one machine of
+    ``speed`` (optimal for total flow time there, and a relaxation of ``speed`` cores)."""
+    order = sorted(range(len(sizes)), key=lambda i: releases[i])
+    flows = [0.0] * len(sizes)
+    heap: list[tuple[float, int]] = []
+    t, k = 0.0, 0
+    while k < len(order) or heap:
+        if not heap:
+            t = max(t, releases[order[k]])
+        while k < len(order) and releases[order[k]] <= t:
+            heapq.heappush(heap, (sizes[order[k]], order[k]))
+            k += 1
+        left, i = heapq.heappop(heap)
+        next_release = releases[order[k]] if k < len(order) else math.inf
+        if t + left / speed <= next_release:
+            t += left / speed
+            flows[i] = t - releases[i]
+        else:
+            heapq.heappush(heap, (left - (next_release - t) * speed, i))
+            t = next_release
+    return flows
+
+
+def clairvoyant_bound(jobs: Sequence[TraceJob], cores: int) -> dict:
+    """A lower bound on the mean time to 90% of ``jobs`` on ``cores`` cores under any scheduler that knows
+    each job's future: the larger of (a) shortest-remaining-work-first over each job's executor work to its
+    90% point with the work perfectly divisible across cores and preempted at no cost, driver time left
+    out, and (b) the mean of each job's time to 90% alone on the cluster (driver time plus its stages'
+    waves of tasks)."""
+    upto = [ninety_phase(j) for j in jobs]
+    flows = srpt_flow([j.arrival for j in jobs], [j.work_to(k)[0] for j, k in zip(jobs, upto)], float(cores))
+    srpt = float(np.mean(flows))
+    alone = float(np.mean([alone_seconds(j, cores, k) for j, k in zip(jobs, upto)]))
+    return {"mean_time_to_90pct_s": round(max(srpt, alone), 3), "srpt_fluid_s": round(srpt, 3), "alone_s": round(alone, 3),
+            "assumptions": "knows each job's work to its 90% point; (a) executor work divisible over cores, preemption free, "
+                           "no driver time; (b) each job alone; the bound is the larger"}
+
+
+def project(trace: Trace, cores_list: Sequence[int] = PROJECT_CORES, policies: Sequence[str] = ("slaq", "fair", STOCK),
+            seed: int = 1, progress: Progress | None = None) -> list[dict]:
+    """Per core count: the scaled workload's mean time to 90% under each policy, SLAQ's change against fair
+    and stock (negative: less time), the clairvoyant bound and each policy's ratio to it."""
+    rows = []
+    for cores in cores_list:
+        jobs = scaled(trace, cores, seed)
+        row: dict = {"cores": cores, "jobs": len(jobs), "policies": {}}
+        for policy in policies:
+            if progress:
+                progress(f"projecting {trace.name or 'trace'}: {len(jobs)} jobs on {cores} cores under {policy}")
+
+            def said(t: float, done: int, total: int, policy: str = policy) -> None:
+                if progress:
+                    progress(f"  {policy}: {done}/{total} jobs done at {t:.0f} s simulated")
+
+            result = replay(jobs, policy, cores, trace.epoch, progress=said, min_step_gap=STEP_GAP)
+            row["policies"][policy] = {"mean_time_to_90pct_s": round(result.mean(NINETY), 3), "makespan_s": round(result.makespan, 1)}
+        bound = clairvoyant_bound(jobs, cores)
+        row["clairvoyant_bound"] = bound
+        by = row["policies"]
+        for figures in by.values():
+            figures["ratio_to_bound"] = round(figures["mean_time_to_90pct_s"] / bound["mean_time_to_90pct_s"], 3)
+        for base in ("fair", STOCK):
+            if "slaq" in by and base in by:
+                row[f"slaq_vs_{base}"] = round(by["slaq"]["mean_time_to_90pct_s"] / by[base]["mean_time_to_90pct_s"] - 1, 4)
+        rows.append(row)
+    return rows

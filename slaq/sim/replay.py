@@ -1,0 +1,236 @@
+"""Task-level replay of a recorded live workload (:mod:`slaq.sim.trace`) on ``C`` executor cores.
+
+What :mod:`slaq.sim.engine` treats as a fluid (cores x seconds), this replays as Spark runs it, so it
+can be checked against the live runs the trace came from:
+
+* each job runs its phases in order: its driver time and its Spark jobs' latency (no executor core:
+  the driver runs elsewhere), then its stages one after another, each ``tasks`` tasks of equal length; a task, once launched, runs
+  to its end (Spark never preempts one). Its loss is reported when its phase's last task ends.
+* free cores are offered once per event (a task ending, a stage submitted), in one sorted round, the
+  first job in the order taking every free core it has tasks for, as Spark's ``resourceOffers`` does.
+* ``stock``: Spark's FAIR scheduler with one pool per job, weight 1, min share 0: fewest running tasks
+  first, ties to the earlier job (pools named by arrival, ``srlab.slaq_bench.configs.stock_pool_name``).
+* any policy of :mod:`slaq.policy` (``slaq``, ``fair``, ...): SLAQ's live path. The epoch loop's
+  :class:`~slaq.live.allocation.Allocator` decides on each job's history (losses, core-seconds and wall
+  time per iteration, as the pools report them) at every epoch and whenever a job arrives or ends; the
+  decision is deposited as ``cores x epoch`` core-second tokens (unspent surplus lost, debt carried),
+  running tasks draw them down, and the pools are ordered as ``JobsPool`` orders them (pools with
+  tokens first, by the fraction of their deposit left; then, work-conserving, the throttled ones).
+
+Left out: the driver's own CPU use on the executors' machine, scheduler delays, locality waits and the
+epoch loop's own time. Pure: no Spark, no clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from slaq.live.allocation import Allocator
+from slaq.live.job import LiveJob
+from slaq.live.registry import NO_LOSS_EPOCHS
+from slaq.metrics import NINETY, THRESHOLDS, time_to_key, time_to_reduction
+from slaq.sim.trace import TraceJob
+
+STOCK = "stock"  # Spark's own FAIR scheduler, SLAQ off
+_ARRIVE, _DRIVER_DONE, _TASKS_DONE, _STEP = 0, 1, 2, 3
+
+
+@dataclass(eq=False)
+class _Job:
+    spec: TraceJob
+    index: int
+    live: LiveJob
+    phase: int = 0
+    stage: int = -1  # -1: in its phase's driver time
+    pending: int = 0
+    running: int = 0
+    tokens: float = 0.0
+    deposit: float = 0.0
+    consumed: float = 0.0  # core-seconds its tasks ran so far
+    stage_seconds: float = 0.0  # seconds it had a stage in the scheduler
+    stage_started: float = 0.0
+    last: tuple[float, float, float] | None = None  # (time, consumed, stage seconds) at its latest report
+    times: list[float] = field(default_factory=list)
+    finished: float | None = None
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    policy: str
+    cores: int
+    jobs: list[dict]  # per job: arrival, finish and time to each threshold, from its arrival
+    makespan: float
+    steps: int
+
+    def mean(self, threshold: float = NINETY) -> float:
+        values = [j[time_to_key(threshold)] for j in self.jobs if j.get(time_to_key(threshold)) is not None]
+        return sum(values) / len(values) if values else math.nan
+
+
+def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0, work_conserving: bool = True,
+           progress: Callable[[float, int, int], None] | None = None, min_step_gap: float = 0.0) -> ReplayResult:
+    """Run ``jobs`` under ``policy`` (``stock`` or a :mod:`slaq.policy` name) on ``cores`` executor cores.
+
+    ``min_step_gap``: the epoch loop decides again on an arrival or an end at most this often (0: at once,
+    as the live loop does when its decision takes no time; at thousands of jobs a decision takes a while)."""
+    if cores < 1 or epoch <= 0:
+        raise ValueError("cores must be >= 1 and epoch > 0")
+    allocator = None if policy == STOCK else Allocator(policy, epoch)
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i].arrival)
+    states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n))) for n, i in enumerate(order)]
+    events: list[tuple[float, int, int, int, int]] = []
+    seq = 0
+
+    def push(t: float, kind: int, who: int = -1, count: int = 0) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(events, (t, seq, kind, who, count))
+
+    for s in states:
+        push(s.spec.arrival, _ARRIVE, s.index)
+    active: list[_Job] = []
+    free, steps, step_gen, settled, done, said = cores, 0, 0, 0.0, 0, 0
+    last_step, wake_pending = -math.inf, False
+
+    def start_phase(s: _Job, t: float) -> None:
+        s.stage = -1
+        push(t + s.spec.phases[s.phase].waits, _DRIVER_DONE, s.index)
+
+    def next_stage(s: _Job, t: float) -> bool:
+        """Submit the job's next stage; False when its phase has none left (the phase ends now)."""
+        stages = s.spec.phases[s.phase].stages
+        s.stage += 1
+        if s.stage >= len(stages):
+            return False
+        s.pending, s.running = stages[s.stage].tasks, 0
+        return True
+
+    def end_phase(s: _Job, t: float) -> bool:
+        """Report the phase's loss; True when the job is finished."""
+        loss = s.spec.losses[s.phase]
+        s.times.append(t)
+        if allocator is not None:
+            _report(s, loss, t)
+        s.phase += 1
+        if s.phase >= len(s.spec.phases):
+            s.finished = t
+            return True
+        start_phase(s, t)
+        return False
+
+    def step(t: float) -> None:
+        nonlocal steps, step_gen, last_step
+        assert allocator is not None
+        last_step = t
+        for s in active:
+            s.live.silent_epochs = 0 if s.live.history.losses else min(s.live.silent_epochs + 1, NO_LOSS_EPOCHS)
+        alloc = allocator.decide([s.live for s in active], float(cores), [], t).alloc
+        for s in active:
+            s.deposit = alloc.get(s.live.name, 0.0) * epoch
+            s.tokens = min(s.tokens, 0.0) + s.deposit
+        steps += 1
+        step_gen += 1
+        push(t + epoch, _STEP, step_gen)
+
+    while events:
+        t = events[0][0]
+        if allocator is not None:
+            for s in active:  # running tasks draw their pools' tokens down
+                s.tokens -= s.running * (t - settled)
+        settled = t
+        changed = False
+        while events and events[0][0] <= t:
+            _, _, kind, who, count = heapq.heappop(events)
+            if kind == _STEP:
+                if who == -2:
+                    wake_pending = False
+                if (who == step_gen or who == -2) and active:
+                    changed = True
+                continue
+            s = states[who]
+            if kind == _ARRIVE:
+                active.append(s)
+                start_phase(s, t)
+                changed = True
+            elif kind == _DRIVER_DONE:
+                s.stage_started = t
+                if not next_stage(s, t) and end_phase(s, t):
+                    active.remove(s)
+                    done += 1
+                    changed = True
+            elif kind == _TASKS_DONE:
+                s.running -= count
+                free += count
+                s.consumed += count * s.spec.phases[s.phase].stages[s.stage].task_seconds
+                if s.pending == 0 and s.running == 0 and not next_stage(s, t):
+                    s.stage_seconds += t - s.stage_started
+                    if end_phase(s, t):
+                        active.remove(s)
+                        done += 1
+                        changed = True
+        if changed and allocator is not None and active:
+            if t - last_step >= min_step_gap - 1e-12:
+                step(t)
+            elif not wake_pending:
+                wake_pending = True
+                push(last_step + min_step_gap, _STEP, -2)
+        free = _offer(active, free, t, push, allocator is None, work_conserving)
+        if progress is not None and done >= said + 100:
+            said = done
+            progress(t, done, len(states))
+    finished = [s for s in states if s.finished is not None]
+    return ReplayResult(policy, cores, [_record(s) for s in finished], max((s.finished or 0.0) for s in finished) if finished else 0.0, steps)
+
+
+def _report(s: _Job, loss: float, t: float) -> None:
+    """What ``slaq.live.registry.append`` does with a pool's report: cost and wall time since the previous one."""
+    if s.last is None:
+        s.live.history.report(loss, at=t)
+    else:
+        wall = max(t - s.last[0], 1e-6)
+        used = max(s.consumed - s.last[1], 0.0)
+        s.live.history.report(loss, used, wall, used / wall if used > 0 else None, at=t)
+        s.live.driver.add(wall, s.stage_seconds - s.last[2], used)
+    s.last = (t, s.consumed, s.stage_seconds)
+
+
+def _rank(s: _Job) -> tuple[int, float]:
+    """``JobsPool``'s order: pools with tokens first, then by the fraction of their latest deposit left."""
+    fraction = s.tokens / s.deposit if s.deposit > 0 else (1.0 if s.tokens > 0 else -1e9 + s.tokens)
+    return (0 if s.tokens > 0 else 1, -fraction)
+
+
+def _offer(active: list[_Job], free: int, t: float, push: Callable[..., None], stock: bool, work_conserving: bool) -> int:
+    """One offer round: the free cores to the waiting tasks, in the scheduler's order; returns the cores left free."""
+    if free <= 0:
+        return free
+    waiting = [s for s in active if s.pending > 0]
+    if not waiting:
+        return free
+    if stock:
+        waiting.sort(key=lambda s: (s.running / s.spec.weight, s.index))
+    else:
+        waiting.sort(key=_rank)
+        if not work_conserving:
+            waiting = [s for s in waiting if s.tokens > 0]
+    for s in waiting:
+        n = min(free, s.pending)
+        s.pending -= n
+        s.running += n
+        free -= n
+        push(t + s.spec.phases[s.phase].stages[s.stage].task_seconds, _TASKS_DONE, s.index, n)
+        if free == 0:
+            break
+    return free
+
+
+def _record(s: _Job) -> dict:
+    out = {"job": s.spec.name, "family": s.spec.family, "arrival_s": round(s.spec.arrival, 3),
+           "finished_s": round((s.finished or 0.0) - s.spec.arrival, 3)}
+    for thr in THRESHOLDS:
+        hit = time_to_reduction(s.times, list(s.spec.losses), thr)
+        out[time_to_key(thr)] = None if hit is None else round(hit - s.spec.arrival, 3)
+    return out

@@ -1,0 +1,193 @@
+"""The task-level replay of recorded live workloads (slaq.sim.trace, slaq.sim.replay, slaq.sim.check): the trace
+format, Spark's FAIR order and SLAQ's token order on hand-made jobs whose timeline is known, the lower bound,
+the projections' scaling, the recorder's split of a run into phases, and ``slaq simulate --check/--project``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from slaq.cli import main
+from slaq.sim import check, replay, trace
+from slaq.sim.trace import Phase, Stage, Trace, TraceError, TraceJob
+
+LOSSES = (1.0, 0.5, 0.2, 0.05, 0.0)  # 90% of the reduction at loss 3
+
+
+def job(name: str, arrival: float = 0.0, tasks: int = 2, seconds: float = 1.0, driver: float = 0.0, phases: int = 5,
+        latency: float = 0.0) -> TraceJob:
+    """A job whose every phase is ``driver`` + ``latency`` seconds off the cores, then one stage of ``tasks`` tasks."""
+    return TraceJob(name, "test", arrival, LOSSES[:phases], tuple(Phase(driver, (Stage(tasks, seconds),), latency) for _ in range(phases)))
+
+
+def make_trace(jobs: list[TraceJob], measured: dict | None = None) -> Trace:
+    return Trace(tuple(jobs), 2, 1.0, {"source": "test", "arrival_mean_s": 1.0}, measured or {})
+
+
+def test_a_trace_survives_its_json_and_gzip(tmp_path):
+    t = make_trace([job("a", driver=0.1, latency=0.05), job("b", 1.5)], {"stock": [{"mean_time_to_90pct_s": 3.0, "makespan_s": 9.0}]})
+    for name in ("t.json", "t.json.gz"):
+        back = trace.load(trace.save(t, tmp_path / name))
+        assert back.jobs == t.jobs and back.cores == 2 and back.epoch == 1.0 and back.measured == t.measured
+    assert gzip.decompress((tmp_path / "t.json.gz").read_bytes()).startswith(b"{")
+
+
+@pytest.mark.parametrize("content, reason", [(None, "no such trace file"), (b"garbage", "not a readable trace"),
+                                             (b'{"format": "other"}', "not a slaq-trace/1"),
+                                             (b'{"format": "slaq-trace/1", "jobs": []}', "malformed")])
+def test_a_bad_trace_file_is_one_line_naming_it(tmp_path, content, reason):
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(TraceError, match=reason) as err:
+        trace.load(path)
+    assert "\n" not in str(err.value) and str(path) in str(err.value)
+
+
+def test_a_job_alone_runs_its_phases_back_to_back_in_waves_of_tasks():
+    # 3 tasks of 0.5 s on 2 cores: two waves, 1 s; plus 0.2 s of driver and latency per phase
+    result = replay.replay([job("a", tasks=3, seconds=1.5, driver=0.15, latency=0.05)], replay.STOCK, 2)
+    (a,) = result.jobs
+    assert a["time_to_90pct_s"] == pytest.approx(4 * 1.2)  # loss 3 ends phase 3, the fourth phase
+    assert result.makespan == pytest.approx(5 * 1.2)
+
+
+def test_stock_fair_gives_a_free_core_to_the_pool_with_fewest_running_tasks_ties_to_the_earlier_job():
+    # both arrive at 0 with 0.1 s of driver and two 1 s tasks per stage: the earlier job's pool sorts first and takes
+    # both cores; while its driver prepares the next stage the second takes them, and so on: no task is preempted
+    jobs = [job("first", 0.0, seconds=2.0, phases=2, driver=0.1), job("second", 0.0, seconds=2.0, phases=2, driver=0.1)]
+    result = {j["job"]: j for j in replay.replay(jobs, replay.STOCK, 2).jobs}
+    assert result["first"]["finished_s"] == pytest.approx(3.1)  # 0.1 + 1, waits 1.2..2.1 for the second's wave, then 1
+    assert result["second"]["finished_s"] == pytest.approx(4.1)
+
+
+def test_fair_policy_interleaves_jobs_through_the_token_buckets_where_stock_runs_them_in_turn():
+    # one stage of 8 tasks of 0.5 s each: stock gives every freed core to the earlier job (fewest running tasks, ties
+    # by arrival); under fair the later job's tokens rank it first once the earlier one has spent its deposit
+    jobs = [job("a", 0.0, tasks=8, seconds=4.0, phases=2, driver=0.05), job("b", 0.1, tasks=8, seconds=4.0, phases=2, driver=0.05)]
+    stock = {j["job"]: j["finished_s"] + j["arrival_s"] for j in replay.replay(jobs, replay.STOCK, 2).jobs}
+    fair = {j["job"]: j["finished_s"] + j["arrival_s"] for j in replay.replay(jobs, "fair", 2).jobs}
+    assert stock["a"] < stock["b"] - 3.0  # in turn
+    assert abs(fair["a"] - fair["b"]) < 1.5 and fair["a"] > stock["a"] and fair["b"] <= stock["b"] + 1e-9
+
+
+@pytest.mark.parametrize("policy", ["slaq", "fair", replay.STOCK])
+def test_every_policy_finishes_every_job_and_never_beats_the_clairvoyant_bound(policy):
+    jobs = [job(f"j{i}", arrival=0.7 * i, tasks=4, seconds=0.4 * (1 + i % 3), driver=0.1 * (i % 2)) for i in range(8)]
+    result = replay.replay(jobs, policy, 2)
+    assert len(result.jobs) == 8
+    assert all(0 < j["time_to_90pct_s"] <= j["time_to_95pct_s"] <= j["finished_s"] + 1e-9 for j in result.jobs)
+    assert result.mean() >= check.clairvoyant_bound(jobs, 2)["mean_time_to_90pct_s"] - 1e-9
+
+
+def test_the_cores_never_run_more_than_the_recorded_work():
+    jobs = [job(f"j{i}", arrival=0.5 * i, tasks=3, seconds=0.9) for i in range(5)]
+    result = replay.replay(jobs, "slaq", 2)
+    work = sum(p.executor_s for j in jobs for p in j.phases)
+    assert result.makespan >= work / 2 - 1e-9
+
+
+def test_srpt_on_one_fast_machine_is_exact_on_a_small_case():
+    # sizes 4 and 1 on speed 2: the short one arrives at 1 and preempts: done at 1.5; the long one at 2.5
+    assert check.srpt_flow([0.0, 1.0], [4.0, 1.0], 2.0) == pytest.approx([2.5, 0.5])
+
+
+def test_the_bound_is_the_larger_of_srpt_and_each_job_alone():
+    jobs = [job("a", tasks=2, seconds=2.0, driver=0.5)]
+    b = check.clairvoyant_bound(jobs, 2)
+    assert b["alone_s"] == pytest.approx(4 * 1.5) and b["srpt_fluid_s"] == pytest.approx(4 * 1.0)
+    assert b["mean_time_to_90pct_s"] == b["alone_s"]
+
+
+def test_projections_scale_jobs_and_arrival_rate_with_the_cores():
+    t = make_trace([job(f"j{i}", arrival=float(i)) for i in range(4)])
+    jobs = check.scaled(t, 16)
+    assert len(jobs) == 32 and len({j.name for j in jobs}) == 32
+    assert jobs[-1].arrival < 32 * 1.0 / 8 * 2  # mean gap 1 s / 8
+    rows = check.project(t, (4,))
+    assert rows[0]["jobs"] == 8 and set(rows[0]["policies"]) == {"slaq", "fair", "stock"}
+    assert all(p["ratio_to_bound"] >= 1.0 for p in rows[0]["policies"].values())
+
+
+def test_the_check_compares_each_configuration_with_the_median_of_its_runs():
+    jobs = [job("a", tasks=2, seconds=1.0), job("b", arrival=0.5, tasks=2, seconds=1.0)]
+    predicted = replay.replay(jobs, replay.STOCK, 2).mean()
+    t = make_trace(jobs, {"stock": [{"mean_time_to_90pct_s": predicted * f, "makespan_s": 6.0} for f in (0.5, 1.0, 3.0)]})
+    (c,) = check.check_trace(t)
+    assert c.config == "stock" and c.measured_s == pytest.approx(predicted) and c.ok and c.error == pytest.approx(0.0)
+
+
+def test_the_recorder_splits_a_run_into_phases_by_submission():
+    from srlab.slaq_bench.trace_record import RunJob, SparkJob, busy_cores, combine, phases_of
+
+    sj = [SparkJob(0.1, 0.5, (Stage(4, 0.8),), 0.15, 0.45), SparkJob(0.7, 1.0, (Stage(4, 0.6),), 0.75, 0.95)]
+    phases = phases_of(0.0, [0.6, 1.1], sj, busy_cores([]), 2)
+    assert [p.phase.stages for p in phases] == [(Stage(4, 0.8),), (Stage(4, 0.6),)]
+    assert phases[0].phase.driver_s == pytest.approx(0.6 - 0.4) and phases[0].latency == pytest.approx(0.05 + 0.05)
+    busy = phases_of(0.0, [0.6, 1.1], sj, busy_cores([(0.0, 2.0), (0.0, 2.0)]), 2)
+    assert busy[0].latency is None  # submitted with every core busy: its wait is not latency
+    run = RunJob("a", "f", 0.0, (1.0, 0.5), tuple(phases))
+    t = combine([[run], [run]], 2, 1.0, {}, {})
+    assert t.jobs[0].phases[0].latency_s == pytest.approx(0.1) and t.jobs[0].phases[1].stages == (Stage(4, 0.6),)
+
+
+def test_simulate_check_and_project_print_json_and_exit_1_on_a_miss(tmp_path, capsys):
+    jobs = [job("a"), job("b", arrival=1.0)]
+    path = trace.save(make_trace(jobs, {"stock": [{"mean_time_to_90pct_s": 100.0, "makespan_s": 9.0}]}), tmp_path / "t.json.gz")
+    assert main(["simulate", "--check", str(path), "--project", str(path), "--project-cores", "4"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["check"]["configs"][0]["within_tolerance"] is False
+    assert out["projection"]["traces"][0]["rows"][0]["cores"] == 4
+    assert main(["simulate", "--check", str(tmp_path / "missing.json")]) == 2
+    assert "no such trace file" in capsys.readouterr().err
+
+
+def test_the_demo_reports_changes_negative_for_less_time_with_median_spread_and_noise():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("sweep_demo", Path(__file__).parents[2] / "lab" / "demos" / "sweep.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    key = "mean_time_to_90pct_s"
+    runs = {"slaq": [{key: 7.0}, {key: 9.0}, {key: 12.0}], "fair": [{key: 10.0}, {key: 10.0}, {key: 10.0}]}
+    m = demo.margins(runs, "slaq", "fair")[key]
+    assert m["median"] == pytest.approx(-0.1) and m["min"] == pytest.approx(-0.3) and m["max"] == pytest.approx(0.2)
+    assert m["inside_noise"] is True
+    assert demo.margins({"slaq": [{key: 5.0}], "fair": [{key: 10.0}]}, "slaq", "fair")[key]["inside_noise"] is False
+
+
+def test_a_recorded_live_trace_is_packaged_and_small():
+    paths = check.packaged_traces()
+    assert paths and all(p.stat().st_size < 200_000 for p in paths)
+    t = trace.load(paths[0])
+    assert t.cores == 2 and t.epoch == 1.0 and set(t.measured) == {"slaq", "fair", "stock"}
+    assert all(len(j.phases) == len(j.losses) and j.phases[0].stages for j in t.jobs)
+
+
+@pytest.mark.parametrize("path", check.packaged_traces(), ids=lambda p: p.name)
+def test_the_replay_predicts_each_recorded_configuration_within_15_percent(path):
+    rows = check.check_trace(trace.load(path))
+    assert {c.config for c in rows} == {"slaq", "fair", "stock"}
+    for c in rows:
+        assert c.ok, f"{c.config}: predicted {c.predicted_s:.1f} s vs measured {c.measured_s:.1f} s ({c.error:+.1%})"
+    by = {c.config: c.predicted_s for c in rows}
+    assert by["slaq"] < by["fair"] < by["stock"]  # the order the live run measured
+
+
+def test_the_mllib_sweep_writes_one_trace_per_variant(tmp_path):
+    from srlab.slaq_bench.mllib import record_traces
+    from srlab.slaq_bench.trace_record import RunJob, RunPhase
+
+    fit = RunJob("lr-00", "logreg", 0.0, (1.0, 0.4, 0.1), tuple(RunPhase(Phase(0.2, (Stage(8, 1.6),)), 0.05) for _ in range(3)), True)
+    summary = {"trace_jobs": [fit], "executor_cores": 2, "mean_time_to_90pct_s": 4.0, "mean_time_to_95pct_s": 5.0, "makespan_s": 6.0,
+               "fits": {"lr-00": {"time_to_90pct_s": 4.0}}}
+    runs = [{"slaq": {"fits": summary, "cv": summary}, "stock": {"fits": summary, "cv": summary}}]
+    paths = record_traces(str(tmp_path / "mllib.json.gz"), runs, ["slaq", "stock"], ["fits", "cv"], 1.0, {"rows": 10})
+    assert [p.rsplit("/", 1)[1] for p in paths] == ["mllib-fits.json.gz", "mllib-cv.json.gz"]
+    t = trace.load(paths[1])
+    assert t.jobs[0].reports is True and t.jobs[0].phases[1].latency_s == pytest.approx(0.05) and set(t.measured) == {"slaq", "stock"}
+    assert t.setting["source"] == "slaq bench mllib (cv)"
