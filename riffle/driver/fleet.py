@@ -9,27 +9,25 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import CancelledError, ThreadPoolExecutor
-from enum import Enum
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
 from riffle.driver.config import RiffleConfig
+from riffle.driver.local_dirs import warn_outside_roots
 from riffle.driver.merges import Merge, MergeState
 from riffle.driver.placement import candidates, two_choices
 from riffle.driver.status import DOWN, OTHER, REFUSED, UP, cause_of_code, merger_row
-from riffle.driver.status_calls import STATUS_DEADLINE_SECONDS, StatusCalls
+from riffle.driver.status_calls import PENDING, STATUS_DEADLINE_SECONDS, Answer, Pending, StatusCalls
 from riffle.driver.token_file import TokenFile
 from riffle.driver.warn_once import WarnOnce
 from riffle.merger.client import MergerClient
 from riffle.merger.paths import OUTSIDE_ROOTS
-from riffle.merger.storage import out_of_range, reported
 from riffle.storage_cost import NodeStorage
 
 log = logging.getLogger("riffle.driver")
@@ -40,15 +38,7 @@ DOWN_SECONDS = 30.0  # how long an unreachable merger is left out
 LOAD_TTL_SECONDS = 0.2  # a merger's reported load is asked again once this old (one status RPC per merger, not per merge)
 MAX_RPC_THREADS = 64  # merges in flight at once; each waits on one blocking MergerClient call
 MAX_KEEPALIVE_SECONDS = 60.0  # leases are renewed every lease / 3, and at least this often
-MAX_SERVED_DIRS, MAX_DIR_CHARS = 64, 4096  # of a merger's served dirs, as many are kept, each at most this long
 T = TypeVar("T")
-
-
-class Pending(Enum):
-    PENDING = "pending"
-
-
-PENDING: Final = Pending.PENDING  # a merger's first Status answer is awaited
 
 
 class MergerFleet:
@@ -139,7 +129,7 @@ class MergerFleet:
             self.mark_down(address, error)
         elif exc.code() == grpc.StatusCode.PERMISSION_DENIED and OUTSIDE_ROOTS in (exc.details() or "") and local_dirs:
             self.refused[address] = error
-            self.warn_outside_roots(address, local_dirs, (exc.details() or "").split(OUTSIDE_ROOTS, 1)[1].strip())
+            warn_outside_roots(self.warn_once, address, local_dirs, (exc.details() or "").split(OUTSIDE_ROOTS, 1)[1].strip())
         elif exc.code() in SYSTEMIC:  # every request to that merger will fail the same way: say so once, loudly
             self.refuse(address, error)
         return error
@@ -147,15 +137,6 @@ class MergerFleet:
     def served_dirs(self, address: str) -> tuple[str, ...] | None:
         """The dirs ``address`` serves, as its latest Status answer said (None before one, or from an older daemon)."""
         return self._served.get(address) or None
-
-    def warn_outside_roots(self, address: str, executor_dirs: Sequence[str], roots: str) -> None:
-        """One WARN (whichever finds it first: a refused merge, or the check of an executor's dirs against the merger's):
-        the executors' dirs lie outside ``address``'s ``roots``, and the confs that fix it."""
-        self.warn_once("refused-outside-roots", "Riffle: merger %s cannot merge this application's shuffle files: the "
-                       "executors write them under %s, outside the merger's local dirs %s. Set spark.local.dir "
-                       "(SPARK_LOCAL_DIRS on a standalone worker) to a directory under one of the merger's --local-dir, "
-                       "or start the merger with a --local-dir that holds the executors' dirs; until then their "
-                       "outputs stay unmerged", address, ", ".join(executor_dirs), roots)
 
     def _client(self, address: str) -> MergerClient:
         c = self._clients.get(address)
@@ -214,16 +195,14 @@ class MergerFleet:
                 self._answered(address, status, now)
 
     def _answered(self, address: str, status: Any, now: float) -> None:
-        """Takes in ``address``'s Status reply, each figure checked: a load that is no number >= 0 places there last, a
-        storage figure out of range is unknown (the conf's prices that node; one WARN per merger)."""
-        load = float(status.load)
-        self._loads[address] = (load if math.isfinite(load) and load >= 0 else float("inf"), now)
-        self._queues[address] = (max(int(status.queued), 0), max(int(status.running), 0))
-        self._storage[address] = reported(status)
-        self._served[address] = tuple(str(d)[:MAX_DIR_CHARS] for d in status.local_dirs[:MAX_SERVED_DIRS])
-        if wrong := out_of_range(status):
+        """Takes in ``address``'s Status reply (:class:`riffle.driver.status_calls.Answer`); a storage figure out of range
+        is one WARN per merger (the conf's prices that node)."""
+        answer = Answer.of(status)
+        self._loads[address] = (answer.load, now)
+        self._queues[address], self._storage[address], self._served[address] = answer.queues, answer.storage, answer.served
+        if answer.wrong:
             self.warn_once(f"storage-{address}", "Riffle: merger %s reports storage figures out of range: %s; merges on its node "
-                           "are priced with spark.riffle.cost.* instead", address, "; ".join(wrong))
+                           "are priced with spark.riffle.cost.* instead", address, "; ".join(answer.wrong))
         self._status_failed.pop(address, None)
 
     def _no_answer(self, address: str, now: float) -> None:

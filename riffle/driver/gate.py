@@ -11,10 +11,12 @@ from typing import Any
 
 from riffle.driver import cost
 from riffle.driver import status as causes
+from riffle.driver.config import RiffleConfig
 from riffle.driver.cost import Decision, StorageCost, node_storage_cost
-from riffle.driver.fleet import PENDING, MergerFleet
+from riffle.driver.fleet import MergerFleet
 from riffle.driver.merges import ShuffleState
 from riffle.driver.policy import MapOutput, full_group
+from riffle.driver.status_calls import PENDING
 
 
 def node_storage(fleet: MergerFleet, host: str) -> StorageCost | None:
@@ -111,6 +113,14 @@ class CostGate:
         return s.reduce_tasks
 
 
+HOLD_MARGIN_SECONDS = 5.0  # the shim holds reducers this much longer than the scheduler would: the scheduler decides first
+
+
+def shim_hold_seconds(config: RiffleConfig) -> float:
+    """The shim's own hold timeout while merging: a backstop should the scheduler stop deciding."""
+    return config.hold_timeout + HOLD_MARGIN_SECONDS
+
+
 class HoldGate:
     """Whether a mergeable shuffle's reducers are held (asked of the shim through ``tracker``): at once when the cost model is
     off; else once the cost model found a full group of its outputs could pay, priced at its map stage's submission (mergers
@@ -162,4 +172,4 @@ class HoldGate:
         return waiting if not s.finalized and self._hold(s) else []
 
 
-__all__ = ["CostGate", "HoldGate", "Verdict", "node_storage", "priciest_storage"]
+__all__ = ["HOLD_MARGIN_SECONDS", "CostGate", "HoldGate", "Verdict", "node_storage", "priciest_storage", "shim_hold_seconds"]

@@ -26,8 +26,8 @@ from riffle.driver import cost
 from riffle.driver import status as causes
 from riffle.driver.config import RiffleConfig
 from riffle.driver.fleet import MergerFleet
-from riffle.driver.gate import CostGate, HoldGate
-from riffle.driver.local_dirs import LocalDirs, outside_roots
+from riffle.driver.gate import CostGate, HoldGate, shim_hold_seconds
+from riffle.driver.local_dirs import LocalDirs
 from riffle.driver.merges import Merge, MergeState, ShuffleState, merge_group, settle_reason
 from riffle.driver.observer import SchedulerObserver
 from riffle.driver.policy import MapOutput, has_data, make_merge_policy
@@ -42,13 +42,6 @@ log = logging.getLogger("riffle.driver")
 POLL_SECONDS = 0.01
 MAX_SETTLED_SHUFFLES = MAX_FINISHED  # settled shuffles' states kept when Spark does not clean them up; finished rows the Riffle tab lists
 PUBLISH_SECONDS = 1.0  # the Riffle tab's model is pushed at least this often (merger health), and at once when a shuffle settles
-HOLD_MARGIN_SECONDS = 5.0  # the shim holds reducers this much longer than the scheduler would: the scheduler decides first
-
-
-def shim_hold_seconds(config: RiffleConfig) -> float:
-    """The shim's own hold timeout while merging: a backstop should the scheduler stop deciding."""
-    return config.hold_timeout + HOLD_MARGIN_SECONDS
-
 
 class MergeScheduler:
     def __init__(self, sc: Any, tracker: Any, config: RiffleConfig):
@@ -62,7 +55,6 @@ class MergeScheduler:
         self._shuffles: dict[int, ShuffleState] = {}
         self.tab = TabRows()
         self.local_dirs = LocalDirs(tracker)
-        self._dirs_checked: set[tuple[str, str]] = set()  # (executor, merger) whose dirs were checked against the merger's
         self._said_not_worth_it = False
         self.warn_once = WarnOnce(log)
         self.observers: list[SchedulerObserver] = []  # told of every event and every settled shuffle
@@ -193,7 +185,6 @@ class MergeScheduler:
             self.local_dirs.learn(e.executor, e.dirs)
         elif isinstance(e, messages.ExecutorRemoved):
             self.local_dirs.forget(e.executor)
-            self._dirs_checked = {pair for pair in self._dirs_checked if pair[0] != e.executor}
             self.warn_once.forget(f"dirs-{e.executor}")
         elif isinstance(e, messages.ApplicationEnd):
             self.fleet.cleanup_all()
@@ -235,7 +226,7 @@ class MergeScheduler:
                 self._submit(s, group)
 
     def _map_output(self, e: messages.MapOutput) -> None:
-        self._check_dirs(e.executor, e.host)
+        self.local_dirs.check(e.executor, e.host, self.fleet)
         s = self._shuffles.get(e.shuffle)
         if s is None or s.finalized or e.attempt > 0:
             return
@@ -256,21 +247,6 @@ class MergeScheduler:
                 self._submit(s, group)
         if decided and outputs and s.map_done_at is not None:
             self._flush(s)
-
-    def _check_dirs(self, executor: str, host: str) -> None:
-        """Whatever the cost model decides, the dirs of an executor with map outputs are checked against each merger on its
-        host, once that merger said which it serves: outside them every merge would be refused (one WARN naming both)."""
-        dirs = self.local_dirs.known.get(executor)
-        for address in self.fleet.reachable(host) if dirs else []:
-            if (executor, address) in self._dirs_checked:
-                continue
-            served = self.fleet.served_dirs(address)
-            if served is None:  # not answered yet (asked now), or a daemon that does not say: the refusal of a merge says it
-                self.fleet.reported_storage(address)
-                continue
-            self._dirs_checked.add((executor, address))
-            if outside := outside_roots(dirs or [], served):
-                self.fleet.warn_outside_roots(address, outside, str(list(served)))
 
     def _decline(self, s: ShuffleState, reason: str, cause: str) -> None:
         """Leaves ``s`` unmerged for ``cause``; the first shuffle the cost model declines is said in the driver's log, with why."""
