@@ -118,19 +118,19 @@ class EpochLoop:
         """Drain the shim and fold its losses and pool states into the jobs, checking their targets
         (any thread; the user's ``job.losses`` calls it so a spark.ml fit's captured losses are there
         when the fit returns)."""
-        with self._ingest_lock:
-            self._notify("before_drain")
-            iterations, pools = self.pools.drain()
-            if said_reached(self.jobs.fold(iterations, pools, self._clock())):
-                self._wake.set()  # from the next epoch on it gets the minimum share
-            self._notify("after_drain")
+        self._ingest(lambda: self.jobs.fold(*self.pools.drain(), self._clock()))
 
     def sync(self) -> None:
         """Drain only the losses reported so far into their jobs (any thread: a job's ``losses``, ``should_stop`` and its
         close call it): as cheap with thousands of jobs open as with one, where :meth:`poll` reads every pool's state."""
+        self._ingest(lambda: self.jobs.fold_losses(self.pools.drain_losses()))
+
+    def _ingest(self, drain_and_fold: Callable[[], list[LiveJob]]) -> None:
+        """One drain between the observers' drain hooks; a job that just reached its target wakes the loop (from the
+        next epoch on it gets the minimum share)."""
         with self._ingest_lock:
             self._notify("before_drain")
-            if said_reached(self.jobs.fold_losses(self.pools.drain_losses())):
+            if said_reached(drain_and_fold()):
                 self._wake.set()
             self._notify("after_drain")
 
