@@ -77,6 +77,13 @@ def cmd_bench_optuna(args: argparse.Namespace) -> int:
 
     seeds = tuple(range(args.first_seed, args.first_seed + args.seeds))
     work = OptunaWorkload(seeds, args.repeats, args.trials, args.n_jobs, args.steps, args.iterations, args.rows, args.features, args.partitions)
+    if args.offline:
+        from pathlib import Path
+
+        from srlab.slaq_bench.optuna_replay import bench_offline
+
+        emit_json(bench_offline(work, args.master, Path(args.recording) if args.recording else None, args.overhead, args.growth))
+        return 0
     result = bench_optuna(work, [c.strip() for c in args.configs.split(",") if c.strip()], args.master, args.epoch)
     for line in headline(result):
         log.info("%s", line)
@@ -199,6 +206,12 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
                      help="comma-separated, from slaq, median, none and slaq-nopruner (SLAQ on, no pruner); default slaq,median,none")
     opt.add_argument("--epoch", type=positive(float), default=1.0)
     opt.add_argument("--master", default="local-cluster[2,1,1024]")
+    opt.add_argument("--offline", action="store_true",
+                     help="no clock: record each seed's study once with no pruner on Spark, then replay it offline with each pruner "
+                          "(n-jobs trials at once, step s costing overhead + growth·(s + 1) units; srlab.slaq_bench.optuna_replay)")
+    opt.add_argument("--recording", help="with --offline: the recorded studies' JSON, read when it exists (no Spark), else written")
+    opt.add_argument("--overhead", type=float, default=0.0, help="with --offline: step s costs overhead + growth·(s + 1) units (default 0)")
+    opt.add_argument("--growth", type=float, default=1.0, help="with --offline: see --overhead (default 1; --overhead 1 --growth 0: every step the same)")
     opt.set_defaults(func=cmd_bench_optuna)
     mll.add_argument("--json", action="store_true", help="print JSON (what this verb always prints; accepted for symmetry with the example)")
     mll.set_defaults(func=cmd_bench_mllib)

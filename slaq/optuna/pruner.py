@@ -25,12 +25,14 @@ log = logging.getLogger("slaq.optuna")
 class Pruner(optuna.pruners.BasePruner):
     """Prunes a trial whose optimistic final value cannot beat the best completed trial's.
 
-    After ``min_steps`` reported values, SLAQ's loss curve is fitted to the trial's values (``1 − value``
-    when the study maximizes) and read at the final step: ``max_step``, or by default the largest step
-    any completed trial reported. The trial's optimistic final value grants it ``1 + slack`` times the
-    improvement the curve still predicts; the trial is pruned when that is still worse than the best
-    completed trial's value by more than ``margin × |best|`` (:func:`slaq.optuna.rule.judge`). Nothing is
-    pruned before ``n_startup_trials`` trials completed, nor in a multi-objective study.
+    The rule is :func:`slaq.optuna.rule.judge` (its module docstring), on the trial's values as losses
+    (``1 − value`` when the study maximizes). From its first report on, the trial is granted ``1 + slack``
+    times the largest improvement any completed trial made after the same step; from ``min_steps``
+    reports on, also ``1 + slack`` times the improvement SLAQ's loss curve predicts for it by the final
+    step (``max_step``, or by default the largest step any completed trial reported). It is pruned only
+    when both (or the one in force) leave it worse than the best completed trial's value by more than
+    ``margin × |best|``. Nothing is pruned before ``n_startup_trials`` trials completed, at or past the
+    final step, nor in a multi-objective study.
     """
 
     def __init__(self, *, max_step: int | None = None, min_steps: int = MIN_STEPS, slack: float = SLACK, margin: float = MARGIN,
@@ -45,22 +47,24 @@ class Pruner(optuna.pruners.BasePruner):
 
     def prune(self, study: optuna.study.Study, trial: FrozenTrial) -> bool:
         values = {s: v for s, v in trial.intermediate_values.items() if math.isfinite(v)}
-        if len(study.directions) != 1 or len(values) < self.min_steps:
+        if len(study.directions) != 1 or not values:
             return False
-        done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        finals = [v for t in done if (v := t.value) is not None and math.isfinite(v)]
-        if len(finals) < self.n_startup_trials:
+        done = [(t, v) for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if (v := t.value) is not None and math.isfinite(v)]
+        if len(done) < self.n_startup_trials:
             return False
         maximize = study.direction == StudyDirection.MAXIMIZE
-        final = self.max_step if self.max_step is not None else max((max(t.intermediate_values) for t in done if t.intermediate_values),
+        final = self.max_step if self.max_step is not None else max((max(t.intermediate_values) for t, _ in done if t.intermediate_values),
                                                                      default=None)
         if final is None:
             return False
         steps = sorted(values)
-        best = min(as_loss(v, maximize) for v in finals)
-        verdict = judge(steps, [as_loss(values[s], maximize) for s in steps], final, best, self.slack, self.margin)
+        at = steps[-1]
+        gains = [as_loss(t.intermediate_values[at], maximize) - as_loss(v, maximize) for t, v in done if at in t.intermediate_values]
+        best = min(as_loss(v, maximize) for _, v in done)
+        verdict = judge(steps, [as_loss(values[s], maximize) for s in steps], final, best, self.slack, self.margin, gains=gains,
+                        min_steps=self.min_steps)
         if verdict.prune:
-            log.info("SLAQ: pruning Optuna trial %d of %s at step %d: predicted %.6g at step %d, %.6g at best, to beat %.6g",
-                     trial.number, shown(study.study_name), steps[-1], verdict.predicted, final, verdict.optimistic, verdict.bound)
+            log.info("SLAQ: pruning Optuna trial %d of %s at step %d: at best %.6g by the completed trials' gains, %.6g by the curve, "
+                     "to beat %.6g", trial.number, shown(study.study_name), at, verdict.by_history, verdict.by_curve, verdict.bound)
             trials.pruned(study.study_name, trial.number)
         return verdict.prune

@@ -20,6 +20,9 @@ study's start until its best trial completed (the best is known then), the best 
 pruned. Reported per configuration and seed: median and spread (min, max) over the repeats; and
 against ``median`` and ``none``: each seed's ratio of medians, their median over the seeds, and the
 seeds whose best value equals the exhaustive run's.
+
+Without a clock (``--offline``, :mod:`srlab.slaq_bench.optuna_replay`): each study recorded once with no
+pruner, then replayed offline with each pruner on a step-cost clock.
 """
 
 from __future__ import annotations
