@@ -67,13 +67,16 @@ NOTHING = Decision({})
 
 
 class Allocator:
-    """The policy and what it decides with: the reserve and the epoch length."""
+    """The policy and what it decides with: the reserve and the epoch length. ``status``: whether a
+    :class:`Decision` carries what the status shows (its table and figures); the replay
+    (:mod:`slaq.sim.replay`) reads only the cores, which are the same either way."""
 
-    def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0):
+    def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, status: bool = True):
         self.policy_name = policy
         self.policy = make_policy(policy)
         self.epoch = float(epoch)
         self.reserve = float(reserve)
+        self.status = status
         self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
 
     def decide(self, jobs: Sequence[LiveJob], capacity: float, closed: Iterable[str], now: float) -> Decision:
@@ -101,12 +104,12 @@ class Allocator:
         figures: list[JobFigures] = []
         for j, f in zip(jobs, forecasts):
             j.cores = alloc[j.name]
-            if len(figures) == MAX_STATUS_JOBS:  # what the status lists (slaq.live.status); the rest need only their cores
+            if not self.status or len(figures) == MAX_STATUS_JOBS:  # what the status lists (slaq.live.status); the rest need only their cores
                 continue
             why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
                                self.policy.fitted_curves and self.policy.minimum_share)
             figures.append(j.figures(f, why, now))
-        return Decision(alloc, tuple(j.name for j in jobs), ForecastTable(forecasts, self.epoch) if jobs else None,
+        return Decision(alloc, tuple(j.name for j in jobs), ForecastTable(forecasts, self.epoch) if jobs and self.status else None,
                         tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures))
 
     def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -84,6 +85,9 @@ class CurveCache:
     """
 
     fitted: tuple[int, Curve | None] = (-1, None)  # (number of losses fitted, the curve)
+    # the latest forecast made with it, with the history it read and what identifies that history's state
+    # (its lists only grow, so their lengths do): :func:`job_forecast` reuses it until the history changes
+    last: tuple[JobHistory, tuple, JobForecast] | None = None
 
     @property
     def curve(self) -> Curve | None:
@@ -111,7 +115,13 @@ def job_forecast(
 ) -> JobForecast:
     """The one way the simulator and the live loop turn a tracked job into what the policies read:
     the job's cached fitted curve (``predictive``) or the strawman that repeats the last reduction,
-    and exploration before it has two losses."""
+    and exploration before it has two losses. The same history state and arguments give the same
+    forecast: the one made last is reused (what re-forecasting thousands of idle jobs every epoch costs)."""
+    key = (len(history.losses), len(history.core_seconds), len(history.wall_seconds), len(history.cores), job_id, weight, cap, order,
+           predictive)  # read before the forecast reads the history: a report meanwhile makes the next key differ
+    last = curves.last
+    if last is not None and last[0] is history and last[1] == key:
+        return last[2]
     losses = list(history.losses)  # a snapshot: the job's thread may append meanwhile
     if len(losses) < 2:
         curve = None
@@ -119,7 +129,9 @@ def job_forecast(
         curve = curves.current(losses)
     else:
         curve = strawman(losses)
-    return forecast(job_id, history, weight, cap, order, curve)
+    made = forecast(job_id, history, weight, cap, order, curve)
+    curves.last = (history, key, made)
+    return made
 
 
 class ForecastTable:
@@ -129,23 +141,28 @@ class ForecastTable:
         self.jobs = list(jobs)
         self.epoch = float(epoch)
         n = len(self.jobs)
-        self.family = np.fromiter((j.curve.family for j in self.jobs), dtype=np.int64, count=n)
-        self.params = np.array([j.curve.p for j in self.jobs], dtype=float).reshape(n, 4)
-        self.k_now = np.fromiter((j.k_now for j in self.jobs), float, n)
-        self.loss_now = np.fromiter((j.loss_now for j in self.jobs), float, n)
-        self.scale = np.fromiter((j.scale for j in self.jobs), float, n)
-        self.floor = np.fromiter((j.floor for j in self.jobs), float, n)
-        self.loss_first = np.fromiter((j.loss_first for j in self.jobs), float, n)
+        jobs = self.jobs
+
+        def column(name: str) -> np.ndarray:
+            return np.fromiter(map(attrgetter(name), jobs), float, n)
+
+        self.family = np.fromiter(map(attrgetter("curve.family"), jobs), dtype=np.int64, count=n)
+        self.params = np.array([j.curve.p for j in jobs], dtype=float).reshape(n, 4)
+        self.k_now = column("k_now")
+        self.loss_now = column("loss_now")
+        self.scale = column("scale")
+        self.floor = column("floor")
+        self.loss_first = column("loss_first")
         self.span = loss_span(self.loss_first, self.floor)
         # what an unmeasured job is assumed to cost: the median of the jobs that ran iterations (a cost given
         # before the job's first reduction is a prediction, not a cost per iteration seen)
-        known = [j.cost for j in self.jobs if j.cost is not None and j.k_now >= 1]
+        known = [j.cost for j in jobs if j.cost is not None and j.k_now >= 1]
         prior = float(np.median(known)) if known else DEFAULT_COST
-        self.cost = np.fromiter((prior if j.cost is None else j.cost for j in self.jobs), float, n)
-        self.overhead = np.fromiter((j.overhead for j in self.jobs), float, n)
-        self.weight = np.fromiter((j.weight for j in self.jobs), float, n)
-        self.cap = np.fromiter((j.cap for j in self.jobs), float, n)
-        self.order = np.fromiter((j.order for j in self.jobs), float, n)
+        self.cost = np.fromiter((prior if j.cost is None else j.cost for j in jobs), float, n)
+        self.overhead = column("overhead")
+        self.weight = column("weight")
+        self.cap = column("cap")
+        self.order = column("order")
 
     def __len__(self) -> int:
         return len(self.jobs)

@@ -19,6 +19,11 @@ can be checked against the live runs the trace came from:
 
 Left out: the driver's own CPU use on the executors' machine, scheduler delays, locality waits and the
 epoch loop's own time. Pure: no Spark, no clock.
+
+Cost, for thousands of jobs: the pools are numpy arrays, so an event's token draw-down and offer order are a
+few array operations (the same float64 arithmetic, the same stable order) rather than a Python pass over every
+job; jobs replaying the same trace job share its curve fits (a fit is a pure function of the losses); and the
+allocator decides without the status's figures. The decisions are those of the plain per-job code, bit for bit.
 """
 
 from __future__ import annotations
@@ -28,14 +33,64 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from slaq.live.allocation import Allocator
+from slaq.live.driver_share import DriverShare
 from slaq.live.job import LiveJob
 from slaq.live.registry import NO_LOSS_EPOCHS
 from slaq.metrics import NINETY, THRESHOLDS, time_to_key, time_to_reduction
+from slaq.predict.forecast import CurveCache
+from slaq.predict.loss_curves import Curve, fit_loss_curve
 from slaq.sim.trace import TraceJob
 
 STOCK = "stock"  # Spark's own FAIR scheduler, SLAQ off
 _ARRIVE, _DRIVER_DONE, _TASKS_DONE, _STEP = 0, 1, 2, 3
+
+
+@dataclass(eq=False)
+class _SharedFits(CurveCache):
+    """A job's :class:`CurveCache` drawing its fits from ``memo``, shared by the replay's jobs: a fit is a pure
+    function of the losses, and a scaled workload repeats its trace's jobs, so thousands of jobs report the
+    same few loss histories. Each job still refits exactly when it has new losses, as the live loop does."""
+
+    memo: dict[bytes, Curve] = field(default_factory=dict)
+
+    def current(self, losses: list[float]) -> Curve | None:
+        n = len(losses)
+        if n < 2:
+            return None
+        fitted = self.fitted
+        if fitted[0] != n:
+            key = np.asarray(losses, dtype=float).tobytes()
+            curve = self.memo.get(key)
+            if curve is None:
+                curve = self.memo[key] = fit_loss_curve(losses)
+            fitted = self.fitted = (n, curve)
+        return fitted[1]
+
+
+@dataclass(eq=False)
+class _DriverSplit(DriverShare):
+    """A job's :class:`DriverShare` whose figures are worked out once per new sample (the allocator reads them
+    for every job at every decision; the replay adds samples on one thread)."""
+
+    split: tuple[float | None, float] | None = None  # (fraction, executor cores) of the samples so far
+
+    def add(self, wall: float, stage: float, core_seconds: float) -> None:
+        super().add(wall, stage, core_seconds)
+        self.split = None
+
+    def _split(self) -> tuple[float | None, float]:
+        if self.split is None:
+            self.split = (super().fraction(), super().executor_cores())
+        return self.split
+
+    def fraction(self) -> float | None:
+        return self._split()[0]
+
+    def executor_cores(self) -> float:
+        return self._split()[1]
 
 
 @dataclass(eq=False)
@@ -45,16 +100,26 @@ class _Job:
     live: LiveJob
     phase: int = 0
     stage: int = -1  # -1: in its phase's driver time
-    pending: int = 0
-    running: int = 0
-    tokens: float = 0.0
-    deposit: float = 0.0
     consumed: float = 0.0  # core-seconds its tasks ran so far
     stage_seconds: float = 0.0  # seconds it had a stage in the scheduler
     stage_started: float = 0.0
     last: tuple[float, float, float] | None = None  # (time, consumed, stage seconds) at its latest report
     times: list[float] = field(default_factory=list)
     finished: float | None = None
+
+
+class _Pools:
+    """Each job's pool as the scheduler sees it, one array entry per job (by arrival): tasks waiting and
+    running, and its token bucket (tokens left, latest deposit). Arrays, so that what every event does to
+    every pool (tokens drawn down, the offer's order) is one numpy operation on the same float64 values."""
+
+    def __init__(self, weights: Sequence[float]):
+        n = len(weights)
+        self.pending = np.zeros(n, dtype=np.int64)
+        self.running = np.zeros(n, dtype=np.int64)
+        self.tokens = np.zeros(n)
+        self.deposit = np.zeros(n)
+        self.weight = np.array(weights, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -78,9 +143,13 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     as the live loop does when its decision takes no time; at thousands of jobs a decision takes a while)."""
     if cores < 1 or epoch <= 0:
         raise ValueError("cores must be >= 1 and epoch > 0")
-    allocator = None if policy == STOCK else Allocator(policy, epoch)
+    allocator = None if policy == STOCK else Allocator(policy, epoch, status=False)  # the cores, not the status's figures
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].arrival)
-    states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n))) for n, i in enumerate(order)]
+    fits: dict[bytes, Curve] = {}
+    states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n),
+                                       curves=_SharedFits(memo=fits), driver=_DriverSplit())) for n, i in enumerate(order)]
+    pools = _Pools([s.spec.weight for s in states])
+    pending, running, tokens, deposit = pools.pending, pools.running, pools.tokens, pools.deposit
     events: list[tuple[float, int, int, int, int]] = []
     seq = 0
 
@@ -91,8 +160,8 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
 
     for s in states:
         push(s.spec.arrival, _ARRIVE, s.index)
-    active: list[_Job] = []
-    free, steps, step_gen, settled, done, said = cores, 0, 0, 0.0, 0, 0
+    active: dict[int, _Job] = {}  # by index: in arrival order, as the arrivals are popped
+    free, steps, step_gen, settled, done, said, arrived = cores, 0, 0, 0.0, 0, 0, 0
     last_step, wake_pending = -math.inf, False
 
     def start_phase(s: _Job, t: float) -> None:
@@ -105,7 +174,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         s.stage += 1
         if s.stage >= len(stages):
             return False
-        s.pending, s.running = stages[s.stage].tasks, 0
+        pending[s.index], running[s.index] = stages[s.stage].tasks, 0
         return True
 
     def end_phase(s: _Job, t: float) -> bool:
@@ -125,21 +194,22 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         nonlocal steps, step_gen, last_step
         assert allocator is not None
         last_step = t
-        for s in active:
+        on = list(active.values())
+        for s in on:
             s.live.silent_epochs = 0 if s.live.history.losses else min(s.live.silent_epochs + 1, NO_LOSS_EPOCHS)
-        alloc = allocator.decide([s.live for s in active], float(cores), [], t).alloc
-        for s in active:
-            s.deposit = alloc.get(s.live.name, 0.0) * epoch
-            s.tokens = min(s.tokens, 0.0) + s.deposit
+        alloc = allocator.decide([s.live for s in on], float(cores), [], t).alloc
+        rows = list(active)
+        put = [alloc.get(s.live.name, 0.0) * epoch for s in on]
+        tokens[rows] = [min(left, 0.0) + d for left, d in zip(tokens[rows].tolist(), put)]  # unspent surplus lost, debt carried
+        deposit[rows] = put
         steps += 1
         step_gen += 1
         push(t + epoch, _STEP, step_gen)
 
     while events:
         t = events[0][0]
-        if allocator is not None:
-            for s in active:  # running tasks draw their pools' tokens down
-                s.tokens -= s.running * (t - settled)
+        if allocator is not None:  # running tasks draw their pools' tokens down
+            tokens[:arrived] -= running[:arrived] * (t - settled)
         settled = t
         changed = False
         while events and events[0][0] <= t:
@@ -152,23 +222,24 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
                 continue
             s = states[who]
             if kind == _ARRIVE:
-                active.append(s)
+                active[who] = s
+                arrived = who + 1
                 start_phase(s, t)
                 changed = True
             elif kind == _DRIVER_DONE:
                 s.stage_started = t
                 if not next_stage(s, t) and end_phase(s, t):
-                    active.remove(s)
+                    del active[who]
                     done += 1
                     changed = True
             elif kind == _TASKS_DONE:
-                s.running -= count
+                running[who] -= count
                 free += count
                 s.consumed += count * s.spec.phases[s.phase].stages[s.stage].task_seconds
-                if s.pending == 0 and s.running == 0 and not next_stage(s, t):
+                if pending[who] == 0 and running[who] == 0 and not next_stage(s, t):
                     s.stage_seconds += t - s.stage_started
                     if end_phase(s, t):
-                        active.remove(s)
+                        del active[who]
                         done += 1
                         changed = True
         if changed and allocator is not None and active:
@@ -177,7 +248,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
             elif not wake_pending:
                 wake_pending = True
                 push(last_step + min_step_gap, _STEP, -2)
-        free = _offer(active, free, t, push, allocator is None, work_conserving)
+        free = _offer(states, pools, arrived, free, t, push, allocator is None, work_conserving)
         if progress is not None and done >= said + 100:
             said = done
             progress(t, done, len(states))
@@ -197,31 +268,47 @@ def _report(s: _Job, loss: float, t: float) -> None:
     s.last = (t, s.consumed, s.stage_seconds)
 
 
-def _rank(s: _Job) -> tuple[int, float]:
-    """``JobsPool``'s order: pools with tokens first, then by the fraction of their latest deposit left."""
-    fraction = s.tokens / s.deposit if s.deposit > 0 else (1.0 if s.tokens > 0 else -1e9 + s.tokens)
-    return (0 if s.tokens > 0 else 1, -fraction)
+def _first(keys: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` first of ``rows`` (ascending) ordered by ``keys``, ties to the earlier row: what a stable sort
+    of them all puts first (at most ``k`` pools can take ``k`` free cores; mostly one core is free)."""
+    if k == 1 and rows.size:
+        return rows[[int(np.argmin(keys))]]  # the first of the smallest
+    return rows[np.argsort(keys, kind="stable")[:k]]
 
 
-def _offer(active: list[_Job], free: int, t: float, push: Callable[..., None], stock: bool, work_conserving: bool) -> int:
+def _ranked(pools: _Pools, waiting: np.ndarray, stock: bool, work_conserving: bool, k: int) -> np.ndarray:
+    """The first ``k`` of ``waiting`` (job indices, ascending) in the scheduler's order, ties to the earlier job.
+
+    Stock FAIR: fewest running tasks per weight first. SLAQ's ``JobsPool``: pools with tokens first, then by
+    the fraction of their latest deposit left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``)."""
+    if stock:
+        return _first(pools.running[waiting] / pools.weight[waiting], waiting, k)
+    left, put = pools.tokens[waiting], pools.deposit[waiting]
+    has = left > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fraction = np.where(put > 0, left / put, np.where(has, 1.0, -1e9 + left))
+    first = _first(-fraction[has], waiting[has], k)
+    if first.size == k or not work_conserving:
+        return first
+    return np.concatenate([first, _first(-fraction[~has], waiting[~has], k - first.size)])
+
+
+def _offer(states: Sequence[_Job], pools: _Pools, arrived: int, free: int, t: float, push: Callable[..., None], stock: bool,
+           work_conserving: bool) -> int:
     """One offer round: the free cores to the waiting tasks, in the scheduler's order; returns the cores left free."""
     if free <= 0:
         return free
-    waiting = [s for s in active if s.pending > 0]
-    if not waiting:
+    waiting = np.flatnonzero(pools.pending[:arrived] > 0)
+    if not waiting.size:
         return free
-    if stock:
-        waiting.sort(key=lambda s: (s.running / s.spec.weight, s.index))
-    else:
-        waiting.sort(key=_rank)
-        if not work_conserving:
-            waiting = [s for s in waiting if s.tokens > 0]
-    for s in waiting:
-        n = min(free, s.pending)
-        s.pending -= n
-        s.running += n
+    pending, running = pools.pending, pools.running
+    for i in _ranked(pools, waiting, stock, work_conserving, free).tolist():
+        s = states[i]
+        n = min(free, int(pending[i]))
+        pending[i] -= n
+        running[i] += n
         free -= n
-        push(t + s.spec.phases[s.phase].stages[s.stage].task_seconds, _TASKS_DONE, s.index, n)
+        push(t + s.spec.phases[s.phase].stages[s.stage].task_seconds, _TASKS_DONE, i, n)
         if free == 0:
             break
     return free
