@@ -100,8 +100,12 @@ class CurveCache:
             return None
         fitted = self.fitted
         if fitted[0] != n:
-            fitted = self.fitted = (n, fit_loss_curve(losses))
+            fitted = self.fitted = (n, self.fit(losses))
         return fitted[1]
+
+    def fit(self, losses: list[float]) -> Curve:
+        """A curve fitted to ``losses``, which :meth:`current` keeps until more arrive."""
+        return fit_loss_curve(losses)
 
 
 def job_forecast(

@@ -56,18 +56,12 @@ class _SharedFits(CurveCache):
 
     memo: dict[bytes, Curve] = field(default_factory=dict)
 
-    def current(self, losses: list[float]) -> Curve | None:
-        n = len(losses)
-        if n < 2:
-            return None
-        fitted = self.fitted
-        if fitted[0] != n:
-            key = np.asarray(losses, dtype=float).tobytes()
-            curve = self.memo.get(key)
-            if curve is None:
-                curve = self.memo[key] = fit_loss_curve(losses)
-            fitted = self.fitted = (n, curve)
-        return fitted[1]
+    def fit(self, losses: list[float]) -> Curve:
+        key = np.asarray(losses, dtype=float).tobytes()
+        curve = self.memo.get(key)
+        if curve is None:
+            curve = self.memo[key] = fit_loss_curve(losses)
+        return curve
 
 
 @dataclass(eq=False)
