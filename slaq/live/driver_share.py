@@ -35,19 +35,29 @@ class IterationSplit:
 
 @dataclass
 class DriverShare:
-    """A job's latest :data:`WINDOW` iteration splits."""
+    """A job's latest :data:`WINDOW` iteration splits, and their figures worked out once per new sample: the
+    allocator reads them for every open job at every epoch, and most jobs add no sample between two epochs."""
 
     samples: deque[IterationSplit] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    added: int = 0  # samples ever added: what identifies the window's state
+    figures: tuple[int, float | None, float] = (-1, None, 0.0)  # (added when worked out, fraction, executor cores)
 
     def add(self, wall: float, stage: float, core_seconds: float) -> None:
         if wall > 0:
             self.samples.append(IterationSplit(wall, min(max(stage, 0.0), wall), max(core_seconds, 0.0)))
+            self.added += 1
+
+    def _figures(self) -> tuple[int, float | None, float]:
+        added, figures = self.added, self.figures  # read first: a sample added meanwhile makes the next read recompute
+        if figures[0] != added:
+            figures = self.figures = (added, driver_fraction(self.samples), executor_cores(self.samples))
+        return figures
 
     def fraction(self) -> float | None:
-        return driver_fraction(self.samples)
+        return self._figures()[1]
 
     def executor_cores(self) -> float:
-        return executor_cores(self.samples)
+        return self._figures()[2]
 
 
 def driver_fraction(samples: Iterable[IterationSplit]) -> float | None:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from slaq.live.allocation import Allocator
-from slaq.live.driver_share import DriverShare
 from slaq.live.job import LiveJob
 from slaq.live.registry import NO_LOSS_EPOCHS
 from slaq.metrics import NINETY, THRESHOLDS, time_to_key, time_to_reduction
@@ -62,29 +61,6 @@ class _SharedFits(CurveCache):
         if curve is None:
             curve = self.memo[key] = fit_loss_curve(losses)
         return curve
-
-
-@dataclass(eq=False)
-class _DriverSplit(DriverShare):
-    """A job's :class:`DriverShare` whose figures are worked out once per new sample (the allocator reads them
-    for every job at every decision; the replay adds samples on one thread)."""
-
-    split: tuple[float | None, float] | None = None  # (fraction, executor cores) of the samples so far
-
-    def add(self, wall: float, stage: float, core_seconds: float) -> None:
-        super().add(wall, stage, core_seconds)
-        self.split = None
-
-    def _split(self) -> tuple[float | None, float]:
-        if self.split is None:
-            self.split = (super().fraction(), super().executor_cores())
-        return self.split
-
-    def fraction(self) -> float | None:
-        return self._split()[0]
-
-    def executor_cores(self) -> float:
-        return self._split()[1]
 
 
 @dataclass(eq=False)
@@ -141,7 +117,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].arrival)
     fits: dict[bytes, Curve] = {}
     states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n),
-                                       curves=_SharedFits(memo=fits), driver=_DriverSplit())) for n, i in enumerate(order)]
+                                       curves=_SharedFits(memo=fits))) for n, i in enumerate(order)]
     pools = _Pools([s.spec.weight for s in states])
     pending, running, tokens, deposit = pools.pending, pools.running, pools.tokens, pools.deposit
     events: list[tuple[float, int, int, int, int]] = []

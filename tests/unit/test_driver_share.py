@@ -36,6 +36,15 @@ def test_the_split_needs_a_few_iterations_and_is_the_time_without_a_stage():
     assert driver_fraction([IterationSplit(1.0, 1.0, 2.0)] * MIN_ITERATIONS) == 0.0
 
 
+def test_the_figures_read_between_samples_are_those_of_the_window_at_that_moment():
+    share = DriverShare()
+    for wall, stage, used in [(1.0, 0.2, 0.4), (2.0, 0.1, 0.2), (1.5, 1.4, 3.0), (1.0, 0.0, 0.0), (0.8, 0.5, 1.0), (1.2, 0.3, 0.9),
+                              (0.0, 0.5, 1.0)]:  # the last is no sample (no wall time): the figures stay
+        share.add(wall, stage, used)
+        for _ in range(2):  # a second read gives the figures worked out by the first
+            assert (share.fraction(), share.executor_cores()) == (driver_fraction(share.samples), executor_cores(share.samples))
+
+
 def test_samples_are_clipped_to_their_wall_time_and_only_the_latest_count():
     share = _share(1.0, 5.0, -1.0, n=10)  # stage seconds above the wall time (clock skew) count as all of it
     assert share.fraction() == 0.0 and share.executor_cores() == 0.0

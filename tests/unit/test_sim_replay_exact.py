@@ -1,5 +1,5 @@
 """The replay's shortcuts for thousands of jobs (slaq.sim.replay) change no decision: the offer order is a full
-stable sort's, shared curve fits, cached driver splits, reused forecasts and an allocator without status figures
+stable sort's, shared curve fits, reused forecasts and an allocator without status figures
 give the replay of the plain per-job code bit for bit."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from slaq.live.allocation import Allocator
-from slaq.live.driver_share import DriverShare
 from slaq.live.job import LiveJob
 from slaq.predict.forecast import CurveCache, forecast, job_forecast
 from slaq.predict.loss_curves import fit_loss_curve
@@ -72,14 +71,6 @@ def test_jobs_replaying_one_trace_job_share_its_fits_and_refit_on_each_new_loss_
     assert calls == [losses[:n] for n in range(2, len(losses) + 1)]  # one fit per history, not one per job
 
 
-def test_a_cached_driver_split_reads_as_the_plain_one_after_every_sample():
-    cached, plain = replay._DriverSplit(), DriverShare()
-    for wall, stage, used in [(1.0, 0.2, 0.4), (2.0, 0.1, 0.2), (1.5, 1.4, 3.0), (1.0, 0.0, 0.0), (0.8, 0.5, 1.0), (1.2, 0.3, 0.9)]:
-        cached.add(wall, stage, used)
-        plain.add(wall, stage, used)
-        assert (cached.fraction(), cached.executor_cores()) == (plain.fraction(), plain.executor_cores())
-
-
 def test_an_allocator_without_status_figures_decides_the_same_cores():
     def jobs() -> list[LiveJob]:
         out = []
@@ -96,9 +87,8 @@ def test_an_allocator_without_status_figures_decides_the_same_cores():
 
 
 def _plain_replay(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The replay as it was before its shortcuts: per-job fits, plain driver splits, status figures, full sorts."""
+    """The replay as it was before its shortcuts: per-job fits, status figures, full sorts."""
     monkeypatch.setattr(replay, "_SharedFits", lambda memo: CurveCache())
-    monkeypatch.setattr(replay, "_DriverSplit", DriverShare)
     monkeypatch.setattr(replay, "Allocator", lambda policy, epoch, status: Allocator(policy, epoch))
     monkeypatch.setattr(replay, "_first", lambda keys, rows, k: rows[np.argsort(keys, kind="stable")[:k]])
 
