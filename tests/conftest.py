@@ -16,6 +16,14 @@ from pathlib import Path
 import pytest
 
 
+def pytest_configure(config):
+    """Every driver JVM the tests start through spark-submit (pyspark's gateway, spark-submit and spark-sql runs) stops
+    its JIT at C1 (tests/fixtures.py: QUICK_JVM), unless the caller set SPARK_SUBMIT_OPTS."""
+    from tests.fixtures import QUICK_JVM
+
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM)
+
+
 @pytest.fixture(scope="session")
 def spark_local_root():
     root = Path(tempfile.mkdtemp(prefix="slaq-riffle-spark-"))
@@ -29,10 +37,12 @@ def spark(spark_local_root):
     from pyspark.sql import SparkSession
 
     from srsupport.session import neutral_gateway
+    from tests.fixtures import QUICK_EXECUTORS
 
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     neutral_gateway()  # this session's confs must not become defaults of later sessions in this process
     session = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("slaq-riffle-tests")
+               .config(*QUICK_EXECUTORS.split("=", 1))
                .config("spark.local.dir", str(spark_local_root))
                .config("spark.ui.enabled", "false")
                .config("spark.driver.memory", "1g")
@@ -127,8 +137,8 @@ def _folder(item: pytest.Item) -> str:
 
 def _order(item: pytest.Item) -> int:
     """Multi-node cluster tests first: each starts its own SparkContext, and one Python process holds one at a time,
-    so they must run before the shared local-cluster session above is created. Among them the fault matrix (a cluster
-    of its own, gone before the shared one starts) first and the node killers last."""
+    so they must run before the shared local-cluster session above is created. Among them the fault matrix first (its
+    application is then the token and TLS tests', tests/cluster/conftest.py: shared_app) and the node killers last."""
     if _folder(item) != "cluster":
         return 3
     if item.nodeid.startswith("tests/cluster/test_fault_matrix.py"):

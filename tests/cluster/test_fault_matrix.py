@@ -1,6 +1,8 @@
-"""The fault matrix on one three-node cluster (token + TLS; the cases live in ``srlab.riffle_bench.faults``,
-which ``riffle bench faults`` times): every case returns vanilla's rows, and after the application's
-cleanup nothing of Riffle's (merged files, temps, merge records) is left on any node.
+"""The fault matrix on the three-node cluster (token + TLS; the cases live in ``srlab.riffle_bench.faults``,
+which ``riffle bench faults`` times; the cluster is the package's, as ``faults.fault_cluster`` makes it plus the
+shuffle services, and the cases run in its shared application before test_riffle_cluster.py's tests): every case
+returns vanilla's rows, and after the application's cleanup nothing of Riffle's (merged files, temps, merge records)
+is left on any node.
 
 - a merger SIGSTOPped for longer than ``spark.riffle.rpcTimeout`` from node 2's first map output on,
   and another from the end of the map stage (the reducers' gate): its merges time out and stay unmerged;
@@ -23,22 +25,24 @@ from collections.abc import Iterator
 
 import pytest
 
-import riffle
 from srlab.cluster import Cluster
 from srlab.riffle_bench import faults
 from srsupport.riffle_watch import set_merging
-from tests.cluster.support import cluster_session, wait_executors
 
 PAUSE = 2.0
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[Cluster]:
-    with faults.fault_cluster(tmp_path_factory.mktemp("faults")) as c:
-        yield c
+@pytest.fixture(scope="module", autouse=True)
+def mergers_restored(cluster) -> Iterator[Cluster]:
+    """The cases restart the mergers with the fault matrix's flags (``faults.restart_merger``: no fsync, a 4 s
+    application lease); after them every merger runs with the cluster's own flags again."""
+    yield cluster
+    for node in cluster.layout.nodes:
+        cluster.restart_merger(node)
 
 
-def test_driver_killed_with_merges_in_flight(cluster, tmp_path):
+def test_driver_killed_with_merges_in_flight(cluster, shared_app, tmp_path):
+    shared_app.stop()  # not started yet when the tests run in their order: the killed driver's spark-submit gets the cores
     out = faults.run_driver_killed(cluster, tmp_path, pause=PAUSE)
     assert out["files_at_kill"] > 0, out  # merged files and their records were on disk when the driver died
     assert not out["left"], out
@@ -50,14 +54,11 @@ def test_driver_killed_with_merges_in_flight(cluster, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def session(cluster):
-    with cluster_session(cluster, "riffle-fault-matrix", faults.SESSION_CONF) as spark:
-        wait_executors(spark.sparkContext, 3)
-        scheduler = riffle.attach(spark).scheduler
-        assert scheduler is not None
-        set_merging(scheduler, False)
-        assert faults.job(spark.sparkContext) == faults.expected()  # vanilla Spark
-        yield spark, scheduler
+def session(shared_app):
+    spark, scheduler = shared_app.get()  # after the driver-killed case: its spark-submit had the cores to itself
+    set_merging(scheduler, False)
+    assert faults.job(spark.sparkContext) == faults.expected()  # vanilla Spark
+    return spark, scheduler
 
 
 def run(cluster, session, name: str) -> faults.Outcome:

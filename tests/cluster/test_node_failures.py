@@ -1,6 +1,8 @@
-"""A whole node (worker, its executors, its merger and shuffle service) SIGKILLed on a three-node
-cluster, during the map stage and after the merged statuses were committed: every job still returns
-vanilla's result (Spark reschedules or recomputes; Riffle never loses data)."""
+"""Nodes failing on a three-node cluster, in one application. First node 3's merger is down from the application's
+start: only node 3 stays unmerged, and results equal vanilla's (the merger then comes back). Then a whole node
+(worker, its executors, its merger and shuffle service) SIGKILLed, after the merged statuses were committed and
+during the map stage: every job still returns vanilla's result (Spark reschedules or recomputes; Riffle never
+loses data)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import riffle
-from srsupport.riffle_watch import set_merging, wait_idle
-from tests.cluster.support import cluster_session, wait_executors
+from srsupport.riffle_watch import mark_all_up, set_merging, wait_idle
+from tests.cluster.support import cluster_session, compare, sql_ops, wait_executors
 
 KEYS = 41
 
@@ -23,14 +25,33 @@ def expected(n: int) -> list[tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def session(cluster):
+def session(cluster, shared_app):
+    shared_app.stop()  # the cluster's cores for this application
     conf = {"spark.deploy.maxExecutorRetries": "-1", "spark.task.maxFailures": "8", "spark.stage.maxConsecutiveAttempts": "8",
             "spark.network.timeout": "30s", "spark.network.timeoutInterval": "10s", "spark.executor.heartbeatInterval": "3s"}
+    cluster.stop_role("merger-3")  # down from the application's start: the first test starts it again
     with cluster_session(cluster, "riffle-cluster-failures", conf) as spark:
+        assert spark.sparkContext.getConf().get("spark.shuffle.service.enabled") == "true"
         wait_executors(spark.sparkContext, 3)
         scheduler = riffle.attach(spark).scheduler
         assert scheduler is not None
         yield spark, scheduler
+
+
+def test_only_the_node_without_merger_stays_unmerged(cluster, session):
+    """With the external shuffle service, node 3's merger down since before the application started."""
+    spark, scheduler = session
+    node = cluster.layout.nodes[2]
+    assert not cluster.merger_healthy(node)
+    try:
+        with sql_ops(spark, "true") as sql:
+            for fn in (lambda: sorted(spark.sparkContext.parallelize(range(6000), 12).map(lambda x: (x % 37, x)).reduceByKey(add, 7).collect()),
+                       sql["join"]):
+                _, hosts = compare(cluster, scheduler, fn)
+                assert node.host not in hosts and len(hosts) >= 1, hosts
+    finally:  # the node failures below start with every merger serving
+        cluster.restart_merger(node)  # returns once it serves
+        mark_all_up(scheduler.fleet)
 
 
 def test_node_killed_after_commit(cluster, session):
@@ -50,7 +71,7 @@ def test_node_killed_during_map_stage(cluster, session):
     sc = spark.sparkContext
 
     def slow(x):
-        time.sleep(0.002)
+        time.sleep(0.001)  # 0.5 s a map task: most of the 24 still to run when the kill below comes
         return (x % KEYS, x)
 
     def map_outputs() -> set:

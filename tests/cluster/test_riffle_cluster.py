@@ -1,8 +1,8 @@
 """Riffle on a three-node standalone cluster, driver configured by confs only (token + TLS to every
 merger): results identical to vanilla Spark with Spark's default shuffle writer settings, merges
-committed on more than one node; with one node's merger down from the start only that node stays
-unmerged; with the external shuffle service and dynamic allocation, merged outputs outlive the
-executors that wrote them."""
+committed on more than one node; with the external shuffle service and dynamic allocation, merged outputs
+outlive the executors that wrote them. (One node's merger down from the application's start, only that node
+unmerged: test_node_failures.py, in its application before it kills nodes.)"""
 
 from __future__ import annotations
 
@@ -12,26 +12,8 @@ from operator import add
 import pytest
 
 import riffle
-from srsupport.riffle_watch import set_merging, wait_idle
-from tests.cluster.support import cluster_session, merged_files_by_node, wait_executors
-
-
-def run(scheduler, fn, merging: bool):
-    set_merging(scheduler, merging)
-    before = set(scheduler.settled)
-    result = fn()
-    assert wait_idle(scheduler, 60)
-    return result, [v for k, v in scheduler.settled.items() if k not in before]
-
-
-def compare(cluster, scheduler, fn):
-    """``fn()`` vanilla then merged; equal results, and the merged run committed merges on the nodes it returns."""
-    vanilla, _ = run(scheduler, fn, False)
-    merged, stats = run(scheduler, fn, True)
-    assert merged == vanilla
-    ids = {s.shuffle_id for s in stats if s.merges_committed > 0}
-    assert ids, stats
-    return merged, {host for host, n in merged_files_by_node(cluster, ids).items() if n > 0}
+from srsupport.riffle_watch import mark_all_up
+from tests.cluster.support import cluster_session, compare, run, sql_ops
 
 
 def key_ordered(pairs: list) -> list:
@@ -50,28 +32,16 @@ RDD_OPS = {
 }
 
 
-def sql_ops(spark, aqe: str):
-    spark.conf.set("spark.sql.adaptive.enabled", aqe)
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    left = spark.range(0, 30000, 1, 12).selectExpr("id % 97 as k", "id as v")
-    right = spark.range(0, 600, 1, 12).selectExpr("id % 97 as k", "id * 2 as w")
-    return {
-        "group-by": lambda: sorted(left.groupBy("k").agg({"v": "sum", "*": "count"}).collect()),
-        "join": lambda: sorted(left.join(right, "k").groupBy("k").agg({"w": "sum", "v": "max"}).collect()),
-    }
-
-
 class TestTokenAndTls:
-    """Default shuffle writer settings (no bypassMergeThreshold override), token + TLS to every merger."""
+    """Default shuffle writer settings (no bypassMergeThreshold override), token + TLS to every merger; in the
+    package's shared application (after the fault matrix's cases when they ran: tests/cluster/conftest.py)."""
 
     @pytest.fixture(scope="class")
     @classmethod
-    def session(cls, cluster):
-        with cluster_session(cluster, "riffle-cluster") as spark:
-            wait_executors(spark.sparkContext, 3)
-            scheduler = riffle.attach(spark).scheduler
-            assert scheduler is not None, "spark.riffle.enabled=true did not attach Riffle"
-            yield spark, scheduler
+    def session(cls, shared_app):
+        spark, scheduler = shared_app.get()
+        mark_all_up(scheduler.fleet)  # every merger serves again (restarted after the fault matrix's cases)
+        return spark, scheduler
 
     @pytest.mark.parametrize("op", sorted(RDD_OPS))
     def test_rdd(self, cluster, session, op):
@@ -82,38 +52,10 @@ class TestTokenAndTls:
     @pytest.mark.parametrize("aqe", ["true", "false"])
     def test_sql(self, cluster, session, aqe):
         spark, scheduler = session
-        try:
-            for name, fn in sql_ops(spark, aqe).items():
+        with sql_ops(spark, aqe) as ops:
+            for name, fn in ops.items():
                 _, hosts = compare(cluster, scheduler, fn)
                 assert len(hosts) > 1, f"{name}: merges committed only on {hosts}"
-        finally:
-            spark.conf.unset("spark.sql.adaptive.enabled")
-            spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
-
-
-class TestShuffleServiceOneMergerDown:
-    """External shuffle service on, node 3's merger down from the app's start."""
-
-    @pytest.fixture(scope="class")
-    @classmethod
-    def session(cls, cluster):
-        cluster.stop_role("merger-3")
-        try:
-            with cluster_session(cluster, "riffle-cluster-ess") as spark:
-                assert spark.sparkContext.getConf().get("spark.shuffle.service.enabled") == "true"
-                wait_executors(spark.sparkContext, 3)
-                scheduler = riffle.attach(spark).scheduler
-                assert scheduler is not None
-                yield spark, scheduler
-        finally:
-            cluster.start_merger(cluster.layout.nodes[2])
-
-    def test_only_the_node_without_merger_stays_unmerged(self, cluster, session):
-        spark, scheduler = session
-        down = cluster.layout.nodes[2].host
-        for fn in (lambda: RDD_OPS["reduceByKey"](spark.sparkContext), sql_ops(spark, "true")["join"]):
-            _, hosts = compare(cluster, scheduler, fn)
-            assert down not in hosts and len(hosts) >= 1, hosts
 
 
 class TestShuffleServiceDynamicAllocation:
@@ -122,7 +64,8 @@ class TestShuffleServiceDynamicAllocation:
 
     @pytest.fixture(scope="class")
     @classmethod
-    def session(cls, cluster):
+    def session(cls, cluster, shared_app):
+        shared_app.stop()  # the cluster's cores for this application
         conf = {"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.minExecutors": "0",
                 "spark.dynamicAllocation.initialExecutors": "3", "spark.dynamicAllocation.executorIdleTimeout": "2s",
                 "spark.dynamicAllocation.shuffleTracking.enabled": "false"}
@@ -140,6 +83,6 @@ class TestShuffleServiceDynamicAllocation:
         assert any(s.merges_committed > 0 for s in stats)
         deadline = time.monotonic() + 60  # idle executors are removed; the shuffle service keeps their files
         while sc._jsc.sc().getExecutorMemoryStatus().size() > 1 and time.monotonic() < deadline:
-            time.sleep(0.5)
+            time.sleep(0.1)
         assert sc._jsc.sc().getExecutorMemoryStatus().size() == 1, "dynamic allocation did not remove the idle executors"
         assert sorted(rdd.collect()) == first  # map stage skipped: reducers read merged files through the shuffle services

@@ -1,8 +1,10 @@
 """Child process of test_connect.py: a Spark Connect client that runs spark.ml fits on the server.
 
-Run: ``python connect_client_child.py PORT SCENARIO``; prints one JSON line. A separate process
-because a Connect session switches pyspark.ml into its remote mode for the whole process.
-Scenarios: ``concurrent`` (two LogisticRegression fits at once, from two threads: their
+Run: ``python connect_client_child.py PORT [SCENARIO]``: with SCENARIO, runs it and prints one JSON line;
+without, runs each scenario named on a line of stdin in one session (made at the first, so the imports happen
+while the server starts) and prints ``RESULT <json>`` for each (``{"result": ...}`` or ``{"error": traceback}``),
+until stdin closes. A separate process because a Connect session switches pyspark.ml into its remote mode for the
+whole process. Scenarios: ``concurrent`` (two LogisticRegression fits at once, from two threads: their
 coefficients and objective histories), ``cv`` (a CrossValidator over 2 param maps and 2 folds,
 parallelism 2: its average metrics), ``sql`` (a shuffle aggregation: its rows).
 """
@@ -61,16 +63,31 @@ def sql(spark: Any) -> Any:
     return sorted([int(r["k"]), int(r["c"])] for r in rows)
 
 
-def main(port: str, scenario: str) -> None:
-    spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
-    out = {"concurrent": concurrent, "cv": cv, "sql": sql}[scenario](spark)
-    print(json.dumps(out), flush=True)
-    spark.stop()
+SCENARIOS = {"concurrent": concurrent, "cv": cv, "sql": sql}
+
+
+def main(port: str, scenario: str | None) -> None:
+    if scenario is not None:
+        spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        print(json.dumps(SCENARIOS[scenario](spark)), flush=True)
+        spark.stop()
+        return
+    spark = None
+    for line in sys.stdin:
+        if spark is None:
+            spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        try:
+            out = {"result": SCENARIOS[line.strip()](spark)}
+        except Exception:
+            out = {"error": traceback.format_exc()}
+        print("RESULT " + json.dumps(out), flush=True)
+    if spark is not None:
+        spark.stop()
 
 
 if __name__ == "__main__":
     try:
-        main(sys.argv[1], sys.argv[2])
+        main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()

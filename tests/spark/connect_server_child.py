@@ -1,11 +1,11 @@
 """Child process of test_connect.py: a Spark driver with SLAQ attached that serves Spark Connect.
 
-It starts a SparkSession on ``local-cluster[2,1,1024]`` with SLAQ on, starts Spark's own
-``SparkConnectService`` on that context (loopback, a free port), prints one JSON line
-(``{"port": ..., "ui": ...}``) and then serves until stdin closes. Lines on stdin are commands:
+It starts a SparkSession on ``local-cluster[2,1,1024]`` with SLAQ on (no web UI: nothing reads it), starts Spark's own
+``SparkConnectService`` on that context (loopback, on PORT or a free port), prints one JSON line
+(``{"port": ..., "slaq": ...}``) and then serves until stdin closes. Lines on stdin are commands:
 ``detach`` / ``attach`` switch SLAQ off and on again (the test's SLAQ-off reference runs on the same
 server and data), ``jobs`` prints the names and captured losses of the SLAQ jobs finished so far as
-one JSON line. Run: ``python connect_server_child.py LOCAL_DIR``.
+one JSON line. Run: ``python connect_server_child.py LOCAL_DIR [PORT]``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sys
 from pyspark.sql import SparkSession
 
 import slaq
+from tests.fixtures import QUICK_EXECUTORS
 
 
 def free_port() -> int:
@@ -26,13 +27,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def main(local_dir: str) -> None:
-    port = free_port()
+def main(local_dir: str, port: int) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("slaq-connect-server")
              .config("spark.local.dir", local_dir)
              .config("spark.driver.memory", "1g")
-             .config("spark.ui.port", "0")
+             .config(*QUICK_EXECUTORS.split("=", 1))
+             .config("spark.ui.enabled", "false")
              .config("spark.scheduler.mode", "FAIR")
              .config("spark.slaq.enabled", "true")
              .config("spark.slaq.epoch", "0.5s")
@@ -43,7 +44,7 @@ def main(local_dir: str) -> None:
     sc = spark.sparkContext
     service = sc._jvm.org.apache.spark.sql.connect.service.SparkConnectService
     service.start(sc._jsc.sc())
-    print(json.dumps({"port": port, "ui": sc.uiWebUrl, "slaq": runtime.enabled}), flush=True)
+    print(json.dumps({"port": port, "slaq": runtime.enabled}), flush=True)
     for line in sys.stdin:
         command = line.strip()
         if command == "detach":
@@ -61,4 +62,4 @@ def main(local_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else free_port())

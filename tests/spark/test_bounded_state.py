@@ -16,10 +16,12 @@ from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES
 from srsupport.daemons import DaemonProcess
 from srsupport.riffle_watch import jvm_state_sizes, state_sizes, wait_idle
 
-# each round alone is over the cap (settled shuffles kept), so the second must push the first round's out; more rounds
-# or shuffles only repeat that (it was 2 x 400: the same property at 40% more Spark stages)
-ROUNDS, PYTHON_SHUFFLES = 2, 8
-JVM_SHUFFLES = MAX_SETTLED_SHUFFLES + 32
+# two rounds, together over the cap (settled shuffles kept) by 48, so the second must push the first round's out; more
+# rounds or shuffles only repeat that (it was two rounds each over the cap alone: the same property at twice the Spark
+# stages). The Python shuffles are the merged ones, whose files stay tracked until Spark cleans them up.
+ROUNDS, PYTHON_SHUFFLES = 2, 4
+JVM_SHUFFLES = MAX_SETTLED_SHUFFLES // 2 + 20
+assert ROUNDS * (JVM_SHUFFLES + PYTHON_SHUFFLES) >= MAX_SETTLED_SHUFFLES + 48
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,7 @@ def test_many_shuffles_leave_bounded_driver_state(spark, scheduler):
         assert java["pending_events"] < 100, sizes
         assert max(python["shuffles"], python["settled"], python["rows"]) <= MAX_SETTLED_SHUFFLES, sizes
         assert python["local_dirs"] <= 3, sizes
+    assert sizes[-1][1]["rows"] == MAX_SETTLED_SHUFFLES, sizes  # the cap was reached: the first round's oldest rows went
     # merged files stay tracked (for deletion) only for shuffles Spark still has
     assert sizes[-1][1]["merged_where"] <= ROUNDS * PYTHON_SHUFFLES
     deadline = time.monotonic() + 30

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from riffle.merger.node_status import probe
 from slaq.sparkml import fit_job_name
 from sparkshim.build import PACKAGED_JAR
 from srsupport.daemons import DaemonProcess, free_port
+from tests.fixtures import QUICK_EXECUTORS
 from tests.spark.ui_support import get_json
 
 HERE = Path(__file__).parent
@@ -43,9 +47,10 @@ pytestmark = pytest.mark.timeout(900)
 class ConnectServer:
     """A Spark driver with SLAQ attached that serves Spark Connect on ``port`` (connect_server_child.py)."""
 
-    def __init__(self, proc: subprocess.Popen[str], info: dict[str, Any]):
+    def __init__(self, proc: subprocess.Popen[str], port: int, client: ConnectClient):
         self.proc = proc
-        self.port = int(info["port"])
+        self.port = port
+        self.client = client  # the module's Connect client of this server
 
     def command(self, line: str) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -65,47 +70,80 @@ class ConnectServer:
                 return jobs
             time.sleep(0.2)
 
-    def client(self, scenario: str) -> Any:
-        return run_client(self.port, scenario)
+
+def child_env() -> dict[str, str]:
+    return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
-def run_client(port: int, scenario: str) -> Any:
-    """Runs connect_client_child.py against the server on ``port``; its JSON output."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, str(HERE / "connect_client_child.py"), str(port), scenario],
-                         capture_output=True, text=True, timeout=300, env=env)
-    assert out.returncode == 0, out.stderr[-4000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+class ConnectClient:
+    """connect_client_child.py against the server on ``port``: one process runs the module's scenarios against that
+    server, one at a time (started with the server: its imports happen while the server starts; its session is made at
+    its first scenario)."""
+
+    def __init__(self, port: int, log: Path):
+        self.log = log
+        self.proc = subprocess.Popen([sys.executable, str(HERE / "connect_client_child.py"), str(port)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=log.open("w"), text=True, env=child_env())
+        self.results: queue.Queue[str | None] = queue.Queue()  # its RESULT lines; None once its stdout closed
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("RESULT "):
+                self.results.put(line[len("RESULT "):])
+        self.results.put(None)
+
+    def run(self, scenario: str, timeout: float = 300.0) -> Any:
+        """The scenario's JSON result."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(scenario + "\n")
+        self.proc.stdin.flush()
+        try:
+            line = self.results.get(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"no result of {scenario} within {timeout:.0f} s:\n{self.log.read_text()[-4000:]}")
+        if line is None:
+            pytest.fail(f"the Connect client exited ({self.proc.wait(30)}) in {scenario}:\n{self.log.read_text()[-4000:]}")
+        out = json.loads(line)
+        assert "error" not in out, out["error"][-4000:]
+        return out["result"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
 
 
-def start_connect_server(local_dir: Path, log: Path) -> ConnectServer:
+def launch_connect_server(local_dir: Path, port: int, log: Path) -> subprocess.Popen[str]:
     """The one place the Spark Connect server with SLAQ is started: a Python driver that attaches SLAQ
     the normal way and starts Spark's SparkConnectService on its context."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, str(HERE / "connect_server_child.py"), str(local_dir)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=log.open("w"), text=True, env=env)
+    return subprocess.Popen([sys.executable, str(HERE / "connect_server_child.py"), str(local_dir), str(port)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=log.open("w"), text=True, env=child_env())
+
+
+def connect_server_ready(proc: subprocess.Popen[str], log: Path, client: ConnectClient) -> ConnectServer:
+    """``proc`` once it serves (its first line)."""
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line:
         proc.wait(30)
         pytest.fail(f"the Connect server did not start:\n{log.read_text()[-4000:]}")
-    return ConnectServer(proc, json.loads(line))
+    return ConnectServer(proc, int(json.loads(line)["port"]), client)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
-    tmp = tmp_path_factory.mktemp("connect")
-    s = start_connect_server(tmp / "local", tmp / "server.log")
+def stop_connect_server(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()
     try:
-        yield s
-    finally:
-        assert s.proc.stdin is not None
-        s.proc.stdin.close()
-        try:
-            s.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            s.proc.kill()
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 def _by_reg(fits: list[dict[str, Any]]) -> dict[float, dict[str, Any]]:
@@ -114,7 +152,7 @@ def _by_reg(fits: list[dict[str, Any]]) -> dict[float, dict[str, Any]]:
 
 def test_concurrent_connect_fits_are_two_slaq_jobs_with_the_models_of_slaq_off(server):
     before = len(server.connect_jobs())
-    on = _by_reg(server.client("concurrent"))
+    on = _by_reg(server.client.run("concurrent"))
     jobs = server.wait_for_jobs(before + 2)[before:]
     assert len(jobs) == 2 and len({j["name"] for j in jobs}) == 2
     # named as the classic path names a fit's job, from the params the client set (columns left out)
@@ -132,7 +170,7 @@ def test_concurrent_connect_fits_are_two_slaq_jobs_with_the_models_of_slaq_off(s
 
     server.command("detach")
     try:
-        off = _by_reg(server.client("concurrent"))
+        off = _by_reg(server.client.run("concurrent"))
         assert len(server.connect_jobs()) == before + 2  # with SLAQ off the fits are plain Spark work
     finally:
         server.command("attach")
@@ -143,7 +181,7 @@ def test_concurrent_connect_fits_are_two_slaq_jobs_with_the_models_of_slaq_off(s
 
 def test_cross_validator_from_a_connect_client_is_one_slaq_job_per_fit(server):
     before = len(server.connect_jobs())
-    result = server.client("cv")
+    result = server.client.run("cv")
     assert len(result["avg_metrics"]) == 2
     # 2 param maps x 2 folds, then the best map refit on all the data
     jobs = server.wait_for_jobs(before + 5)[before:]
@@ -176,11 +214,9 @@ def wait_for(what: str, check: Any, proc: subprocess.Popen[bytes], log: Path, ti
     pytest.fail(f"no {what} within {timeout:.0f} s:\n{log.read_text()[-4000:]}")
 
 
-@pytest.fixture(scope="module")
-def plugin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def launch_plugin_server(tmp: Path) -> dict[str, Any]:
     """``spark-submit --class SparkConnectServer spark-internal`` (what start-connect-server.sh runs) with
     only ``--jars <shim>``, ``spark.plugins`` and the systems' confs; a real merger daemon on its local dir."""
-    tmp = tmp_path_factory.mktemp("connect-plugin")
     local = tmp / "local"
     local.mkdir()
     merger = DaemonProcess([local], "--no-fsync")
@@ -188,34 +224,73 @@ def plugin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     confs = [f"spark.plugins={PLUGIN}", "spark.slaq.enabled=true", "spark.slaq.epoch=0.5s", "spark.scheduler.mode=FAIR",
              "spark.riffle.enabled=true", f"spark.riffle.mergers={merger.address}", "spark.riffle.nway=3", "spark.riffle.cost.enabled=false",
              f"spark.local.dir={local}", f"spark.ui.port={ui}", "spark.connect.grpc.binding.address=127.0.0.1",
-             f"spark.connect.grpc.binding.port={port}", "spark.sql.shuffle.partitions=6", "spark.sql.adaptive.enabled=false"]
+             f"spark.connect.grpc.binding.port={port}", "spark.sql.shuffle.partitions=6", "spark.sql.adaptive.enabled=false", QUICK_EXECUTORS]
     cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local-cluster[2,1,1024]", "--driver-memory", "1g",
            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--jars", str(PACKAGED_JAR),
            *[a for c in confs for a in ("--conf", c)], "spark-internal"]
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**child_env(), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     log = tmp / "server.log"
-    proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
     try:
-        def accepting() -> bool:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return True
-
-        wait_for("Connect port", accepting, proc, log)
-        yield {"port": port, "ui": f"http://127.0.0.1:{ui}", "merger": merger, "proc": proc, "log": log}
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
+    except BaseException:
         merger.stop()
+        raise
+    return {"port": port, "ui": f"http://127.0.0.1:{ui}", "merger": merger, "proc": proc, "log": log}
+
+
+def plugin_server_ready(started: dict[str, Any]) -> None:
+    def accepting() -> bool:
+        with socket.create_connection(("127.0.0.1", started["port"]), timeout=1):
+            return True
+
+    wait_for("Connect port", accepting, started["proc"], started["log"])
+
+
+def stop_plugin_server(started: dict[str, Any]) -> None:
+    proc = started["proc"]
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    started["merger"].stop()
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ConnectServer, dict[str, Any]]]:
+    """Both Connect servers (the Python driver with SLAQ, the plugin's SparkConnectServer) and a client of each, all
+    started at once: their start-ups overlap, and each server is up before any test uses either."""
+    tmp = tmp_path_factory.mktemp("connect")
+    plugin_tmp = tmp_path_factory.mktemp("connect-plugin")
+    with ExitStack() as stack:
+        port = free_port()
+        proc = launch_connect_server(tmp / "local", port, tmp / "server.log")
+        stack.callback(stop_connect_server, proc)
+        client = ConnectClient(port, tmp / "client.log")
+        stack.callback(client.close)
+        plugin = launch_plugin_server(plugin_tmp)
+        stack.callback(stop_plugin_server, plugin)
+        plugin["client"] = ConnectClient(plugin["port"], plugin_tmp / "client.log")
+        stack.callback(plugin["client"].close)
+        server = connect_server_ready(proc, tmp / "server.log", client)
+        plugin_server_ready(plugin)
+        yield server, plugin
+
+
+@pytest.fixture(scope="module")
+def server(servers: tuple[ConnectServer, dict[str, Any]]) -> ConnectServer:
+    return servers[0]
+
+
+@pytest.fixture(scope="module")
+def plugin_server(servers: tuple[ConnectServer, dict[str, Any]]) -> dict[str, Any]:
+    return servers[1]
 
 
 def test_connect_server_with_the_plugin_merges_a_client_aggregation(plugin_server):
-    assert run_client(plugin_server["port"], "sql") == SQL_EXPECTED
+    assert plugin_server["client"].run("sql") == SQL_EXPECTED
     merger = plugin_server["merger"]
     assert int(probe(merger.address, None, None, 5.0)["completed"]) > 0
     totals = wait_for("merged groups in /riffle/json/", lambda: get_json(plugin_server["ui"] + "/riffle/json/")["totals"]["groups_merged"],
@@ -224,7 +299,7 @@ def test_connect_server_with_the_plugin_merges_a_client_aggregation(plugin_serve
 
 
 def test_connect_server_with_the_plugin_makes_two_concurrent_fits_two_slaq_jobs(plugin_server):
-    fits = run_client(plugin_server["port"], "concurrent")
+    fits = plugin_server["client"].run("concurrent")
     expected = sorted(len(f["objective"]) - 1 for f in fits)
 
     def finished() -> list[dict[str, Any]]:

@@ -41,16 +41,50 @@ logger.owlqn.appenderRef.b.level = error
 """
 
 
+class Child:
+    """A child process started now whose result is read later: its stdout and stderr go to files (no pipe to fill
+    while the test waits on something else)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path):
+        self.out, self.err = cwd / "child.out", cwd / "child.err"
+        with self.out.open("w") as stdout, self.err.open("w") as stderr:
+            self.proc = subprocess.Popen([sys.executable, *args], env=env, cwd=cwd, stdout=stdout, stderr=stderr, text=True)
+
+    def result(self, timeout: float) -> tuple[dict, str]:
+        """The JSON object the child printed last, and its stderr, once it exited 0."""
+        try:
+            code = self.proc.wait(timeout)
+        finally:
+            self.stop()
+        out, err = self.out.read_text(), self.err.read_text()
+        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+        assert code == 0 and lines, f"child failed ({code}):\n{out[-3000:]}\n{err[-6000:]}"
+        return json.loads(lines[-1][len("RESULT "):]), err
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
 @pytest.fixture(scope="module")
-def lifecycle(tmp_path_factory):
+def console_child(tmp_path_factory):
+    """``python app.py`` with Spark's log4j2 defaults (no file of the user's, no spark-submit arguments), started as
+    soon as a test of this module needs either child: the two children run side by side (each is one driver JVM)."""
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    child = Child([str(CONSOLE_CHILD)], env, tmp_path_factory.mktemp("console"))
+    yield child
+    child.stop()
+
+
+@pytest.fixture(scope="module")
+def lifecycle(tmp_path_factory, console_child):
     out = tmp_path_factory.mktemp("capture-lifecycle")
     (out / "log4j2.properties").write_text(USER_LOG4J2.format(out=out))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                PYSPARK_SUBMIT_ARGS=f"--driver-java-options -Dlog4j2.configurationFile={out / 'log4j2.properties'} pyspark-shell")
-    proc = subprocess.run([sys.executable, str(CHILD), str(out)], env=env, capture_output=True, text=True, timeout=420)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, f"child failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-    return json.loads(lines[-1][len("RESULT "):])
+    return Child([str(CHILD), str(out)], env, out).result(420)[0]
 
 
 def _lines(file: str, levels_by_logger: dict[str, tuple[str, ...]]) -> list[str]:
@@ -106,15 +140,9 @@ BREEZE_CONSOLE_LINE = re.compile(r" (LBFGS|OWLQN|LBFGSB): ")
 
 
 @pytest.fixture(scope="module")
-def console(tmp_path_factory):
-    """``python app.py`` with Spark's log4j2 defaults (no file of the user's, no spark-submit arguments): its stderr."""
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    env.pop("PYSPARK_SUBMIT_ARGS", None)
-    proc = subprocess.run([sys.executable, str(CONSOLE_CHILD)], env=env, capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path_factory.mktemp("console"))
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, f"child failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-    return json.loads(lines[-1][len("RESULT "):]), proc.stderr
+def console(console_child):
+    """The console child's result and its stderr (the console's stream)."""
+    return console_child.result(300)
 
 
 def _breeze_console_lines(stderr: str, phase: str) -> list[str]:

@@ -27,9 +27,22 @@ def scheduler(spark):
     return s
 
 
+class _Frames(dict):
+    """Frames made and cached when first asked for (a spark_line run fits on two of the four)."""
+
+    def __init__(self, make: Callable[[str], Any], **arrays: Any):
+        super().__init__(arrays)
+        self.make = make
+
+    def __missing__(self, name: str) -> Any:
+        df = self[name] = self.make(name).cache()
+        df.count()
+        return df
+
+
 @pytest.fixture(scope="module")
 def data(spark) -> dict[str, Any]:
-    """Small cached frames: binary, three-class, regression (with outliers), survival."""
+    """Small cached frames: binary, three-class, regression (with outliers), survival (each made when first asked for)."""
     from pyspark.ml.linalg import Vectors
 
     rng = np.random.default_rng(11)
@@ -41,17 +54,15 @@ def data(spark) -> dict[str, Any]:
     target[:6] += 15.0  # a few outliers for the Huber loss
     lifetime = np.exp(0.5 * X[:, 0] - 0.3 * X[:, 1] + 1.0 + 0.5 * rng.gumbel(size=300))
     censor = (rng.uniform(size=300) < 0.8).astype(float)
+    labels = {"binary": {"label": binary}, "three": {"label": three}, "regression": {"label": target},
+              "survival": {"label": lifetime, "censor": censor}}
 
-    def frame(columns: dict[str, Any]) -> Any:
+    def frame(name: str) -> Any:
+        columns = labels[name]
         rows = [tuple([Vectors.dense(x)] + [float(col[i]) for col in columns.values()]) for i, x in enumerate(X)]
-        return spark.createDataFrame(rows, ["features", *columns]).cache()
+        return spark.createDataFrame(rows, ["features", *columns])
 
-    frames = {"binary": frame({"label": binary}), "three": frame({"label": three}), "regression": frame({"label": target}),
-              "survival": frame({"label": lifetime, "censor": censor})}
-    for df in frames.values():
-        df.count()
-    frames["X"], frames["lifetime"], frames["censor"] = X, lifetime, censor
-    return frames
+    return _Frames(frame, X=X, lifetime=lifetime, censor=censor)
 
 
 def _captured(scheduler, name: str, at_least: int, timeout: float = 15.0) -> list[float]:
@@ -129,7 +140,8 @@ ESTIMATORS = [
 
 @pytest.mark.parametrize(("name", "frame", "estimator", "history"), ESTIMATORS, ids=[e[0] for e in ESTIMATORS])
 def test_captured_losses_equal_the_estimators_objective_history(spark, scheduler, data, name, frame, estimator, history):
-    captured, expected = _fit_in_job(scheduler, f"capture-{name}", lambda: estimator().fit(data[frame]), history)
+    df = data[frame]  # made before the job: only the fit runs in it
+    captured, expected = _fit_in_job(scheduler, f"capture-{name}", lambda: estimator().fit(df), history)
     assert len(expected) >= 3, expected  # the fit really iterated
     assert len(captured) == len(expected) - 1, (captured, expected)
     np.testing.assert_allclose(captured, expected[1:], rtol=1e-5)
@@ -147,10 +159,10 @@ def test_aft_survival_regression_captured_losses_end_at_its_objective(spark, sch
     starts below the objective at Spark's initial point (all zeros, σ = 1) and never rises (L-BFGS)."""
     from pyspark.ml.regression import AFTSurvivalRegression
 
-    X, t, delta = data["X"], data["lifetime"], data["censor"]
+    X, t, delta, survival = data["X"], data["lifetime"], data["censor"], data["survival"]
     name = "capture-aft"
     with slaq.job(name):
-        model = AFTSurvivalRegression(maxIter=12, tol=1e-9).fit(data["survival"])
+        model = AFTSurvivalRegression(maxIter=12, tol=1e-9).fit(survival)
         final = _aft_objective(X, t, delta, model.coefficients.toArray(), model.intercept, model.scale)
         deadline = time.monotonic() + 15
         captured = _captured(scheduler, name, 1)
@@ -169,7 +181,8 @@ def test_fits_without_breeze_iterations_capture_nothing(spark, scheduler, data):
     iterate but log no per-iteration loss: their jobs' histories stay empty (docs/mllib-capture.md)."""
     from pyspark.ml.regression import FMRegressor, GeneralizedLinearRegression
 
+    regression = data["regression"]
     for name, estimator in (("glr", GeneralizedLinearRegression(maxIter=5, regParam=0.1)), ("fm", FMRegressor(maxIter=5, seed=1))):
         with slaq.job(f"capture-none-{name}"):
-            estimator.fit(data["regression"])
+            estimator.fit(regression)
             assert _captured(scheduler, f"capture-none-{name}", 1, timeout=1.5) == []

@@ -17,7 +17,7 @@ import slaq
 from srlab.slaq_bench.capture_check import check_capture
 
 ROUNDS = 2
-MAX_ITER = 8
+MAX_ITER = 5  # per fit: 13 fits at once, 65 iterations a round interleaved (each history needs 2)
 
 
 @pytest.fixture(scope="module")

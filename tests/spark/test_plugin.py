@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from sparkshim.build import PACKAGED_JAR, pyspark_jars
 from sparkshim.starthook import PTH_NAME
 from srsupport.daemons import DaemonProcess
 from srsupport.driver_log import on_lines, our_warnings
+from tests.fixtures import QUICK_EXECUTORS, QUICK_JVM
 
 PLUGIN = "io.slaqriffle.SlaqRifflePlugin"
 QUERY = "SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY id % 53"
@@ -127,11 +129,13 @@ def app_jar(work):
     (src / "PluginApp.java").write_text(JAVA_APP)
     classes = work / "classes"
     classes.mkdir()
-    compiled = subprocess.run(["javac", "--release", "17", "-nowarn", "-cp", str(pyspark_jars() / "*"), "-d", str(classes),
-                    str(src / "PluginApp.java")], capture_output=True, text=True)
+    compiled = subprocess.run(["javac", f"-J{QUICK_JVM}", "--release", "17", "-nowarn", "-cp", str(pyspark_jars() / "*"), "-d", str(classes),
+                               str(src / "PluginApp.java")], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
     jar = work / "plugin-app.jar"
-    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
+    with zipfile.ZipFile(jar, "w") as z:  # spark-submit --class needs no manifest
+        for cls in classes.rglob("*.class"):
+            z.write(cls, cls.relative_to(classes).as_posix())
     return jar
 
 
@@ -143,7 +147,7 @@ def env() -> dict[str, str]:
 
 def confs(local: Path, *extra: str) -> list[str]:
     base = ["spark.ui.enabled=false", f"spark.local.dir={local}", "spark.sql.shuffle.partitions=6",
-            "spark.sql.adaptive.enabled=false", *extra]
+            "spark.sql.adaptive.enabled=false", QUICK_EXECUTORS, *extra]
     return [a for c in base for a in ("--conf", c)]
 
 
@@ -158,6 +162,9 @@ def plugin_confs(merger: DaemonProcess, *extra: str) -> list[str]:
 # brain that cannot start, a refused conf): one JVM instead of three. Its block counts equal local-cluster's (the
 # stopped brain's run under local[2] is compared with them too)
 DRIVER_ONLY = "local[2]"
+# Where a run checks what reaches executors in JVMs of their own (the plugin's class from --jars) but not how many
+# there are: one executor JVM, not two (the shared session's Riffle tests merge two executors' map outputs)
+ONE_EXECUTOR = "local-cluster[1,1,1024]"
 
 
 def java_submit(app_jar: Path, local: Path, *args: str, app_args: tuple[str, ...] = (),
@@ -320,12 +327,11 @@ STUCK_DEADLINE = 30  # BrainWatchdog.DEADLINE_MILLIS
 IDLE_CONNECTIONS = 100
 
 
-@pytest.fixture(scope="module")
-def stuck_brain(app_jar, local, merger):
+def run_stuck_brain(app_jar: Path, local: Path, merger: DaemonProcess, stopped: threading.Event) -> dict:
     """The Java app with SLAQ and Riffle under a ``local[2]`` master (no periodic revive of offers, as
     spark-sql's default master): query 1; idle connections to the brain's gateway; query 2 (the brain
-    still merges); the brain SIGSTOPped, query 3; once the watchdog ended it, query 4. Each step has a
-    deadline; at the end the brain is resumed and killed so nothing outlives the test."""
+    still merges); the brain SIGSTOPped (``stopped`` is set), query 3; once the watchdog ended it, query 4.
+    Each step has a deadline; at the end the brain is resumed and killed so nothing outlives the test."""
     stderr_path = local.parent / "stuck-brain.stderr"
     stderr = stderr_path.open("w")
     args = java_submit(app_jar, local, *plugin_confs(merger, "spark.riffle.holdTimeout=5s", "spark.slaq.enabled=true",
@@ -344,6 +350,7 @@ def stuck_brain(app_jar, local, merger):
         out["merged_after_flood"] = completed(merger) - before
         for pid in brains:
             os.kill(pid, signal.SIGSTOP)
+        stopped.set()
         out["steps"].append(lines.run_query(60))  # before the watchdog's deadline: the held reducers' own timeout
         out["brain_ended"] = wait_gone(brains, STUCK_DEADLINE + 30)
         out["steps"].append(lines.run_query(60))
@@ -366,6 +373,46 @@ def stuck_brain(app_jar, local, merger):
     out["out"] = lines.seen
     out["log"] = stderr_path.read_text()
     return out
+
+
+@pytest.fixture(scope="module")
+def stuck_brain_until_stopped(app_jar, work):
+    """:func:`run_stuck_brain` in a thread, returned once the brain is stopped: from there the run mostly waits out
+    the watchdog's deadline, and the module's other runs (``vanilla``, ``java_with_plugin``) use that wait. Its own
+    local dir and merger, so the merges each run counts are its own."""
+    local = work / "stuck-local"
+    local.mkdir()
+    merger = DaemonProcess([local], "--no-fsync")
+    stopped = threading.Event()
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            result["out"] = run_stuck_brain(app_jar, local, merger, stopped)
+        except BaseException as e:  # re-raised in the test's thread by stuck_brain
+            result["error"] = e
+        finally:
+            stopped.set()
+
+    thread = threading.Thread(target=run, name="stuck-brain", daemon=True)
+    thread.start()
+    try:
+        stopped.wait(600)  # the run's own deadlines end it well before
+        yield thread, result
+    finally:
+        thread.join(600)
+        merger.stop()
+
+
+@pytest.fixture(scope="module")
+def stuck_brain(stuck_brain_until_stopped, vanilla, java_with_plugin):
+    """The stuck brain's run, finished (``vanilla`` and ``java_with_plugin`` ran while it waited for the watchdog)."""
+    thread, result = stuck_brain_until_stopped
+    thread.join(600)
+    assert not thread.is_alive(), "the stuck brain's run did not end"
+    if "error" in result:
+        raise result["error"]
+    return result["out"]
 
 
 def test_the_brains_gateway_closes_connections_without_the_secret_and_holds_few_threads(stuck_brain):
@@ -414,7 +461,9 @@ def test_spark_sql_cli_merges_with_only_jars_and_confs(local, merger, work):
         (clone / package).mkdir(parents=True)
         (clone / package / "__init__.py").write_text("raise ImportError('a package of the working directory was imported')\n")
     before = completed(merger)
-    args = [str(BIN / "spark-sql"), "--master", "local-cluster[2,1,1024]", *confs(local, f"spark.sql.warehouse.dir={work / 'wh'}"),
+    # an in-memory catalog: no Derby metastore to create (seconds of start-up), and nothing here reads a table
+    args = [str(BIN / "spark-sql"), "--master", ONE_EXECUTOR,
+            *confs(local, f"spark.sql.warehouse.dir={work / 'wh'}", "spark.sql.catalogImplementation=in-memory"),
             *plugin_confs(merger), "-e", QUERY]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env(), cwd=clone)
     assert proc.returncode == 0, proc.stderr[-4000:]

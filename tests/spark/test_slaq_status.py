@@ -137,12 +137,12 @@ def test_losses_swinging_between_the_largest_doubles_draw_finite_points(gateway)
 
 
 def log_line(gateway, status) -> str:
-    """The driver log's line for the latest epoch (``SlaqStatus.logLine``, package-private: by reflection)."""
+    """The driver log's line for the latest epoch (``SlaqLines.epoch``, package-private: by reflection)."""
     from sparkshim.bridge import shim_class
 
     params = gateway.new_array(gateway.jvm.java.lang.Class, 1)
     params[0] = shim_class(gateway, "slaq.SlaqMessages$EpochStatus")
-    method = shim_class(gateway, "slaq.SlaqStatus").getDeclaredMethod("logLine", params)
+    method = shim_class(gateway, "slaq.SlaqLines").getDeclaredMethod("epoch", params)
     method.setAccessible(True)
     args = gateway.new_array(gateway.jvm.java.lang.Object, 1)
     args[0] = status.report(1).history().get(0)

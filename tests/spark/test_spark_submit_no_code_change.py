@@ -13,6 +13,7 @@ import pytest
 
 from sparkshim.starthook import PTH_NAME
 from srsupport.daemons import DaemonProcess
+from tests.fixtures import QUICK_EXECUTORS
 
 APP = """
 from operator import add
@@ -46,9 +47,10 @@ def test_spark_submit_with_only_confs(tmp_path):
         submit = Path(sys.executable).parent / "spark-submit"
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         proc = subprocess.run([str(submit), "--master", "local-cluster[2,1,1024]", "--conf", f"spark.local.dir={local}",
-                               "--conf", "spark.ui.enabled=false", "--conf", "spark.riffle.enabled=true",
+                               "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=12",  # not 200 (still the bypass writer)
+                               "--conf", "spark.riffle.enabled=true",
                                "--conf", f"spark.riffle.mergers={merger.address}", "--conf", "spark.riffle.nway=3",
-                               "--conf", "spark.riffle.cost.enabled=false", str(app)],
+                               "--conf", "spark.riffle.cost.enabled=false", "--conf", QUICK_EXECUTORS, str(app)],
                               capture_output=True, text=True, timeout=300, env=env)
     finally:
         merger.stop()

@@ -20,6 +20,7 @@ import pytest
 from srsupport.daemons import DaemonProcess
 from srsupport.driver_log import on_lines, our_warnings
 from srsupport.wheel import REPO, run
+from tests.fixtures import QUICK_EXECUTORS
 
 APP = """
 import json, time, urllib.request
@@ -77,11 +78,12 @@ def test_installed_wheel_attaches_without_javac(installed_wheel, tmp_path):
     app.write_text(APP)
     merger = DaemonProcess([local])
     try:
-        proc = subprocess.run([str(pyspark_home / "bin" / "spark-submit"), "--master", "local-cluster[2,1,1024]",
+        # one executor JVM of its own (Python workers run the wheel there too); the shared session's Riffle tests merge two's outputs
+        proc = subprocess.run([str(pyspark_home / "bin" / "spark-submit"), "--master", "local-cluster[1,1,1024]",
                                "--conf", f"spark.local.dir={local}",
                                "--conf", "spark.slaq.enabled=true", "--conf", "spark.scheduler.mode=FAIR",
                                "--conf", "spark.riffle.enabled=true", "--conf", f"spark.riffle.mergers={merger.address}",
-                               "--conf", "spark.riffle.cost.enabled=false", str(app)],
+                               "--conf", "spark.riffle.cost.enabled=false", "--conf", QUICK_EXECUTORS, str(app)],
                               capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     finally:
         merger.stop()

@@ -34,7 +34,7 @@ final class SlaqPage {
       b.append(String.format(Locale.ROOT,
           "<p id=\"slaq-summary\">Policy <strong>%s</strong> &middot; epoch %d at t=%.1f s &middot; %.0f cores &middot; "
               + "%s running, %d finished &middot; %s</p>",
-          escape(last.policy()), last.epoch(), last.t(), last.capacity(), escape(SlaqStatus.jobCount(last)), report.finished().size(),
+          escape(last.policy()), last.epoch(), last.t(), last.capacity(), escape(SlaqLines.jobCount(last)), report.finished().size(),
           TabPage.summaryLinks(jsonUrl)));
     }
     b.append(TabPage.reloadScript(refreshSeconds));
@@ -123,8 +123,8 @@ final class SlaqPage {
         finished ? "&ndash;" : String.format(Locale.ROOT, "%.2f", j.cores()),
         finished ? "&ndash;" : String.format(Locale.ROOT, "%.2f", j.usedCores()),
         String.format(Locale.ROOT, "%.1f s", j.wallSeconds()),
-        j.target().isEmpty() ? "" : " title=\"target: " + escape(j.target()) + "\"", SlaqStatus.seconds(j.secondsToTarget(), "&ndash;"),
-        SlaqStatus.seconds(j.secondsToNinety(), "&ndash;"),
+        j.target().isEmpty() ? "" : " title=\"target: " + escape(j.target()) + "\"", SlaqLines.seconds(j.secondsToTarget(), "&ndash;"),
+        SlaqLines.seconds(j.secondsToNinety(), "&ndash;"),
         String.format(Locale.ROOT, "%.1f", j.coreSeconds()));
   }
 

@@ -2,7 +2,6 @@ package io.slaqriffle.slaq;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
-import io.slaqriffle.seam.Html;
 import io.slaqriffle.seam.Messages;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -10,7 +9,6 @@ import java.util.Deque;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -35,12 +33,8 @@ public final class SlaqStatus {
   static final int MAX_EPOCHS = 600;
   /** Finished jobs kept for the table; the oldest are dropped first. */
   static final int MAX_FINISHED = 500;
-  /** Jobs named in one log line; the rest are counted. */
-  static final int LOG_JOBS = 8;
   /** Jobs the summary remembers; the oldest are dropped first. */
   static final int MAX_TALLIES = 2 * MAX_FINISHED;
-  /** Jobs named in the summary block; the rest are counted. */
-  static final int SUMMARY_JOBS = 20;
 
   private final Deque<SlaqMessages.EpochStatus> history = new ArrayDeque<>();
   private final LinkedHashMap<String, SlaqMessages.JobStatus> finished = new LinkedHashMap<>();
@@ -71,7 +65,7 @@ public final class SlaqStatus {
     if (record(status)) {
       recorded.accept(status);
       if (LOG.isInfoEnabled()) {
-        LOG.info(logLine(status));
+        LOG.info(SlaqLines.epoch(status));
       }
     }
   }
@@ -182,38 +176,8 @@ public final class SlaqStatus {
   /** Logs {@link #summary} as one INFO block, once (at application end). */
   public void logSummary() {
     if (summarized.compareAndSet(false, true) && LOG.isInfoEnabled()) {
-      LOG.info(summaryBlock(summary()));
+      LOG.info(SlaqLines.summary(summary()));
     }
-  }
-
-  /** The application-end block: the mean time to 90%, then each job's time to target, time to 90% and share of the allocations. */
-  static String summaryBlock(SlaqMessages.SlaqSummary s) {
-    int targets = 0;
-    int reachedTargets = 0;
-    for (SlaqMessages.SlaqJobSummary j : s.jobs()) {
-      targets += j.target().isEmpty() ? 0 : 1;
-      reachedTargets += j.secondsToTarget() >= 0 ? 1 : 0;
-    }
-    StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
-        "SLAQ summary: %d jobs, %s; mean time to 90%% of the loss reduction: %s (%d jobs)", s.jobs().size(),
-        targets == 0 ? "no targets" : String.format(Locale.ROOT, "%d of %d targets reached", reachedTargets, targets),
-        seconds(s.reachedNinety() > 0 ? s.meanSecondsToNinety() : -1, "n/a"), s.reachedNinety()));
-    int shown = 0;
-    for (SlaqMessages.SlaqJobSummary j : s.jobs()) {
-      if (shown++ == SUMMARY_JOBS) {
-        b.append(String.format(Locale.ROOT, "%n  ... %d more jobs", s.jobs().size() - SUMMARY_JOBS));
-        break;
-      }
-      String target = j.target().isEmpty() ? "no target" : "time to target (" + Html.plain(j.target()) + ") " + seconds(j.secondsToTarget(), "not reached");
-      b.append(String.format(Locale.ROOT, "%n  %s: %s, time to 90%% %s, %.1f core-seconds allocated (%.1f%% of all)", Html.plain(j.job()),
-          target, seconds(j.secondsToNinety(), "not reached"), j.coreSeconds(), 100 * j.share()));
-    }
-    return b.toString();
-  }
-
-  /** A figure in seconds, or {@code none} for one a job does not have (-1). */
-  static String seconds(double value, String none) {
-    return value >= 0 ? String.format(Locale.ROOT, "%.1f s", value) : none;
   }
 
   /**
@@ -314,38 +278,6 @@ public final class SlaqStatus {
 
   public String reportJson() {
     return reportJson(MAX_EPOCHS);
-  }
-
-  /** The driver log's line for one epoch: totals, then each job's iterations, losses, gain and cores. */
-  static String logLine(SlaqMessages.EpochStatus s) {
-    double allocated = 0;
-    double used = 0;
-    for (SlaqMessages.JobStatus j : s.jobs()) {
-      allocated += j.cores();
-      used += j.usedCores();
-    }
-    StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
-        "SLAQ epoch %d (t=%.1fs, policy %s): %s, cores allocated %.2f / used %.2f of %.0f",
-        s.epoch(), s.t(), Html.plain(s.policy()), jobCount(s), allocated, used, s.capacity()));
-    int shown = 0;
-    for (SlaqMessages.JobStatus j : s.jobs()) {
-      if (shown++ == LOG_JOBS) {
-        b.append(String.format(Locale.ROOT, "; ... %d more", s.jobs().size() - LOG_JOBS));
-        break;
-      }
-      boolean reported = j.iterations() > 0; // a waiting job has no loss yet, so none to normalize
-      b.append(String.format(Locale.ROOT, "; %s [%s] it=%d loss=%s norm=%s gain=%.3f cores=%.2f/%.2f (%s)",
-          Html.plain(j.job()), Html.plain(j.state()), j.iterations(), reported ? String.format(Locale.ROOT, "%.4g", j.loss()) : "-",
-          reported ? String.format(Locale.ROOT, "%.3f", j.normalizedLoss()) : "-", j.predictedGain(), j.cores(), j.usedCores(),
-          Html.plain(j.why())));
-    }
-    return b.toString();
-  }
-
-  /** "N jobs", or for an epoch at {@link SlaqBounds#MAX_EPOCH_JOBS} that more may be running than it lists. */
-  static String jobCount(SlaqMessages.EpochStatus s) {
-    return s.jobs().size() < SlaqBounds.MAX_EPOCH_JOBS ? s.jobs().size() + " jobs"
-        : String.format(Locale.ROOT, "%d jobs listed (the longest-running; more may be running)", s.jobs().size());
   }
 
   /** Every job seen in {@code history}, in order of first appearance (the charts' legend order). */
