@@ -136,7 +136,7 @@ def _folder(item: pytest.Item) -> str:
 
 
 def _order(item: pytest.Item) -> int:
-    """Multi-node cluster tests first: each starts its own SparkContext, and one Python process holds one at a time,
+    """Multi-node cluster tests first: they start SparkContexts of their own, and one Python process holds one at a time,
     so they must run before the shared local-cluster session above is created. Among them the fault matrix first (its
     application is then the token and TLS tests', tests/cluster/conftest.py: shared_app) and the node killers last."""
     if _folder(item) != "cluster":

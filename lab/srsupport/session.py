@@ -86,13 +86,14 @@ def shutdown_gateway(timeout: float = 30.0) -> None:
 
 @contextmanager
 def spark_session(name: str, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None, executors: int = 0) -> Iterator[Any]:
-    """A fresh quiet SparkSession whose executors run this Python (so numpy and this package are there).
+    """A fresh quiet SparkSession on loopback whose executors run this Python (so numpy and this package are there).
 
     ``executors``: wait until that many have registered (a standalone app's executors come up after
     the context does; measuring before that would measure fewer nodes)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver binds loopback, not the machine's first interface
     neutral_gateway()
     builder = (SparkSession.builder.master(master).appName(name)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))

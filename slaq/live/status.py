@@ -2,7 +2,7 @@
 
 The loop builds one per epoch from what it just decided and pushes it to the driver JVM, where the
 SLAQ tab of the Spark UI, its REST JSON and the per-epoch driver log line show it
-(``slaq/java/io/slaqriffle/slaq/SlaqStatus.java``); the console table of :mod:`slaq.progress` prints the same
+(``slaq/java/io/slaqriffle/slaq/SlaqStatus.java``, the line ``SlaqLines.java``); the console table of :mod:`slaq.progress` prints the same
 message. Pure functions: no Spark, no clock.
 """
 

@@ -57,10 +57,12 @@ class SharedApp:
     def get(self) -> tuple[Any, Any]:
         """``(spark, scheduler)``."""
         if self._session is None:
-            spark = self._stack.enter_context(cluster_session(self.cluster, "riffle-cluster", faults.SESSION_CONF))
-            wait_executors(spark.sparkContext, 3)
-            scheduler = riffle.attach(spark).scheduler
-            assert scheduler is not None, "spark.riffle.enabled=true did not attach Riffle"
+            with ExitStack() as starting:  # a start that fails stops its session at once, not at the package's end
+                spark = starting.enter_context(cluster_session(self.cluster, "riffle-cluster", faults.SESSION_CONF))
+                wait_executors(spark.sparkContext, 3)
+                scheduler = riffle.attach(spark).scheduler
+                assert scheduler is not None, "spark.riffle.enabled=true did not attach Riffle"
+                self._stack.enter_context(starting.pop_all())
             self._session = (spark, scheduler)
         return self._session
 

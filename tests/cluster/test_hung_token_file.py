@@ -17,7 +17,7 @@ from sparkshim.safe_read import FileRefused, read_config_file
 from srlab.storage.model import DiskProfile
 from srlab.storage.mount import StorageError, check_available, mounted
 
-HANG_SECONDS = 2.0  # twice the longest read timeout below (GIVE_UP_SECONDS); each test waits it out twice
+HANG_SECONDS = 4.0  # far beyond the reads' timeouts below, short enough to wait out
 GIVE_UP_SECONDS = 1.0  # a re-read of the token is given up after this
 
 

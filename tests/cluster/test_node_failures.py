@@ -29,7 +29,7 @@ def session(cluster, shared_app):
     shared_app.stop()  # the cluster's cores for this application
     conf = {"spark.deploy.maxExecutorRetries": "-1", "spark.task.maxFailures": "8", "spark.stage.maxConsecutiveAttempts": "8",
             "spark.network.timeout": "30s", "spark.network.timeoutInterval": "10s", "spark.executor.heartbeatInterval": "3s"}
-    cluster.stop_role("merger-3")  # down from the application's start: the first test starts it again
+    cluster.stop_role("merger-3")  # down from the application's start: the node failures start it again (serving)
     with cluster_session(cluster, "riffle-cluster-failures", conf) as spark:
         assert spark.sparkContext.getConf().get("spark.shuffle.service.enabled") == "true"
         wait_executors(spark.sparkContext, 3)
@@ -43,19 +43,25 @@ def test_only_the_node_without_merger_stays_unmerged(cluster, session):
     spark, scheduler = session
     node = cluster.layout.nodes[2]
     assert not cluster.merger_healthy(node)
-    try:
-        with sql_ops(spark, "true") as sql:
-            for fn in (lambda: sorted(spark.sparkContext.parallelize(range(6000), 12).map(lambda x: (x % 37, x)).reduceByKey(add, 7).collect()),
-                       sql["join"]):
-                _, hosts = compare(cluster, scheduler, fn)
-                assert node.host not in hosts and len(hosts) >= 1, hosts
-    finally:  # the node failures below start with every merger serving
+    with sql_ops(spark, "true") as sql:
+        for fn in (lambda: sorted(spark.sparkContext.parallelize(range(6000), 12).map(lambda x: (x % 37, x)).reduceByKey(add, 7).collect()),
+                   sql["join"]):
+            _, hosts = compare(cluster, scheduler, fn)
+            assert node.host not in hosts and len(hosts) >= 1, hosts
+
+
+@pytest.fixture
+def serving(cluster, session):
+    """The session, with node 3's merger serving again (stopped for the test above, whether or not that one ran)."""
+    node = cluster.layout.nodes[2]
+    if not cluster.merger_healthy(node):
         cluster.restart_merger(node)  # returns once it serves
-        mark_all_up(scheduler.fleet)
+        mark_all_up(session[1].fleet)
+    return session
 
 
-def test_node_killed_after_commit(cluster, session):
-    spark, scheduler = session
+def test_node_killed_after_commit(cluster, serving):
+    spark, scheduler = serving
     rdd = spark.sparkContext.parallelize(range(9000), 12).map(lambda x: (x % KEYS, x)).reduceByKey(add, 6)
     set_merging(scheduler, True)
     before = set(scheduler.settled)
@@ -66,8 +72,8 @@ def test_node_killed_after_commit(cluster, session):
     assert sorted(rdd.collect()) == expected(9000)  # fetch failure -> the lost outputs are recomputed elsewhere
 
 
-def test_node_killed_during_map_stage(cluster, session):
-    spark, scheduler = session
+def test_node_killed_during_map_stage(cluster, serving):
+    spark, scheduler = serving
     sc = spark.sparkContext
 
     def slow(x):

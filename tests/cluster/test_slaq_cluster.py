@@ -60,7 +60,7 @@ finished = consumed.done.wait(120)
 stop.set()
 for t in threads:
     t.join(60)
-start, end = consumed.rows[warmup], consumed.rows[warmup + window]
+start, end = (consumed.rows[warmup], consumed.rows[warmup + window]) if finished else ({}, {})  # not finished: reported
 hosts = sorted({h.split(":")[0] for h in sc._jsc.sc().getExecutorMemoryStatus().keySet().toString().strip("Set()").split(", ")})
 print("RESULT " + json.dumps({"enabled": scheduler.enabled, "finished": finished, "used": {n: end[n] - start[n] for n in end},
                               "hosts": hosts, "epochs": scheduler.loop.epochs}))

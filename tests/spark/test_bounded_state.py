@@ -16,9 +16,10 @@ from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES
 from srsupport.daemons import DaemonProcess
 from srsupport.riffle_watch import jvm_state_sizes, state_sizes, wait_idle
 
-# two rounds, together over the cap (settled shuffles kept) by 48, so the second must push the first round's out; more
-# rounds or shuffles only repeat that (it was two rounds each over the cap alone: the same property at twice the Spark
-# stages). The Python shuffles are the merged ones, whose files stay tracked until Spark cleans them up.
+# two rounds, together over the cap on the shuffles the driver tracks (MAX_SETTLED_SHUFFLES) by 48, so the second
+# must push the first round's out (the first round's RDDs stay referenced meanwhile: Spark cannot clean its shuffles
+# first); more rounds or shuffles only repeat that (it was two rounds each over the cap alone: the same property at
+# twice the Spark stages). The Python shuffles are the merged ones, whose files stay tracked until Spark cleans them up.
 ROUNDS, PYTHON_SHUFFLES = 2, 4
 JVM_SHUFFLES = MAX_SETTLED_SHUFFLES // 2 + 20
 assert ROUNDS * (JVM_SHUFFLES + PYTHON_SHUFFLES) >= MAX_SETTLED_SHUFFLES + 48
@@ -34,8 +35,9 @@ def scheduler(spark, spark_local_root):
     daemon.stop()
 
 
-def one_round(spark) -> None:
-    """JVM_SHUFFLES shuffles in one job (JVM objects: reported unsafe, never held) plus PYTHON_SHUFFLES merged ones."""
+def one_round(spark) -> list:
+    """JVM_SHUFFLES shuffles in one job (JVM objects: reported unsafe, never held) plus PYTHON_SHUFFLES merged ones;
+    returns their RDDs (while they are referenced, Spark keeps their shuffles)."""
     sc = spark.sparkContext
     gw = sc._gateway
     rdds = gw.new_array(gw.jvm.org.apache.spark.api.java.JavaRDD, JVM_SHUFFLES)
@@ -44,17 +46,21 @@ def one_round(spark) -> None:
         items.add(i)
         rdds[i] = sc._jsc.parallelize(items, 1).repartition(1)
     assert sc._jsc.union(rdds).count() == JVM_SHUFFLES
+    kept = [rdds]
     for _ in range(PYTHON_SHUFFLES):
-        assert sorted(sc.parallelize(range(8), 4).map(lambda x: (x % 3, x)).reduceByKey(add, 2).collect()) == [(0, 9), (1, 12), (2, 7)]
+        kept.append(sc.parallelize(range(8), 4).map(lambda x: (x % 3, x)).reduceByKey(add, 2))
+        assert sorted(kept[-1].collect()) == [(0, 9), (1, 12), (2, 7)]
+    return kept
 
 
 def test_many_shuffles_leave_bounded_driver_state(spark, scheduler):
-    sizes = []
+    sizes, kept = [], []
     for _ in range(ROUNDS):
-        one_round(spark)
+        kept.append(one_round(spark))
         assert wait_idle(scheduler, 60)
         time.sleep(0.5)  # the last events reach the scheduler
         sizes.append((jvm_state_sizes(scheduler), state_sizes(scheduler)))
+    del kept  # now Spark may clean every round's shuffles
     assert any(r.state == "unmerged" for r in scheduler.status().shuffles) and any(s.merges_committed > 0 for s in scheduler.settled.values())
     for java, python in sizes:
         # nothing held or mid-job survives a finished job; per-shuffle history is capped
@@ -62,7 +68,8 @@ def test_many_shuffles_leave_bounded_driver_state(spark, scheduler):
         assert java["pending_events"] < 100, sizes
         assert max(python["shuffles"], python["settled"], python["rows"]) <= MAX_SETTLED_SHUFFLES, sizes
         assert python["local_dirs"] <= 3, sizes
-    assert sizes[-1][1]["rows"] == MAX_SETTLED_SHUFFLES, sizes  # the cap was reached: the first round's oldest rows went
+    # the caps were reached, with every shuffle still Spark's: the first round's oldest went
+    assert sizes[-1][1]["rows"] == sizes[-1][1]["shuffles"] == MAX_SETTLED_SHUFFLES, sizes
     # merged files stay tracked (for deletion) only for shuffles Spark still has
     assert sizes[-1][1]["merged_where"] <= ROUNDS * PYTHON_SHUFFLES
     deadline = time.monotonic() + 30

@@ -102,6 +102,7 @@ class ConnectClient:
         try:
             line = self.results.get(timeout=timeout)
         except queue.Empty:
+            self.proc.kill()  # its late result must not be read as the next scenario's
             pytest.fail(f"no result of {scenario} within {timeout:.0f} s:\n{self.log.read_text()[-4000:]}")
         if line is None:
             pytest.fail(f"the Connect client exited ({self.proc.wait(30)}) in {scenario}:\n{self.log.read_text()[-4000:]}")

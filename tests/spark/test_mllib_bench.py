@@ -1,9 +1,7 @@
 """`slaq bench mllib`, at --small's shape (five fits, one of each family, one repeat, Spark's 1 GiB executors) with
 fewer iterations on smaller data: the spark.ml sweep end to end on real local-cluster Spark sessions (both cores in one
-executor JVM: a second one only doubles the JVM start-up and JIT warm-up), as its CrossValidator variant only. That
-variant fits every family through the same recorder and timing as the plain-fits variant (three fits a family: each
-fold, then the refit), grouped under a CrossValidator besides; concurrent plain fits as SLAQ jobs with every iteration
-captured are test_zero_change_tuning.py's and test_mllib_concurrent_capture.py's.
+executor JVM: a second one only doubles the JVM start-up and JIT warm-up), its plain fits and its CrossValidator
+variant.
 
 Run as a subprocess: the benchmark starts one fresh session per configuration, which must not be the
 test suite's shared session (getOrCreate would hand that one back)."""
@@ -28,37 +26,39 @@ SIZE_FLAGS = [f"--{key.replace('_', '-')}={SIZE[key]}" for key in ("fits", "rows
 def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
     assert SIZE["executor_memory_mb"] is None  # --small's Spark default of 1 GiB, given explicitly below
     cmd = [sys.executable, "-m", "slaq.cli", "bench", "mllib", *SIZE_FLAGS, "--executor-memory-mb=1024", "--no-warmup",
-           "--master", MASTER, "--configs", "slaq,stock", "--variants", "cv", "--json"]
+           "--master", MASTER, "--configs", "slaq,stock", "--variants", "fits,cv", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
-    assert list(out["variants"]) == ["cv"]
+    assert sorted(out["variants"]) == ["cv", "fits"]
     fits = make_fits(SIZE["fits"], SIZE["arrival_mean"], 1)
     # CrossValidator fits every grid entry once per fold, then refits the best entry on all the data
     cv_fits = sum(len({f.grid_index for f in fits if f.family == fam}) * CV_FOLDS + 1 for fam in GRIDS if any(f.family == fam for f in fits))
-    v = out["variants"]["cv"]
-    for config in ("slaq", "stock"):
-        per_fit = v["last_repeat_fits"][config]
-        assert len(per_fit) == cv_fits, (config, sorted(per_fit))
-        assert {name.rsplit("-p", 1)[0] for name in per_fit} == {f"cv-{f.family}" for f in fits}, sorted(per_fit)  # every family, tuned
-        for name, fit in per_fit.items():
-            # one logged iteration per objective value after the first, else summarize() raises
-            assert fit["iterations"] >= 2, name
-            assert fit["time_to_90pct_s"] is not None and 0 <= fit["time_to_90pct_s"] <= fit["wall_s"] + 0.5, (name, fit)
-            assert fit["spark_jobs"] >= fit["iterations"] - 1, (name, fit)
-            assert 0 < fit["time_to_first_loss_s"] <= fit["time_to_90pct_s"] + 0.002, (name, fit)
-            assert fit["per_iteration_ms"]["executor_task"] > 0, (name, fit)
-        assert v["median"][config]["mean_time_to_90pct_s"] > 0
-        run = v["per_repeat"][config][0]
-        assert run["cpu_s"]["executors_s"] > 0 and run["cpu_s"]["driver_jvm_s"] > 0, run["cpu_s"]
-        assert 0 < run["storage"]["storage_memory_peak_mb"] <= run["storage"]["storage_memory_capacity_mb"], run["storage"]
-        assert sum(run["task_locality"].values()) >= sum(f["spark_jobs"] for f in per_fit.values()), run["task_locality"]
-    assert v["per_repeat"]["slaq"][0]["epoch_loop"]["epochs"] > 0  # SLAQ really ran its loop
-    # every iteration of every fit is in its own job's history, none lost, none in another fit's job
-    assert v["capture"]["fits"] == cv_fits and v["capture"]["iterations"] > 0, v["capture"]
-    assert (v["capture"]["lost_iterations"], v["capture"]["misattributed_iterations"]) == (0, 0), v["per_repeat"]["slaq"][0]["capture"]
-    assert "epoch_loop" not in v["per_repeat"]["stock"][0]  # and stock Spark had none
-    assert "time_to_90pct_reduction" in v["slaq_vs_stock"]
-    # the scheduler changes when iterations run, never what they compute
-    assert v["objectives"]["within_reassociation"], v["objectives"]
-    assert v["objectives"]["fits_with_differing_iteration_counts"] == []
+    for variant, expected in (("fits", len(fits)), ("cv", cv_fits)):
+        v = out["variants"][variant]
+        for config in ("slaq", "stock"):
+            per_fit = v["last_repeat_fits"][config]
+            assert len(per_fit) == expected, (variant, config, sorted(per_fit))
+            if variant == "cv":  # every family, tuned
+                assert {name.rsplit("-p", 1)[0] for name in per_fit} == {f"cv-{f.family}" for f in fits}, sorted(per_fit)
+            for name, fit in per_fit.items():
+                # one logged iteration per objective value after the first, else summarize() raises
+                assert fit["iterations"] >= 2, name
+                assert fit["time_to_90pct_s"] is not None and 0 <= fit["time_to_90pct_s"] <= fit["wall_s"] + 0.5, (name, fit)
+                assert fit["spark_jobs"] >= fit["iterations"] - 1, (name, fit)
+                assert 0 < fit["time_to_first_loss_s"] <= fit["time_to_90pct_s"] + 0.002, (name, fit)
+                assert fit["per_iteration_ms"]["executor_task"] > 0, (name, fit)
+            assert v["median"][config]["mean_time_to_90pct_s"] > 0
+            run = v["per_repeat"][config][0]
+            assert run["cpu_s"]["executors_s"] > 0 and run["cpu_s"]["driver_jvm_s"] > 0, run["cpu_s"]
+            assert 0 < run["storage"]["storage_memory_peak_mb"] <= run["storage"]["storage_memory_capacity_mb"], run["storage"]
+            assert sum(run["task_locality"].values()) >= sum(f["spark_jobs"] for f in per_fit.values()), run["task_locality"]
+        assert v["per_repeat"]["slaq"][0]["epoch_loop"]["epochs"] > 0  # SLAQ really ran its loop
+        # every iteration of every fit is in its own job's history, none lost, none in another fit's job
+        assert v["capture"]["fits"] == expected and v["capture"]["iterations"] > 0, v["capture"]
+        assert (v["capture"]["lost_iterations"], v["capture"]["misattributed_iterations"]) == (0, 0), v["per_repeat"]["slaq"][0]["capture"]
+        assert "epoch_loop" not in v["per_repeat"]["stock"][0]  # and stock Spark had none
+        assert "time_to_90pct_reduction" in v["slaq_vs_stock"]
+        # the scheduler changes when iterations run, never what they compute
+        assert v["objectives"]["within_reassociation"], v["objectives"]
+        assert v["objectives"]["fits_with_differing_iteration_counts"] == []

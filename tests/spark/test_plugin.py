@@ -352,6 +352,7 @@ def run_stuck_brain(app_jar: Path, local: Path, merger: DaemonProcess, stopped: 
             os.kill(pid, signal.SIGSTOP)
         stopped.set()
         out["steps"].append(lines.run_query(60))  # before the watchdog's deadline: the held reducers' own timeout
+        out["brains_after_stopped_query"] = [state(pid) for pid in brains]  # "(T)": still stopped, not yet ended
         out["brain_ended"] = wait_gone(brains, STUCK_DEADLINE + 30)
         out["steps"].append(lines.run_query(60))
         proc.stdin.close()  # type: ignore[union-attr]
@@ -427,6 +428,7 @@ def test_the_brains_gateway_closes_connections_without_the_secret_and_holds_few_
 def test_a_stopped_brain_is_found_out_and_fails_open(stuck_brain, vanilla):
     log = stuck_brain["log"]
     assert stuck_brain["steps"][1], log[-4000:]  # the reducers ran with the brain stopped: the shim holds only what it asks
+    assert set(stuck_brain["brains_after_stopped_query"]) == {"(T)"}, stuck_brain["brains_after_stopped_query"]  # not after the watchdog ended it
     assert stuck_brain["brain_ended"], log[-4000:]
     stuck = [line for line in log.splitlines() if "WARN" in line and "plugin: the brain" in line and "stopped answering" in line]
     assert len(stuck) == 1 and "SLAQ and Riffle fail open" in stuck[0], log[-4000:]

@@ -44,8 +44,7 @@ def fill_window(publish: Callable[[Any], None], jobs: int, epochs: int) -> None:
 def bench_overhead(jobs: int, seconds: float, epoch: float = 2.0, report_every: float = 0.5, master: str = DEFAULT_MASTER,
                    ui: bool = False) -> dict:
     conf = {"spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.epoch": f"{epoch}s"}
-    if ui:  # the driver's UI on loopback only, on a free port
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if ui:  # the driver's UI on loopback only (spark_session: SPARK_LOCAL_IP), on a free port
         os.environ.setdefault("SPARK_LOCAL_HOSTNAME", "127.0.0.1")
         conf |= {"spark.ui.enabled": "true", "spark.ui.port": "0"}
     with spark_session("slaq-bench-overhead", master, conf) as spark:
