@@ -172,6 +172,12 @@ def outside_line_hint(version: str) -> str:
     return ""
 
 
+def javac_command(jars: Path, classes: Path) -> list[str]:
+    """javac for Java 17 against every jar in ``jars``, writing into ``classes`` (the sources to add). javac's own
+    JVM runs for seconds: its C1 compiler alone halves its CPU, and the classes it writes are the same."""
+    return [str(find_javac()), "-J-XX:TieredStopAtLevel=1", "--release", "17", "-nowarn", "-cp", str(jars / "*"), "-d", str(classes)]
+
+
 def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec | None = None) -> Path:
     """Compile ``spec``'s sources against ``jars`` (default: :func:`pyspark_jars`) into ``target``, atomically."""
     spec = spec or shim()
@@ -179,14 +185,11 @@ def compile_jar(target: Path, jars: Path | None = None, spec: JarSpec | None = N
     if not sources:
         raise BuildError(f"no Java sources under {', '.join(map(str, spec.sources))}")
     jars = jars or pyspark_jars()
-    javac = find_javac()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sparkshim-") as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
-        # javac's own JVM runs for seconds: its C1 compiler alone halves its CPU (the classes it writes are the same)
-        cmd = [str(javac), "-J-XX:TieredStopAtLevel=1", "--release", "17", "-nowarn", "-cp", str(jars / "*"), "-d", str(classes)]
-        proc = subprocess.run(cmd + [str(src) for _, src in sources], capture_output=True, text=True)
+        proc = subprocess.run(javac_command(jars, classes) + [str(src) for _, src in sources], capture_output=True, text=True)
         if proc.returncode != 0:
             version = spark_version_of(jars)
             raise BuildError(f"javac failed against the Spark {version} jars in {jars}{outside_line_hint(version)}:\n{proc.stderr or proc.stdout}")

@@ -37,12 +37,12 @@ def spark(spark_local_root):
     from pyspark.sql import SparkSession
 
     from srsupport.session import neutral_gateway
-    from tests.fixtures import QUICK_EXECUTORS
+    from tests.fixtures import QUICK_EXECUTOR_CONF
 
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     neutral_gateway()  # this session's confs must not become defaults of later sessions in this process
     session = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("slaq-riffle-tests")
-               .config(*QUICK_EXECUTORS.split("=", 1))
+               .config(map=QUICK_EXECUTOR_CONF)
                .config("spark.local.dir", str(spark_local_root))
                .config("spark.ui.enabled", "false")
                .config("spark.driver.memory", "1g")

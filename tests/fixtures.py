@@ -11,9 +11,12 @@ from riffle.shuffle.layout import write_map_output
 # most of their start-up CPU in the C2 JIT compiler, for code they then barely run. Stopping at C1 halves their CPU (a
 # spark-sql query on local-cluster: 42 -> 20 s user) and on a 2-core machine the wall time with it; what they do is the same.
 # tests/conftest.py puts it in SPARK_SUBMIT_OPTS (every driver spark-submit starts, pyspark's gateway among them); an
-# application's executors take it from its spark.executor.extraJavaOptions (QUICK_EXECUTORS).
+# application's executors take it from its spark.executor.extraJavaOptions (QUICK_EXECUTOR_CONF; QUICK_EXECUTORS is the
+# same as one --conf argument, QUICK_DEFAULTS as spark-defaults.conf lines).
 QUICK_JVM = "-XX:TieredStopAtLevel=1"
-QUICK_EXECUTORS = f"spark.executor.extraJavaOptions={QUICK_JVM}"
+QUICK_EXECUTOR_CONF = {"spark.executor.extraJavaOptions": QUICK_JVM}
+(QUICK_EXECUTORS,) = (f"{k}={v}" for k, v in QUICK_EXECUTOR_CONF.items())
+QUICK_DEFAULTS = "".join(f"{k} {v}\n" for k, v in QUICK_EXECUTOR_CONF.items())
 
 
 def make_outputs(dirs, shuffle_id, maps, partitions, seed=0, sizes=(0, 1, 17, 300, 4096, 70000)):
@@ -52,7 +55,7 @@ class FakePools:
     def drain(self):
         return [], {}
 
-    def deposit(self, alloc, epoch):
+    def deposit(self, alloc, seconds, new_epoch=True):
         self.deposits.append(dict(alloc))
 
     def open_all(self, reason):

@@ -43,8 +43,8 @@ def split_drain(text: str) -> Drained:
     return iterations, pools
 
 
-def allocation_message(alloc: Mapping[str, float], epoch: float) -> str:
-    return messages.encode(messages.Allocation(float(epoch), {job: max(float(c), 0.0) for job, c in alloc.items()}))
+def allocation_message(alloc: Mapping[str, float], seconds: float, new_epoch: bool = True) -> str:
+    return messages.encode(messages.Allocation(float(seconds), bool(new_epoch), {job: max(float(c), 0.0) for job, c in alloc.items()}))
 
 
 class PoolBridge:
@@ -82,8 +82,9 @@ class PoolBridge:
         """The ``connect_fit`` messages (Connect fits that became jobs, or ended) since the last call, in order."""
         return [m for m in messages.decode(self._j.pollConnectFits()) if isinstance(m, messages.ConnectFit)]
 
-    def deposit(self, alloc: Mapping[str, float], epoch: float) -> None:
-        self._j.deposit(allocation_message(alloc, epoch))
+    def deposit(self, alloc: Mapping[str, float], seconds: float, new_epoch: bool = True) -> None:
+        """Cores per job for the next ``seconds``: a new epoch's, or (``new_epoch`` False) the rest of the current one's."""
+        self._j.deposit(allocation_message(alloc, seconds, new_epoch))
 
     def publish(self, status: messages.EpochStatus) -> None:
         """One epoch's ``epoch_status`` message to the JVM (the SLAQ UI tab and the driver log's line)."""

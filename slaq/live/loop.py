@@ -2,14 +2,17 @@
 
 Each epoch drains the shim into the jobs (:mod:`slaq.live.registry`), allocates
 (:mod:`slaq.live.allocation`), deposits, and builds the status its observers receive
-(:mod:`slaq.live.observer`; the ended jobs' rows from :mod:`slaq.live.ended`). The loop never
-freezes the cluster: any failure opens every pool (fair sharing) and is logged, and if the loop
-stops depositing altogether the shim opens the pools on its own after ``fail_open_epochs`` epochs.
+(:mod:`slaq.live.observer`; the ended jobs' rows from :mod:`slaq.live.ended`). A job's arrival or end
+wakes the loop to decide again at once, for the rest of the epoch only: the epochs keep their times,
+since at hundreds of arrivals a second a whole epoch's deposit per wake-up would lift every limit.
+The loop never freezes the cluster: any failure opens every pool (fair sharing) and is logged, and if
+the loop stops depositing altogether the shim opens the pools on its own after ``fail_open_epochs`` epochs.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -26,12 +29,13 @@ from slaq.messages import EpochStatus, Iteration, PoolState
 log = logging.getLogger("slaq.loop")
 user_log = logging.getLogger("slaq")  # the lines a user reads about their own jobs
 LOOP_THREAD = "slaq-epoch-loop"  # the loop thread's name
+MID_EPOCH = 0.01  # a wake-up at least this long before the next epoch decides for the rest of the current one
 
 
 class Pools(Protocol):
     def drain(self) -> tuple[list[Iteration], dict[str, PoolState]]: ...
     def drain_losses(self) -> list[Iteration]: ...
-    def deposit(self, alloc: dict[str, float], epoch: float) -> None: ...
+    def deposit(self, alloc: dict[str, float], seconds: float, new_epoch: bool = True) -> None: ...
     def open_all(self, reason: str) -> None: ...
     def resume(self) -> None: ...
     def capacity(self) -> float: ...
@@ -134,12 +138,18 @@ class EpochLoop:
                 self._wake.set()
             self._notify("after_drain")
 
-    def step(self) -> dict[str, float]:
+    def step(self, seconds_left: float | None = None) -> dict[str, float]:
+        """One decision: a new epoch's (``seconds_left`` None), or one for the ``seconds_left`` the current epoch has
+        left, when a job arrived or ended (the pools then change only the rest of the epoch: deciding more often
+        than once an epoch must not grant more than an epoch's cores)."""
         self.poll()
-        closed = self.jobs.count_silent_epoch()
+        closed = self.jobs.closed_pools(new_epoch=seconds_left is None)
         capacity = self.pools.capacity()
         alloc = self.allocate(capacity, closed)
-        self.pools.deposit(alloc, self.epoch)
+        if seconds_left is None:
+            self.pools.deposit(alloc, self.epoch)
+        else:
+            self.pools.deposit(alloc, seconds_left, new_epoch=False)
         self.epochs += 1
         self._publish(capacity)
         return alloc
@@ -189,10 +199,15 @@ class EpochLoop:
     def _run(self) -> None:
         log.debug("SLAQ: epoch loop started (policy %s, epoch %.3g s)", self.allocator.policy_name, self.epoch)  # said at attach
         failing = False
+        next_epoch = -math.inf
         while not self._stop.is_set():
             started = time.monotonic()
             try:
-                self.step()
+                if next_epoch - started > MID_EPOCH:  # woken early: a job arrived or ended
+                    self.step(next_epoch - started)
+                else:
+                    next_epoch = started + self.epoch
+                    self.step()
                 if failing:
                     self.pools.resume()
                     log.warning("SLAQ: epoch loop recovered after %d failed epochs", self.failures)
@@ -207,6 +222,6 @@ class EpochLoop:
                     self.pools.open_all(f"epoch loop failed: {self.last_error}")
                 except Exception:
                     log.exception("SLAQ: could not open the pools; the shim opens them once deposits stop")
-            self._wake.wait(max(self.epoch - (time.monotonic() - started), 0.0))
+            self._wake.wait(max(next_epoch - time.monotonic(), 0.0))
             self._wake.clear()
         log.info("SLAQ: epoch loop stopped after %d epochs", self.epochs)

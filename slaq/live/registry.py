@@ -148,10 +148,11 @@ class JobRegistry(Mapping[str, LiveJob]):
         now = self._clock()
         return [job for job in added if job.check_target(now)]
 
-    def count_silent_epoch(self) -> list[str]:
-        """One more epoch for each job without a loss yet; returns the pools reported closed."""
+    def closed_pools(self, new_epoch: bool = True) -> list[str]:
+        """The pools reported closed; on a new epoch, one more silent epoch for each job without a loss yet (a
+        decision within an epoch is not one: at many arrivals an epoch, jobs would be taken for silent at once)."""
         with self.lock:
-            for j in self._open.values():
+            for j in self._open.values() if new_epoch else ():
                 j.silent_epochs = 0 if j.history.losses else j.silent_epochs + 1
                 if j.silent_epochs == NO_LOSS_EPOCHS and j.reports is None:
                     log.info("SLAQ: job %s reported no loss in %d epochs; it gets an even share of the cores until it does", j.shown, NO_LOSS_EPOCHS)
@@ -159,7 +160,7 @@ class JobRegistry(Mapping[str, LiveJob]):
 
 
 def ended_silently(job: LiveJob) -> None:
-    """The one place a job's "reports no loss" line is logged at its end (:meth:`JobRegistry.count_silent_epoch`
+    """The one place a job's "reports no loss" line is logged at its end (:meth:`JobRegistry.closed_pools`
     logs it at the :data:`NO_LOSS_EPOCHS`-th silent epoch)."""
     if not job.history.losses and job.reports is None and job.silent_epochs < NO_LOSS_EPOCHS:
         log.info("SLAQ: job %s ended without any loss (e.g. a spark.ml KMeans, tree or ALS fit); it was scheduled as a new job", job.shown)

@@ -12,10 +12,11 @@ can be checked against the live runs the trace came from:
   first, ties to the earlier job (pools named by arrival, ``srlab.slaq_bench.configs.stock_pool_name``).
 * any policy of :mod:`slaq.policy` (``slaq``, ``fair``, ...): SLAQ's live path. The epoch loop's
   :class:`~slaq.live.allocation.Allocator` decides on each job's history (losses, core-seconds and wall
-  time per iteration, as the pools report them) at every epoch and whenever a job arrives or ends; the
-  decision is deposited as ``cores x epoch`` core-second tokens (unspent surplus lost, debt carried),
-  running tasks draw them down, and the pools are ordered as ``JobsPool`` orders them (pools with
-  tokens first, by the fraction of their deposit left; then, work-conserving, the throttled ones).
+  time per iteration, as the pools report them) at every epoch, deposited as ``cores x epoch`` core-second
+  tokens (unspent surplus lost, debt carried), and whenever a job arrives or ends, for the rest of the
+  epoch only (each pool gains or gives back its change in cores times the seconds left). Running tasks
+  draw the tokens down, and the pools are ordered as ``JobsPool`` orders them (pools with tokens first,
+  by the fraction of their epoch's grant left; then, work-conserving, the throttled ones).
 
 Left out: the driver's own CPU use on the executors' machine, scheduler delays, locality waits and the
 epoch loop's own time. Pure: no Spark, no clock.
@@ -48,7 +49,7 @@ _ARRIVE, _DRIVER_DONE, _TASKS_DONE, _STEP = 0, 1, 2, 3
 
 
 @dataclass(eq=False)
-class _SharedFits(CurveCache):
+class SharedFits(CurveCache):
     """A job's :class:`CurveCache` drawing its fits from ``memo``, shared by the replay's jobs: a fit is a pure
     function of the losses, and a scaled workload repeats its trace's jobs, so thousands of jobs report the
     same few loss histories. Each job still refits exactly when it has new losses, as the live loop does."""
@@ -78,7 +79,7 @@ class _Job:
     finished: float | None = None
 
 
-class _Pools:
+class PoolArrays:
     """Each job's pool as the scheduler sees it, one array entry per job (by arrival): tasks waiting and
     running, and its token bucket (tokens left, latest deposit). Arrays, so that what every event does to
     every pool (tokens drawn down, the offer's order) is one numpy operation on the same float64 values."""
@@ -89,6 +90,7 @@ class _Pools:
         self.running = np.zeros(n, dtype=np.int64)
         self.tokens = np.zeros(n)
         self.deposit = np.zeros(n)
+        self.rate = np.zeros(n)
         self.weight = np.array(weights, dtype=float)
 
 
@@ -117,9 +119,9 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].arrival)
     fits: dict[bytes, Curve] = {}
     states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n),
-                                       curves=_SharedFits(memo=fits))) for n, i in enumerate(order)]
-    pools = _Pools([s.spec.weight for s in states])
-    pending, running, tokens, deposit = pools.pending, pools.running, pools.tokens, pools.deposit
+                                       curves=SharedFits(memo=fits))) for n, i in enumerate(order)]
+    pools = PoolArrays([s.spec.weight for s in states])
+    pending, running, tokens, deposit, rate = pools.pending, pools.running, pools.tokens, pools.deposit, pools.rate
     events: list[tuple[float, int, int, int, int]] = []
     seq = 0
 
@@ -132,7 +134,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         push(s.spec.arrival, _ARRIVE, s.index)
     active: dict[int, _Job] = {}  # by index: in arrival order, as the arrivals are popped
     free, steps, step_gen, settled, done, said, arrived = cores, 0, 0, 0.0, 0, 0, 0
-    last_step, wake_pending = -math.inf, False
+    last_step, wake_pending, next_tick = -math.inf, False, -math.inf
 
     def start_phase(s: _Job, t: float) -> None:
         s.stage = -1
@@ -160,21 +162,28 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         start_phase(s, t)
         return False
 
-    def step(t: float) -> None:
-        nonlocal steps, step_gen, last_step
+    def step(t: float, tick: bool) -> None:
+        nonlocal steps, step_gen, last_step, next_tick
         assert allocator is not None
         last_step = t
         on = list(active.values())
-        for s in on:
+        for s in on if tick else ():  # as JobRegistry.closed_pools counts them: epochs, not decisions
             s.live.silent_epochs = 0 if s.live.history.losses else min(s.live.silent_epochs + 1, NO_LOSS_EPOCHS)
         alloc = allocator.decide([s.live for s in on], float(cores), [], t).alloc
         rows = list(active)
-        put = [alloc.get(s.live.name, 0.0) * epoch for s in on]
-        tokens[rows] = [min(left, 0.0) + d for left, d in zip(tokens[rows].tolist(), put)]  # unspent surplus lost, debt carried
-        deposit[rows] = put
+        new = np.array([alloc.get(s.live.name, 0.0) for s in on])
+        if tick:
+            tokens[rows] = np.minimum(tokens[rows], 0.0) + new * epoch  # unspent surplus lost, debt carried
+            deposit[rows] = new * epoch
+            next_tick = t + epoch
+            step_gen += 1
+            push(next_tick, _STEP, step_gen)
+        else:
+            change = (new - rate[rows]) * max(next_tick - t, 0.0)
+            tokens[rows] += change
+            deposit[rows] += change
+        rate[rows] = new
         steps += 1
-        step_gen += 1
-        push(t + epoch, _STEP, step_gen)
 
     while events:
         t = events[0][0]
@@ -213,8 +222,9 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
                         done += 1
                         changed = True
         if changed and allocator is not None and active:
-            if t - last_step >= min_step_gap - 1e-12:
-                step(t)
+            tick = t >= next_tick - 1e-12
+            if tick or t - last_step >= min_step_gap - 1e-12:
+                step(t, tick)
             elif not wake_pending:
                 wake_pending = True
                 push(last_step + min_step_gap, _STEP, -2)
@@ -238,7 +248,7 @@ def _report(s: _Job, loss: float, t: float) -> None:
     s.last = (t, s.consumed, s.stage_seconds)
 
 
-def _first(keys: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+def first_of(keys: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` first of ``rows`` (ascending) ordered by ``keys``, ties to the earlier row: what a stable sort
     of them all puts first (at most ``k`` pools can take ``k`` free cores; mostly one core is free)."""
     if k == 1 and rows.size:
@@ -246,24 +256,24 @@ def _first(keys: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
     return rows[np.argsort(keys, kind="stable")[:k]]
 
 
-def _ranked(pools: _Pools, waiting: np.ndarray, stock: bool, work_conserving: bool, k: int) -> np.ndarray:
+def offer_order(pools: PoolArrays, waiting: np.ndarray, stock: bool, work_conserving: bool, k: int) -> np.ndarray:
     """The first ``k`` of ``waiting`` (job indices, ascending) in the scheduler's order, ties to the earlier job.
 
     Stock FAIR: fewest running tasks per weight first. SLAQ's ``JobsPool``: pools with tokens first, then by
     the fraction of their latest deposit left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``)."""
     if stock:
-        return _first(pools.running[waiting] / pools.weight[waiting], waiting, k)
+        return first_of(pools.running[waiting] / pools.weight[waiting], waiting, k)
     left, put = pools.tokens[waiting], pools.deposit[waiting]
     has = left > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         fraction = np.where(put > 0, left / put, np.where(has, 1.0, -1e9 + left))
-    first = _first(-fraction[has], waiting[has], k)
+    first = first_of(-fraction[has], waiting[has], k)
     if first.size == k or not work_conserving:
         return first
-    return np.concatenate([first, _first(-fraction[~has], waiting[~has], k - first.size)])
+    return np.concatenate([first, first_of(-fraction[~has], waiting[~has], k - first.size)])
 
 
-def _offer(states: Sequence[_Job], pools: _Pools, arrived: int, free: int, t: float, push: Callable[..., None], stock: bool,
+def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: int, t: float, push: Callable[..., None], stock: bool,
            work_conserving: bool) -> int:
     """One offer round: the free cores to the waiting tasks, in the scheduler's order; returns the cores left free."""
     if free <= 0:
@@ -272,7 +282,7 @@ def _offer(states: Sequence[_Job], pools: _Pools, arrived: int, free: int, t: fl
     if not waiting.size:
         return free
     pending, running = pools.pending, pools.running
-    for i in _ranked(pools, waiting, stock, work_conserving, free).tolist():
+    for i in offer_order(pools, waiting, stock, work_conserving, free).tolist():
         s = states[i]
         n = min(free, int(pending[i]))
         pending[i] -= n

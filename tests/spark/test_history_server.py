@@ -21,7 +21,7 @@ from slaq import messages as slaq_messages
 from srlab.shim_bench.history_server import event_log_files, history_server
 from srlab.shim_bench.ui import long_log
 from srsupport.daemons import DaemonProcess
-from tests.fixtures import QUICK_JVM
+from tests.fixtures import QUICK_DEFAULTS, QUICK_JVM
 from tests.spark.riffle_ui_app import SLAQ_JOB
 from tests.spark.ui_support import assert_riffle_page_reads, dom, get, get_json, illegible_labels, log4j2, riffle_summary, screenshot
 
@@ -41,7 +41,7 @@ def replayed(tmp_path_factory):
     (tmp / "conf" / "log4j2.properties").write_text(log4j2())
     (tmp / "conf" / "spark-defaults.conf").write_text(
         f"spark.eventLog.enabled true\nspark.eventLog.dir {events.as_uri()}\nspark.eventLog.compress false\n"
-        f"spark.executor.extraJavaOptions {QUICK_JVM}\n")
+        + QUICK_DEFAULTS)
     up = DaemonProcess([tmp / "local"])
     with socket.socket() as s:  # nothing listens there: a merger that is down
         s.bind(("127.0.0.1", 0))

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from riffle.merger.node_status import probe
-from sparkshim.build import PACKAGED_JAR, pyspark_jars
+from sparkshim.build import PACKAGED_JAR, javac_command, pyspark_jars
 from sparkshim.starthook import PTH_NAME
 from srsupport.daemons import DaemonProcess
 from srsupport.driver_log import on_lines, our_warnings
-from tests.fixtures import QUICK_EXECUTORS, QUICK_JVM
+from tests.fixtures import QUICK_EXECUTORS
 
 PLUGIN = "io.slaqriffle.SlaqRifflePlugin"
 QUERY = "SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY id % 53"
@@ -129,8 +129,7 @@ def app_jar(work):
     (src / "PluginApp.java").write_text(JAVA_APP)
     classes = work / "classes"
     classes.mkdir()
-    compiled = subprocess.run(["javac", f"-J{QUICK_JVM}", "--release", "17", "-nowarn", "-cp", str(pyspark_jars() / "*"), "-d", str(classes),
-                               str(src / "PluginApp.java")], capture_output=True, text=True)
+    compiled = subprocess.run(javac_command(pyspark_jars(), classes) + [str(src / "PluginApp.java")], capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
     jar = work / "plugin-app.jar"
     with zipfile.ZipFile(jar, "w") as z:  # spark-submit --class needs no manifest

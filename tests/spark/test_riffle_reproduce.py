@@ -6,13 +6,13 @@ import subprocess
 import sys
 
 from srlab.reproduce.riffle_figures import figures_from
-from tests.fixtures import QUICK_JVM
+from tests.fixtures import QUICK_DEFAULTS
 
 
 def test_reproduce_fig4_9_and_4_10_small(tmp_path):
     conf = tmp_path / "conf"  # the bench's executors stop their JIT at C1, as the tests' others do (tests/fixtures.py)
     conf.mkdir()
-    (conf / "spark-defaults.conf").write_text(f"spark.executor.extraJavaOptions {QUICK_JVM}\n")
+    (conf / "spark-defaults.conf").write_text(QUICK_DEFAULTS)
     out = subprocess.run([sys.executable, "-m", "riffle.cli", "reproduce", "--small", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=600, env={**os.environ, "SPARK_CONF_DIR": str(conf)})
     assert out.returncode == 0, out.stderr[-2000:]

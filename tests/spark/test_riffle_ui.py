@@ -21,7 +21,7 @@ import pytest
 from riffle import messages as riffle_messages
 from slaq import messages as slaq_messages
 from srsupport.daemons import DaemonProcess
-from tests.fixtures import QUICK_JVM
+from tests.fixtures import QUICK_DEFAULTS
 from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
 from tests.spark.ui_support import assert_riffle_page_reads, dom, get, log4j2, riffle_summary, screenshot
 
@@ -44,7 +44,7 @@ def app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("riffle-ui-app")
     (tmp / "conf").mkdir()
     (tmp / "conf" / "log4j2.properties").write_text(LOG4J2)
-    (tmp / "conf" / "spark-defaults.conf").write_text(f"spark.executor.extraJavaOptions {QUICK_JVM}\n")
+    (tmp / "conf" / "spark-defaults.conf").write_text(QUICK_DEFAULTS)
     (tmp / "local").mkdir()
     (tmp / f"app {MARK}").mkdir()
     app_copy = tmp / f"app {MARK}" / APP.name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -44,7 +45,8 @@ def test_split_drain_and_allocation_message():
     its, pools = split_drain(text)
     assert its == [Iteration("job-a", 0.5, 1.25, 3.5, 0.0, "python")]
     assert pools["job-a"].tokens == -0.2 and pools["job-a"].running == 2 and pools["b"].closed
-    assert messages.decode(allocation_message({"a": 1.5, "b": -1.0}, 2)) == messages.Allocation(2.0, {"a": 1.5, "b": 0.0})
+    assert messages.decode(allocation_message({"a": 1.5, "b": -1.0}, 2)) == messages.Allocation(2.0, True, {"a": 1.5, "b": 0.0})
+    assert messages.decode(allocation_message({"a": 1.0}, 0.25, new_epoch=False)) == messages.Allocation(0.25, False, {"a": 1.0})
 
 
 @pytest.mark.parametrize("bad", ["", "  ", "tab\there", "new\nline", 3, None])
@@ -387,3 +389,48 @@ def test_the_start_hook_leaves_a_jvm_drivers_context_to_the_plugin(monkeypatch, 
     by_keyword = module.SparkContext(jsc=object() if wraps else None)
     by_position = module.SparkContext(*([None] * starthook.JSC_ARG), object() if wraps else None)
     assert calls == ([by_keyword, by_position] if attached else [])
+
+
+class GrantingPools(FakePools):
+    """The fake shim, keeping each deposit's window (seconds, new epoch) and saying when one came."""
+
+    def __init__(self):
+        super().__init__()
+        self.windows: list[tuple[float, bool]] = []
+        self.deposited = threading.Semaphore(0)
+
+    def deposit(self, alloc, seconds, new_epoch=True):
+        super().deposit(alloc, seconds, new_epoch)
+        self.windows.append((seconds, new_epoch))
+        self.deposited.release()
+
+
+def test_a_job_arriving_mid_epoch_is_decided_at_once_for_the_rest_of_the_epoch_only():
+    """The loop keeps its epochs' times: a wake-up between them grants the epoch's remaining seconds, not a whole epoch."""
+    pools = GrantingPools()
+    loop = EpochLoop(pools, policy="fair", epoch=60.0)
+    loop.start()
+    try:
+        assert pools.deposited.acquire(timeout=30)
+        loop.add(LiveJob("a", reports=False))
+        assert pools.deposited.acquire(timeout=30)  # woken by the arrival, long before the next epoch
+    finally:
+        loop.stop()
+    (first, whole), (rest, new_epoch) = pools.windows[:2]
+    assert (first, whole) == (60.0, True)
+    assert not new_epoch and 30.0 < rest < 60.0
+    assert pools.deposits[1] == {"a": 4.0}
+
+
+def test_decisions_within_an_epoch_do_not_count_as_epochs_without_a_loss():
+    """At many arrivals an epoch, counting every decision took a new job for one that reports no loss at once."""
+    from tests.fixtures import FakeClock
+
+    loop = EpochLoop(FakePools(), policy="fair", epoch=1.0, clock=FakeClock())
+    quiet = loop.add(LiveJob("quiet"))
+    loop.step()
+    for _ in range(5):
+        loop.step(0.5)
+    assert quiet.silent_epochs == 1
+    loop.step()
+    assert quiet.silent_epochs == 2

@@ -18,7 +18,7 @@ from slaq.sim.trace import Phase, Stage, Trace, TraceJob
 from slaq.stats.history import JobHistory
 
 
-def reference_order(pools: replay._Pools, stock: bool, work_conserving: bool) -> list[int]:
+def reference_order(pools: replay.PoolArrays, stock: bool, work_conserving: bool) -> list[int]:
     """The waiting pools in the order one Python sort over every job gives (the replay's order before numpy)."""
     tokens, deposit, running, weight = (a.tolist() for a in (pools.tokens, pools.deposit, pools.running, pools.weight))
     waiting = [i for i, p in enumerate(pools.pending.tolist()) if p > 0]
@@ -38,7 +38,7 @@ def reference_order(pools: replay._Pools, stock: bool, work_conserving: bool) ->
 def test_the_offer_order_is_what_a_full_stable_sort_puts_first_ties_included(seed, stock, work_conserving):
     rng = np.random.default_rng(seed)
     n = 60
-    pools = replay._Pools(rng.choice([1.0, 2.0], n).tolist())
+    pools = replay.PoolArrays(rng.choice([1.0, 2.0], n).tolist())
     pools.pending[:] = rng.choice([0, 1, 3], n)
     pools.running[:] = rng.choice([0, 1, 2], n)
     pools.tokens[:] = rng.choice([-1.5, -0.0, 0.0, 0.5, 1.0, 2.0], n)  # many ties, both zeros
@@ -46,7 +46,7 @@ def test_the_offer_order_is_what_a_full_stable_sort_puts_first_ties_included(see
     expected = reference_order(pools, stock, work_conserving)
     waiting = np.flatnonzero(pools.pending > 0)
     for k in (1, 2, 3, 7, n):
-        assert replay._ranked(pools, waiting, stock, work_conserving, k).tolist() == expected[:k]
+        assert replay.offer_order(pools, waiting, stock, work_conserving, k).tolist() == expected[:k]
 
 
 def test_a_reused_forecast_is_the_one_a_fresh_fit_would_give_and_a_report_renews_it():
@@ -63,7 +63,7 @@ def test_jobs_replaying_one_trace_job_share_its_fits_and_refit_on_each_new_loss_
     calls = []
     monkeypatch.setattr(replay, "fit_loss_curve", lambda losses: calls.append(list(losses)) or fit_loss_curve(losses))
     memo: dict = {}
-    a, b, plain = replay._SharedFits(memo=memo), replay._SharedFits(memo=memo), CurveCache()
+    a, b, plain = replay.SharedFits(memo=memo), replay.SharedFits(memo=memo), CurveCache()
     losses = [1.0, 0.5, 0.3, 0.2, 0.15]
     for n in range(2, len(losses) + 1):
         assert a.current(losses[:n]) == b.current(losses[:n]) == plain.current(losses[:n])
@@ -88,9 +88,9 @@ def test_an_allocator_without_status_figures_decides_the_same_cores():
 
 def _plain_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     """The replay as it was before its shortcuts: per-job fits, status figures, full sorts."""
-    monkeypatch.setattr(replay, "_SharedFits", lambda memo: CurveCache())
+    monkeypatch.setattr(replay, "SharedFits", lambda memo: CurveCache())
     monkeypatch.setattr(replay, "Allocator", lambda policy, epoch, status: Allocator(policy, epoch))
-    monkeypatch.setattr(replay, "_first", lambda keys, rows, k: rows[np.argsort(keys, kind="stable")[:k]])
+    monkeypatch.setattr(replay, "first_of", lambda keys, rows, k: rows[np.argsort(keys, kind="stable")[:k]])
 
 
 @pytest.mark.parametrize("policy", ["slaq", "fair", replay.STOCK])

@@ -110,7 +110,7 @@ class SlowDepositPools(ScriptedPools):
         c = self.clock.now - 100.0
         return [], {job: messages.PoolState(job, c, 0.0, 1, False) for job in ("a", "b")}
 
-    def deposit(self, alloc, epoch):
+    def deposit(self, alloc, seconds, new_epoch=True):
         self.clock.now += self.delays.pop(0)
 
 

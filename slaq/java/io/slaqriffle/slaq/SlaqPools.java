@@ -184,8 +184,9 @@ public final class SlaqPools implements Shim.FailOpen {
   }
 
   /**
-   * One epoch's allocation, an {@code allocation} message. Deposits {@code cores x epochSeconds}
-   * into every listed pool in one batch under the scheduler lock, then revives offers.
+   * One allocation, an {@code allocation} message: a new epoch's, or a decision within the current
+   * epoch (a job arrived or ended). Grants every listed pool its cores for the message's seconds
+   * ({@link TokenPool#grant}) in one batch under the scheduler lock, then revives offers.
    */
   public void deposit(String allocationJson) {
     SlaqMessages.Allocation allocation = Messages.decode(allocationJson, SlaqMessages.Allocation.class);
@@ -194,7 +195,7 @@ public final class SlaqPools implements Shim.FailOpen {
       for (Map.Entry<String, Double> e : allocation.cores().entrySet()) {
         TokenPool pool = pools.get(e.getKey());
         if (pool != null) {
-          pool.deposit(Math.max(e.getValue(), 0.0) * allocation.epochSeconds(), now);
+          pool.grant(Math.max(e.getValue(), 0.0), allocation.seconds(), allocation.newEpoch(), now);
         }
       }
       mode.deposited(now);

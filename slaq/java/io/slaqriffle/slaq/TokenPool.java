@@ -8,7 +8,9 @@ import org.apache.spark.scheduler.SchedulingMode$;
 /**
  * One SLAQ job's task pool: a token bucket of core-seconds.
  *
- * <p>Each epoch the scheduler deposits {@code cores x epoch seconds}. Running tasks draw the bucket
+ * <p>Each epoch the scheduler deposits {@code cores x epoch seconds}; a decision within the epoch (a
+ * job arrived or ended) changes the rate for the rest of it only, so deciding more often than once an
+ * epoch never grants more than the cores decided. Running tasks draw the bucket
  * down continuously: the balance is settled on every task launch and finish (Spark calls
  * {@link #increaseRunningTasks}/{@link #decreaseRunningTasks} under the scheduler lock), so the
  * accounting is exact. Overshoot (tasks already running when the bucket empties) becomes debt that
@@ -21,7 +23,8 @@ public final class TokenPool extends Pool {
   private final double jobWeight;
   private double tokens;          // core-seconds left; negative = debt
   private double consumed;        // core-seconds used since creation, including work-conserving use
-  private double lastDeposit;     // size of the latest deposit, to rank pools by the fraction left
+  private double lastDeposit;     // what this epoch granted so far, to rank pools by the fraction left
+  private double cores;           // the cores of the latest grant
   private double stageSeconds;    // wall seconds with a task set of this job in Spark's scheduler (queued or running)
   private int taskSets;           // task sets of this job in Spark's scheduler now
   private final ShimClock clock;
@@ -85,11 +88,23 @@ public final class TokenPool extends Pool {
     super.decreaseRunningTasks(taskNum);
   }
 
-  /** Debt is carried over; an unspent surplus is not (use it or lose it each epoch). */
-  public synchronized void deposit(double coreSeconds, long now) {
+  /**
+   * {@code cores} for the next {@code seconds}. A new epoch's grant deposits {@code cores x seconds}:
+   * debt is carried over, an unspent surplus is not (use it or lose it each epoch). A grant within the
+   * epoch changes only what is left of it: {@code (cores - previous cores) x seconds} is added (or
+   * taken back), so a job arriving mid-epoch gets its share of the rest and the others give theirs up.
+   */
+  public synchronized void grant(double cores, double seconds, boolean newEpoch, long now) {
     settle(now);
-    tokens = Math.min(tokens, 0.0) + coreSeconds;
-    lastDeposit = coreSeconds;
+    if (newEpoch) {
+      tokens = Math.min(tokens, 0.0);
+      lastDeposit = 0.0;
+      this.cores = 0.0;
+    }
+    double change = (cores - this.cores) * seconds;
+    tokens += change;
+    lastDeposit += change;
+    this.cores = cores;
   }
 
   public synchronized void snapshot(long now) {
