@@ -141,7 +141,8 @@ class EpochLoop:
     def step(self, seconds_left: float | None = None) -> dict[str, float]:
         """One decision: a new epoch's (``seconds_left`` None), or one for the ``seconds_left`` the current epoch has
         left, when a job arrived or ended (the pools then change only the rest of the epoch: deciding more often
-        than once an epoch must not grant more than an epoch's cores)."""
+        than once an epoch must not grant more than an epoch's cores; the time the decision took is not left)."""
+        began = time.monotonic()
         self.poll()
         closed = self.jobs.closed_pools(new_epoch=seconds_left is None)
         capacity = self.pools.capacity()
@@ -149,7 +150,7 @@ class EpochLoop:
         if seconds_left is None:
             self.pools.deposit(alloc, self.epoch)
         else:
-            self.pools.deposit(alloc, seconds_left, new_epoch=False)
+            self.pools.deposit(alloc, max(seconds_left - (time.monotonic() - began), 0.0), new_epoch=False)
         self.epochs += 1
         self._publish(capacity)
         return alloc
@@ -203,9 +204,9 @@ class EpochLoop:
         while not self._stop.is_set():
             started = time.monotonic()
             try:
-                if next_epoch - started > MID_EPOCH:  # woken early: a job arrived or ended
+                if not failing and next_epoch - started > MID_EPOCH:  # woken early: a job arrived or ended
                     self.step(next_epoch - started)
-                else:
+                else:  # a new epoch: one due, the first, or the first after a failed one (its buckets were never renewed)
                     next_epoch = started + self.epoch
                     self.step()
                 if failing:

@@ -260,7 +260,7 @@ def offer_order(pools: PoolArrays, waiting: np.ndarray, stock: bool, work_conser
     """The first ``k`` of ``waiting`` (job indices, ascending) in the scheduler's order, ties to the earlier job.
 
     Stock FAIR: fewest running tasks per weight first. SLAQ's ``JobsPool``: pools with tokens first, then by
-    the fraction of their latest deposit left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``)."""
+    the fraction of this epoch's grants left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``)."""
     if stock:
         return first_of(pools.running[waiting] / pools.weight[waiting], waiting, k)
     left, put = pools.tokens[waiting], pools.deposit[waiting]

@@ -36,7 +36,7 @@ def jobs_pool(gateway, mode, clock, *pools):
 
 def test_running_tasks_draw_tokens_down_exactly_and_overshoot_is_debt(gateway, clock):
     p = pool(gateway, clock, "a", cpus_per_task=2.0)
-    p.grant(3.0, 1.0, True, clock.nanoTime())
+    p.grant(3.0, 1.0, 1, clock.nanoTime())
     p.increaseRunningTasks(1)
     clock.advanceSeconds(1.0)
     assert p.tokens() == pytest.approx(1.0) and p.consumedCoreSeconds() == pytest.approx(2.0)
@@ -46,9 +46,9 @@ def test_running_tasks_draw_tokens_down_exactly_and_overshoot_is_debt(gateway, c
     p.decreaseRunningTasks(2)
     clock.advanceSeconds(10.0)  # nothing runs: nothing is drawn
     assert p.tokens() == pytest.approx(-1.0) and p.consumedCoreSeconds() == pytest.approx(4.0)
-    p.grant(1.5, 1.0, True, clock.nanoTime())
+    p.grant(1.5, 1.0, 2, clock.nanoTime())
     assert p.tokens() == pytest.approx(0.5)  # the deposit pays the debt first
-    p.grant(2.0, 1.0, True, clock.nanoTime())
+    p.grant(2.0, 1.0, 3, clock.nanoTime())
     assert p.tokens() == pytest.approx(2.0)  # an unspent surplus is not carried over
 
 
@@ -59,31 +59,38 @@ def test_a_grant_within_the_epoch_changes_only_the_rest_of_it(gateway, clock, mo
     arrivals per epoch no pool ever ran out and the allocation held no more."""
     old, new = pool(gateway, clock, "old"), pool(gateway, clock, "new")
     parent = jobs_pool(gateway, mode, clock, old, new)
-    old.grant(2.0, 1.0, True, clock.nanoTime())  # 2 cores for a 1 s epoch
+    old.grant(2.0, 1.0, 1, clock.nanoTime())  # 2 cores for a 1 s epoch
     mode.deposited(clock.nanoTime())
     old.increaseRunningTasks(2)
     clock.advanceSeconds(0.5)  # spent 1.0 of 2.0
     for _ in range(3):  # the same decision again and again: nothing more
-        old.grant(2.0, 0.5, False, clock.nanoTime())
+        old.grant(2.0, 0.5, 1, clock.nanoTime())
     assert old.tokens() == pytest.approx(1.0)
-    old.grant(1.0, 0.5, False, clock.nanoTime())  # a job arrived: 1 core each for the 0.5 s left
-    new.grant(1.0, 0.5, False, clock.nanoTime())
+    old.grant(1.0, 0.5, 1, clock.nanoTime())  # a job arrived: 1 core each for the 0.5 s left
+    new.grant(1.0, 0.5, 1, clock.nanoTime())  # its first grant: the rest of the epoch
     assert old.tokens() == pytest.approx(0.5) and new.tokens() == pytest.approx(0.5)
     clock.advanceSeconds(0.25)
     assert old.tokens() == pytest.approx(0.0)  # 2 tasks for 0.25 s: it has used its share of the rest
     assert admitted(parent, clock) == ["new", "old"]  # new: all of its grant left; old: none
-    old.grant(1.0, 1.0, True, clock.nanoTime())  # the next epoch: a whole epoch, the surplus lost as before
-    new.grant(1.0, 1.0, True, clock.nanoTime())
+    old.grant(1.0, 1.0, 2, clock.nanoTime())  # the next epoch: a whole epoch, the surplus lost as before
+    new.grant(1.0, 1.0, 2, clock.nanoTime())
     assert old.tokens() == pytest.approx(1.0) and new.tokens() == pytest.approx(1.0)
+    stray = pool(gateway, clock, "stray")
+    stray.grant(3.0, 1.0, 1, clock.nanoTime())  # epoch 1's rate; epoch 2's first allocation left it out
+    stray.grant(1.0, 0.5, 2, clock.nanoTime())  # its first grant of epoch 2, mid-way: the rest only, at its rate
+    assert stray.tokens() == pytest.approx(0.5)
+    stray.grant(4.0, float("nan"), 2, clock.nanoTime())  # seconds that are not a time grant nothing
+    stray.grant(9.0, -1.0, 2, clock.nanoTime())
+    assert stray.tokens() == pytest.approx(0.5)
 
 
 def test_pools_with_tokens_go_first_by_fraction_left(gateway, clock, mode):
     a, b, c = (pool(gateway, clock, n) for n in "abc")
     parent = jobs_pool(gateway, mode, clock, a, b, c)
     now = clock.nanoTime()
-    a.grant(4.0, 1.0, True, now)
-    b.grant(1.0, 1.0, True, now)
-    c.grant(2.0, 1.0, True, now)
+    a.grant(4.0, 1.0, 1, now)
+    b.grant(1.0, 1.0, 1, now)
+    c.grant(2.0, 1.0, 1, now)
     mode.deposited(now)
     a.increaseRunningTasks(2)  # a: 4 core-seconds, 2 running for 1.5 s -> 1.0 left (25%)
     clock.advanceSeconds(1.5)
@@ -96,9 +103,9 @@ def test_strict_mode_leaves_throttled_pools_out_work_conserving_puts_them_last(g
     rich, broke, indebted = (pool(gateway, clock, n) for n in ("rich", "broke", "indebted"))
     parent = jobs_pool(gateway, mode, clock, broke, indebted, rich)
     now = clock.nanoTime()
-    rich.grant(5.0, 1.0, True, now)
-    broke.grant(0.0, 1.0, True, now)
-    indebted.grant(1.0, 1.0, True, now)
+    rich.grant(5.0, 1.0, 1, now)
+    broke.grant(0.0, 1.0, 1, now)
+    indebted.grant(1.0, 1.0, 1, now)
     indebted.increaseRunningTasks(1)
     clock.advanceSeconds(3.0)  # indebted: -2 core-seconds
     mode.deposited(clock.nanoTime())
@@ -113,7 +120,7 @@ def test_strict_mode_leaves_throttled_pools_out_work_conserving_puts_them_last(g
     mode.configure(True, 30.0)  # ...and comes last when work-conserving
     assert admitted(parent, clock) == ["rich", "indebted", "broke"]
     mode.configure(False, 30.0)
-    broke.grant(0.5, 1.0, True, clock.nanoTime())  # the loop's minimum share for a closed pool with work
+    broke.grant(0.5, 1.0, 2, clock.nanoTime())  # the loop's minimum share for a closed pool with work
     assert admitted(parent, clock) == ["broke", "rich"]
     broke.increaseRunningTasks(1)
     clock.advanceSeconds(0.6)

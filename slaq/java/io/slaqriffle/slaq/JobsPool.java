@@ -11,7 +11,7 @@ import scala.collection.mutable.ArrayBuffer;
 
 /**
  * The parent of every SLAQ job pool. Once per offer round it orders its pools: pools with tokens
- * first (largest fraction of their deposit left first), then, in work-conserving mode, throttled
+ * first (largest fraction of this epoch's grants left first), then, in work-conserving mode, throttled
  * pools (least debt first), so a throttled pool only gets cores that no pool with tokens takes. In
  * strict mode throttled pools are left out of the round. A closed job's pool is ranked like any
  * other (the epoch loop keeps depositing the minimum share into it while it has work), so work a

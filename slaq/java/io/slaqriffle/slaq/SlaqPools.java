@@ -39,6 +39,7 @@ public final class SlaqPools implements Shim.FailOpen {
   private final TaskSchedulerImpl ts;
   private final JobsPool parent;
   private final PoolMode mode = new PoolMode();
+  private long epochs;  // new epochs' allocations so far (under the scheduler lock): a grant's epoch
   private final ShimClock clock = ShimClock.SYSTEM;
   private final double cpusPerTask;
   private final long base = clock.nanoTime();
@@ -192,10 +193,13 @@ public final class SlaqPools implements Shim.FailOpen {
     SlaqMessages.Allocation allocation = Messages.decode(allocationJson, SlaqMessages.Allocation.class);
     long now = clock.nanoTime();
     synchronized (ts) {
+      if (allocation.newEpoch()) {
+        epochs++;
+      }
       for (Map.Entry<String, Double> e : allocation.cores().entrySet()) {
         TokenPool pool = pools.get(e.getKey());
         if (pool != null) {
-          pool.grant(Math.max(e.getValue(), 0.0), allocation.seconds(), allocation.newEpoch(), now);
+          pool.grant(Math.max(e.getValue(), 0.0), allocation.seconds(), epochs, now);
         }
       }
       mode.deposited(now);

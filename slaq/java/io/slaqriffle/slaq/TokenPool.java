@@ -14,7 +14,7 @@ import org.apache.spark.scheduler.SchedulingMode$;
  * down continuously: the balance is settled on every task launch and finish (Spark calls
  * {@link #increaseRunningTasks}/{@link #decreaseRunningTasks} under the scheduler lock), so the
  * accounting is exact. Overshoot (tasks already running when the bucket empties) becomes debt that
- * the next deposit pays first. Whether an empty pool may still launch is decided by {@link JobsPool}.
+ * the next epoch's deposit pays first. Whether an empty pool may still launch is decided by {@link JobsPool}.
  * It also counts the wall seconds the job had a stage in the scheduler ({@link #stageSeconds}), which
  * split each iteration's time into executor and driver side.
  */
@@ -25,6 +25,7 @@ public final class TokenPool extends Pool {
   private double consumed;        // core-seconds used since creation, including work-conserving use
   private double lastDeposit;     // what this epoch granted so far, to rank pools by the fraction left
   private double cores;           // the cores of the latest grant
+  private long epoch = -1;        // the epoch of the latest grant (SlaqPools counts them)
   private double stageSeconds;    // wall seconds with a task set of this job in Spark's scheduler (queued or running)
   private int taskSets;           // task sets of this job in Spark's scheduler now
   private final ShimClock clock;
@@ -93,15 +94,18 @@ public final class TokenPool extends Pool {
    * debt is carried over, an unspent surplus is not (use it or lose it each epoch). A grant within the
    * epoch changes only what is left of it: {@code (cores - previous cores) x seconds} is added (or
    * taken back), so a job arriving mid-epoch gets its share of the rest and the others give theirs up.
+   * A pool's first grant of an epoch is a new epoch's for it, even mid-epoch (a new pool, or one the
+   * epoch's first allocation left out).
    */
-  public synchronized void grant(double cores, double seconds, boolean newEpoch, long now) {
+  public synchronized void grant(double cores, double seconds, long epoch, long now) {
     settle(now);
-    if (newEpoch) {
+    if (epoch != this.epoch) {
       tokens = Math.min(tokens, 0.0);
       lastDeposit = 0.0;
       this.cores = 0.0;
+      this.epoch = epoch;
     }
-    double change = (cores - this.cores) * seconds;
+    double change = (cores - this.cores) * (Double.isFinite(seconds) ? Math.max(seconds, 0.0) : 0.0);
     tokens += change;
     lastDeposit += change;
     this.cores = cores;
