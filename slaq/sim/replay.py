@@ -46,6 +46,7 @@ from slaq.sim.trace import TraceJob
 
 STOCK = "stock"  # Spark's own FAIR scheduler, SLAQ off
 _ARRIVE, _DRIVER_DONE, _TASKS_DONE, _STEP = 0, 1, 2, 3
+_TICK, _WAKE = -1, -2  # a _STEP event's ``who``: the epoch's end, or a decision held back by ``min_step_gap``
 
 
 @dataclass(eq=False)
@@ -133,7 +134,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     for s in states:
         push(s.spec.arrival, _ARRIVE, s.index)
     active: dict[int, _Job] = {}  # by index: in arrival order, as the arrivals are popped
-    free, steps, step_gen, settled, done, said, arrived = cores, 0, 0, 0.0, 0, 0, 0
+    free, steps, settled, done, said, arrived = cores, 0, 0.0, 0, 0, 0
     last_step, wake_pending, next_tick = -math.inf, False, -math.inf
 
     def start_phase(s: _Job, t: float) -> None:
@@ -163,7 +164,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         return False
 
     def step(t: float, tick: bool) -> None:
-        nonlocal steps, step_gen, last_step, next_tick
+        nonlocal steps, last_step, next_tick
         assert allocator is not None
         last_step = t
         on = list(active.values())
@@ -176,8 +177,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
             tokens[rows] = np.minimum(tokens[rows], 0.0) + new * epoch  # unspent surplus lost, debt carried
             deposit[rows] = new * epoch
             next_tick = t + epoch
-            step_gen += 1
-            push(next_tick, _STEP, step_gen)
+            push(next_tick, _STEP, _TICK)  # the only one pending: decisions between epochs keep the epoch's end
         else:
             change = (new - rate[rows]) * max(next_tick - t, 0.0)
             tokens[rows] += change
@@ -194,9 +194,9 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         while events and events[0][0] <= t:
             _, _, kind, who, count = heapq.heappop(events)
             if kind == _STEP:
-                if who == -2:
+                if who == _WAKE:
                     wake_pending = False
-                if (who == step_gen or who == -2) and active:
+                if active:
                     changed = True
                 continue
             s = states[who]
@@ -227,7 +227,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
                 step(t, tick)
             elif not wake_pending:
                 wake_pending = True
-                push(last_step + min_step_gap, _STEP, -2)
+                push(last_step + min_step_gap, _STEP, _WAKE)
         free = _offer(states, pools, arrived, free, t, push, allocator is None, work_conserving)
         if progress is not None and done >= said + 100:
             said = done
