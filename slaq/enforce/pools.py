@@ -124,13 +124,9 @@ class PoolBridge:
 def enter_thread(sc: Any, job: str, pool: str | None) -> Any:
     """Put the calling thread's JVM local properties in ``job`` (and ``pool``, when SLAQ enforces).
 
-    The thread first gets a copy of its properties: pyspark's ``inheritable_thread_target`` hands one
-    ``Properties`` object to every thread of a pool (CrossValidator's), so setting a key in place
-    would move the sibling threads' work into this job. Returns the thread's previous object.
+    Returns the thread's previous properties object (:func:`own_properties`).
     """
-    jsc = sc._jsc.sc()
-    previous = jsc.getLocalProperties()
-    jsc.setLocalProperties(previous.clone())
+    previous = own_properties(sc)
     if pool is not None:
         sc.setLocalProperty("spark.scheduler.pool", pool)
     sc.setLocalProperty(JOB_PROPERTY, job)
@@ -142,8 +138,20 @@ def enter_thread(sc: Any, job: str, pool: str | None) -> Any:
     return previous
 
 
+def own_properties(sc: Any) -> Any:
+    """Give the calling thread a copy of its JVM local properties; returns the object it had.
+
+    pyspark's ``inheritable_thread_target`` hands one ``Properties`` object to every thread of a pool
+    (CrossValidator's), so a key set in place would be set for the sibling threads too: their Spark jobs
+    would run in this thread's job, pool and job group."""
+    jsc = sc._jsc.sc()
+    previous = jsc.getLocalProperties()
+    jsc.setLocalProperties(previous.clone())
+    return previous
+
+
 def restore_thread(sc: Any, previous: Any) -> None:
-    """Give the calling thread back the properties object it had before :func:`enter_thread`."""
+    """Give the calling thread back the properties object it had before :func:`own_properties`."""
     sc._jsc.sc().setLocalProperties(previous)
 
 

@@ -97,7 +97,9 @@ def bench_many_jobs(jobs: int = 10_000, epochs: int = 20, losses: int = 1, epoch
             assert runtime.loop is not None
             watch = Epochs()
             runtime.loop.observers.append(watch)
-            pid = int(sc._jvm.java.lang.ProcessHandle.current().pid())
+            jvm = sc._jvm
+            assert jvm is not None
+            pid = int(jvm.java.lang.ProcessHandle.current().pid())
             pad = "x" * max(name_bytes - 10, 0)
             t0 = time.perf_counter()
             opened = []

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from slaq.enforce.pools import own_properties, restore_thread
+
 CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
 PRUNE = "slaq-prune"
 KNOWN = CONFIGS + (PRUNE,)
@@ -55,10 +57,11 @@ def stock_pool_name(arrival: int) -> str:
 
 @contextmanager
 def stock_pool(sc: Any, arrival: int) -> Iterator[None]:
-    """Run the calling thread's Spark jobs in a FAIR pool of their own (stock Spark, no SLAQ)."""
-    previous = sc.getLocalProperty(POOL_PROPERTY)
+    """Run the calling thread's Spark jobs in a FAIR pool of their own (stock Spark, no SLAQ), set on the
+    thread's own copy of its local properties (a CrossValidator's threads share one object)."""
+    previous = own_properties(sc)
     sc.setLocalProperty(POOL_PROPERTY, stock_pool_name(arrival))
     try:
         yield
     finally:
-        sc.setLocalProperty(POOL_PROPERTY, previous)
+        restore_thread(sc, previous)

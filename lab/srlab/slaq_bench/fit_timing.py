@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from slaq.enforce.pools import own_properties, restore_thread
 from slaq.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER
 
 FIT_KEY = "srlab.slaq_bench.fit"  # log4j ThreadContext key naming the fit a thread runs
@@ -87,21 +88,22 @@ class IterationClock:
         os.unlink(self.path)
 
 
-def tag_thread(sc: Any, fit: str | None) -> tuple[str | None, str | None]:
-    """Name the calling thread's fit for both sources (ThreadContext entry and Spark job group);
-    ``None`` clears them. Returns the previous job group and entry, for :func:`restore_tag`."""
-    log4j = sc._jvm.org.apache.logging.log4j
-    previous = (sc.getLocalProperty("spark.jobGroup.id"), log4j.ThreadContext.get(FIT_KEY))
-    restore_tag(sc, (fit, fit))
+def tag_thread(sc: Any, fit: str) -> tuple[Any, str | None]:
+    """Name the calling thread's fit for both sources (ThreadContext entry and Spark job group). The group is
+    set on the thread's own copy of its local properties (:func:`slaq.enforce.pools.own_properties`): the
+    threads of a CrossValidator share one object, and a group set in place named its sibling fits' Spark
+    jobs too. Returns what :func:`restore_tag` puts back."""
+    thread_context = sc._jvm.org.apache.logging.log4j.ThreadContext
+    previous = (own_properties(sc), thread_context.get(FIT_KEY))
+    sc.setLocalProperty("spark.jobGroup.id", fit)
+    thread_context.put(FIT_KEY, fit)
     return previous
 
 
-def restore_tag(sc: Any, previous: tuple[str | None, str | None]) -> None:
-    """Set the calling thread's fit tag (job group, ThreadContext entry) back to what :func:`tag_thread`
-    returned. Not ``slaq.enforce.pools.restore_thread``: that one puts back a thread's whole JVM
-    local-properties object after a SLAQ job block; this one sets two values a benchmark owns."""
-    group, entry = previous
-    sc.setLocalProperty("spark.jobGroup.id", group)
+def restore_tag(sc: Any, previous: tuple[Any, str | None]) -> None:
+    """Give the calling thread back its local properties and ThreadContext entry from before :func:`tag_thread`."""
+    properties, entry = previous
+    restore_thread(sc, properties)
     thread_context = sc._jvm.org.apache.logging.log4j.ThreadContext
     if entry is None:
         thread_context.remove(FIT_KEY)
