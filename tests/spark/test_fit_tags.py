@@ -5,32 +5,53 @@ sibling fits' Spark jobs too (their work was recorded as the last-tagged fit's, 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from multiprocessing.pool import ThreadPool
+from typing import Any
 
 from srlab.slaq_bench.configs import POOL_PROPERTY, stock_pool, stock_pool_name
 from srlab.slaq_bench.fit_timing import restore_tag, tag_thread
 
 
-def test_sibling_threads_of_a_pool_each_keep_their_own_fit_tag_and_stock_pool(spark):
+def _siblings(spark: Any, fit: Callable[[int, threading.Barrier, threading.Barrier], Any]) -> list[Any]:
+    """``fit(i, tagged, read)`` in two threads of one ``inheritable_thread_target`` (one properties object for
+    both, as CrossValidator's): ``tagged`` holds each until both have set their tags, ``read`` until both have
+    read them and submitted, so neither can put its tags back while the other still uses them."""
     from pyspark import inheritable_thread_target
 
-    sc = spark.sparkContext
-    both_tagged = threading.Barrier(2, timeout=60)
+    tagged, read = threading.Barrier(2, timeout=60), threading.Barrier(2, timeout=60)
+    wrapped = inheritable_thread_target(spark)
+    with ThreadPool(2) as pool:
+        return pool.map(lambda i: wrapped(fit)(i, tagged, read), [0, 1], chunksize=1)
 
-    def fit(i: int) -> tuple[str | None, str | None]:
+
+def test_sibling_threads_of_a_pool_each_keep_their_own_fit_tag(spark):
+    sc = spark.sparkContext
+
+    def fit(i: int, tagged: threading.Barrier, read: threading.Barrier) -> str | None:
         previous = tag_thread(sc, f"sibling-{i}")
         try:
-            with stock_pool(sc, i):
-                both_tagged.wait()  # the other thread has set its tags too, before either submits
-                sc.parallelize(range(2), 2).count()
-                return sc.getLocalProperty("spark.jobGroup.id"), sc.getLocalProperty(POOL_PROPERTY)
+            tagged.wait()
+            sc.parallelize(range(2), 2).count()
+            group = sc.getLocalProperty("spark.jobGroup.id")
+            read.wait()
+            return group
         finally:
             restore_tag(sc, previous)
 
-    wrapped = inheritable_thread_target(spark)  # one properties object for both threads, as CrossValidator's
-    with ThreadPool(2) as pool:
-        seen = pool.map(lambda i: wrapped(fit)(i), [0, 1], chunksize=1)
-    assert seen == [("sibling-0", stock_pool_name(0)), ("sibling-1", stock_pool_name(1))]
+    assert _siblings(spark, fit) == ["sibling-0", "sibling-1"]
     tracker = sc.statusTracker()
     assert [len(tracker.getJobIdsForGroup(f"sibling-{i}")) for i in (0, 1)] == [1, 1]
-    assert sc.getLocalProperty("spark.jobGroup.id") is None and sc.getLocalProperty(POOL_PROPERTY) is None
+
+
+def test_sibling_threads_of_a_pool_each_keep_their_own_stock_pool(spark):
+    sc = spark.sparkContext
+
+    def fit(i: int, tagged: threading.Barrier, read: threading.Barrier) -> str | None:
+        with stock_pool(sc, i):
+            tagged.wait()
+            pool = sc.getLocalProperty(POOL_PROPERTY)
+            read.wait()
+            return pool
+
+    assert _siblings(spark, fit) == [stock_pool_name(0), stock_pool_name(1)]
