@@ -12,6 +12,7 @@ Swaps a private function of the replay for the run: a lab measurement, not a pol
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,12 +25,18 @@ from slaq.sim.check import STEP_GAP, clairvoyant_bound, ninety_phase, scaled
 from slaq.sim.trace import TraceJob, load
 
 
+@functools.cache
+def _future(spec: TraceJob) -> tuple[int, float, float]:
+    """What the oracle knows of a job (once per trace job, not per offer): its 90% phase, and its executor
+    seconds to that phase and to its end."""
+    k = ninety_phase(spec)
+    return k, spec.work_to(k)[0], spec.work_to(len(spec.phases) - 1)[0]
+
+
 def _left(spec: TraceJob, phase: int, consumed: float) -> float:
     """The oracle's key: executor seconds left to the 90% point, or (past it) 1e9 plus the work left."""
-    k = ninety_phase(spec)
-    if phase <= k:
-        return spec.work_to(k)[0] - consumed
-    return 1e9 + spec.work_to(len(spec.phases) - 1)[0] - consumed
+    k, to_ninety, to_end = _future(spec)
+    return to_ninety - consumed if phase <= k else 1e9 + to_end - consumed
 
 
 def oracle_offer(states: Sequence[Any], pools: replay_module.PoolArrays, arrived: int, free: int, t: float,
@@ -55,13 +62,14 @@ def oracle_offer(states: Sequence[Any], pools: replay_module.PoolArrays, arrived
 
 def compare(path: str, cores_list: Sequence[int]) -> list[dict]:
     trace = load(path)
+    work_conserving = bool(trace.setting.get("work_conserving", True))  # as the check replays it
     rows = []
     for cores in cores_list:
         jobs = list(trace.jobs) if cores == trace.cores else scaled(trace, cores)
         gap = 0.0 if cores == trace.cores else STEP_GAP
         row: dict = {"cores": cores, "jobs": len(jobs)}
         for policy in ("slaq", "fair", replay_module.STOCK):
-            row[policy] = round(replay_module.replay(jobs, policy, cores, trace.epoch, min_step_gap=gap).mean(NINETY), 3)
+            row[policy] = round(replay_module.replay(jobs, policy, cores, trace.epoch, work_conserving, min_step_gap=gap).mean(NINETY), 3)
         original = replay_module._offer
         replay_module._offer = oracle_offer  # type: ignore[assignment]
         try:
