@@ -7,7 +7,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import replace
 
 from slaq.live.job import LiveJob
@@ -70,9 +70,13 @@ class EndedJobs:
                 self._tuned_rows[row.job] = row
             self._ended.extend(marked)
 
-    def take(self) -> list[JobStatus]:
-        """The rows for the status being built (each row is handed on once)."""
+    def take(self, listed: Container[str] = ()) -> list[JobStatus]:
+        """The rows for the status being built (each row is handed on once). The row of a job that status still lists
+        (it ended after the decision the status shows) waits for the next status: the UI tab takes a listed job for a
+        running one, and the last row listed for the final one when the job is gone."""
         with self._lock:
-            ended = list(self._ended)
+            ready = [row for row in self._ended if row.job not in listed]
+            waiting = [row for row in self._ended if row.job in listed]
             self._ended.clear()
-            return ended
+            self._ended.extend(waiting)
+            return ready

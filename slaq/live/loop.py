@@ -16,6 +16,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from slaq.live.allocation import NOTHING, Allocator, Decision
@@ -161,12 +162,12 @@ class EpochLoop:
         now = self._clock()
         with self.jobs.lock:
             sample = self.jobs.sample
-        ended = self._ended.take()
         before, self._published_sample = self._published_sample, sample
         d = self._decided
         try:
-            self.status = epoch_status(self.epochs, now - self._started, self.allocator.policy_name, capacity, d.table, d.cores,
-                                       d.iterations, used_cores(sample, before, capacity), d.figures, ended)
+            status = epoch_status(self.epochs, now - self._started, self.allocator.policy_name, capacity, d.table, d.cores,
+                                  d.iterations, used_cores(sample, before, capacity), d.figures)
+            self.status = replace(status, finished=self._ended.take({j.job for j in status.jobs}))
         except Exception as exc:  # the view of the schedule must never stop the schedule
             log.warning("SLAQ: could not publish epoch %d's status (UI tab, driver log): %s", self.epochs, exc)
             return

@@ -19,7 +19,7 @@ import pytest
 
 from slaq import messages
 from slaq.live.status import WHYS
-from tests.spark.ui_app import CV_FOLDS, CV_PARAMS, JOBS
+from tests.spark.ui_app import CV_FOLDS, CV_PARAMS, JOBS, SHOWN_ITERATIONS
 from tests.spark.ui_support import CHROMIUM, ChartLabels, dom, get_json, illegible_labels, log4j2, screenshot, shown
 
 APP = Path(__file__).with_name("ui_app.py")
@@ -51,11 +51,13 @@ def app(tmp_path_factory):
         deadline = time.monotonic() + 240
         while True:
             report = messages.decode(json.dumps(get_json(ui + "/slaq/json/")))
-            seen = {j.job: j for e in report.history for j in e.jobs if j.iterations >= 3}
+            unseen = set(NAMES) - {j.job for e in report.history for j in e.jobs if j.iterations >= SHOWN_ITERATIONS}
             tuned = any(j.refit for j in report.finished)
-            if len(report.history) >= 4 and set(NAMES) <= set(seen) and any(j.job == SHORT for j in report.finished) and tuned:
+            short = any(j.job == SHORT for j in report.finished)
+            if len(report.history) >= 4 and not unseen and short and tuned:
                 break
-            assert time.monotonic() < deadline, f"no epochs with every job and the CrossValidator done after 240 s: {report}"
+            assert time.monotonic() < deadline, (f"after 240 s: {len(report.history)} epochs; no row with {SHOWN_ITERATIONS}+ "
+                                                 f"iterations of {sorted(unseen)}; {SHORT} finished: {short}; refit finished: {tuned}")
             assert proc.poll() is None, (tmp / "driver.log").read_text()[-3000:]
             time.sleep(0.25)
         yield {"ui": ui, "report": report, "tmp": tmp, "proc": proc}

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from pyspark import InheritableThread
@@ -29,6 +30,19 @@ from slaq.ml import logistic_regression, svm, synthetic_blocks
 JOBS = [("lr <a>&'x'\u202e", logistic_regression, 100_000), ("svm-1", svm, 100_000), ("short", logistic_regression, 6)]
 CV_PARAMS = [0.1, 0.01]  # regParam of the CrossValidator's candidates
 CV_FOLDS = 2
+SHOWN_ITERATIONS = 3  # the tests wait for a row of each job with this many iterations in an epoch's status
+
+
+def shown_running(runtime, name: str, timeout: float = 120.0) -> None:
+    """Until an epoch's status lists job ``name`` running with :data:`SHOWN_ITERATIONS` or more: a short job's
+    iterations can all fall between two epochs' statuses (0, 2, then finished), and the tests would wait for a row
+    that never comes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = runtime.pools.status_report().history[-1:]
+        if any(j.job == name and j.iterations >= SHOWN_ITERATIONS for e in last for j in e.jobs):
+            return
+        time.sleep(0.05)
 
 
 def cross_validate(spark: SparkSession) -> None:
@@ -55,7 +69,7 @@ def main() -> int:
              .config("spark.scheduler.mode", "FAIR").config("spark.slaq.enabled", "true").config("spark.slaq.epoch", "0.5s")
              .getOrCreate())
     sc = spark.sparkContext
-    slaq.attach(spark)
+    runtime = slaq.attach(spark)
     errors: list[str] = []
 
     def train(name: str, trainer, iterations: int) -> None:
@@ -63,6 +77,7 @@ def main() -> int:
             blocks = synthetic_blocks(sc, 2, 200, 5, seed=len(name), cache=True)
             with slaq.job(name) as job:
                 trainer(blocks, iterations)
+                shown_running(runtime, name)  # open until the tab has shown it iterating (the long ones never end)
             if name == "short":  # what the test compares the finished row with
                 (Path(local_dir).parent / "short-losses.json").write_text(json.dumps(job.losses))
         except Exception as exc:  # the app is stopped under running jobs; only report failures before that

@@ -165,6 +165,31 @@ def test_a_finished_job_carries_its_final_figures_from_its_whole_history():
     assert published[-1].jobs == () and messages.decode(messages.encode(published[-1])) == published[-1]
 
 
+def test_a_job_ending_between_a_decision_and_its_status_gets_its_final_row_in_the_next_status():
+    """The status shows the decision, which still lists a job that ended after it: were the job's final row handed
+    to that status too, the tab would skip it (the job is listed as running) and, the job gone from the next status,
+    take its last running row for the final one (iterations 1 of 2 in an Optuna study's tab)."""
+
+    class EndsAfterTheDecision(LoopObserver):
+        def on_allocated(self, jobs, decision):
+            if [j.name for j in jobs] == ["a"]:
+                loop.poll()  # the job's close brings in its last loss...
+                loop.remove("a")  # ...and ends it while the epoch's status is yet to be built
+
+    clock = FakeClock(100.0)
+    statuses = Statuses()
+    loop = EpochLoop(ScriptedPools([([it("a", 1.0, 0.1, 0.0)], {"a": 0.0}), ([it("a", 0.5, 0.6, 0.5)], {"a": 0.5})]),
+                     "slaq", 0.5, observers=[statuses, EndsAfterTheDecision()], clock=clock, clock_offset=100.0)
+    loop.add(LiveJob("a", 1.0))
+    clock.now += 0.5
+    loop.step()
+    clock.now += 0.5
+    loop.step()
+    ending, after = statuses.published
+    assert [(j.job, j.iterations) for j in ending.jobs] == [("a", 1)] and not ending.finished
+    assert not after.jobs and [(j.job, j.state, j.iterations) for j in after.finished] == [("a", "finished", 2)]
+
+
 def test_normalized_loss_falls_with_the_raw_loss_and_is_no_floor_fit_to_two_points():
     """A job's second loss read exactly 0.500 (a floor fitted through two points), its third 0.902, while the raw
     loss fell. Each row's normalized loss is the loss against the row's own reference, the loss over the first
