@@ -131,6 +131,8 @@ def test_the_recorder_splits_a_run_into_phases_by_submission():
     run = RunJob("a", "f", 0.0, (1.0, 0.5), tuple(phases))
     t = combine([[run], [run]], 2, 1.0, {}, {})
     assert t.jobs[0].phases[0].latency_s == pytest.approx(0.1) and t.jobs[0].phases[1].stages == (Stage(4, 0.6),)
+    refit = RunJob("cv-p1-2", "f", 5.0, (1.0, 0.5), tuple(phases))  # a later run's refit of another best entry
+    assert [j.name for j in combine([[run], [run, refit]], 2, 1.0, {}, {}).jobs] == ["a"]  # the first run's jobs only
 
 
 def test_simulate_check_and_project_print_json_and_exit_1_on_a_miss(tmp_path, capsys):

@@ -139,12 +139,15 @@ def _median_phase(seen: list[RunPhase]) -> Phase:
 
 def combine(runs: Sequence[Sequence[RunJob]], cores: int, epoch: float, setting: dict[str, Any],
             measured: dict[str, list[dict[str, Any]]]) -> Trace:
-    """One trace from the runs of one workload (pure): each phase the median of the runs that recorded it
-    (stage seconds over the runs whose phase had the same stages), arrivals and losses from the first run."""
-    by_name: dict[str, list[RunJob]] = {}
+    """One trace from the runs of one workload (pure): the first run's jobs, arrivals and losses, each phase
+    the median of the runs that recorded it (stage seconds over the runs whose phase had the same stages).
+    A job only later runs had is left out: a CrossValidator's refit is named by its best entry, which runs
+    may pick differently, and the replay would run two refits."""
+    by_name: dict[str, list[RunJob]] = {j.name: [] for j in runs[0]} if runs else {}
     for run in runs:
         for j in run:
-            by_name.setdefault(j.name, []).append(j)
+            if j.name in by_name:
+                by_name[j.name].append(j)
     jobs = []
     for name, seen in by_name.items():
         ref = seen[0]
