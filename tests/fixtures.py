@@ -19,6 +19,12 @@ QUICK_EXECUTOR_CONF = {"spark.executor.extraJavaOptions": QUICK_JVM}
 QUICK_DEFAULTS = "".join(f"{k} {v}\n" for k, v in QUICK_EXECUTOR_CONF.items())
 
 
+def ends(stderr: str, each: int = 1500) -> str:
+    """A failed command's stderr for an assertion message: its start, where spark-submit and the JVM say why they
+    stopped (a gateway that "exited before sending its port number" says nothing more), and its end, the traceback."""
+    return stderr if len(stderr) <= 2 * each else f"{stderr[:each]}\n[...]\n{stderr[-each:]}"
+
+
 def make_outputs(dirs, shuffle_id, maps, partitions, seed=0, sizes=(0, 1, 17, 300, 4096, 70000)):
     """Random map outputs (block sizes drawn from ``sizes``); returns {map_id: [block bytes]}."""
     import random

@@ -15,6 +15,7 @@ import sys
 from srlab.slaq_bench.mllib import CV_FOLDS
 from srlab.slaq_bench.mllib_args import SMALL
 from srlab.slaq_bench.mllib_workload import GRIDS, make_fits
+from tests.fixtures import ends
 
 # --small's sweep with four iterations (every fit still logs at least two losses) on a quarter of its rows and half
 # its features: the time goes into the iterations' Spark jobs, and the assertions hold at any size
@@ -28,7 +29,7 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
     cmd = [sys.executable, "-m", "slaq.cli", "bench", "mllib", *SIZE_FLAGS, "--executor-memory-mb=1024", "--no-warmup",
            "--master", MASTER, "--configs", "slaq,stock", "--variants", "fits,cv", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, ends(proc.stderr)
     out = json.loads(proc.stdout)
     assert sorted(out["variants"]) == ["cv", "fits"]
     fits = make_fits(SIZE["fits"], SIZE["arrival_mean"], 1)

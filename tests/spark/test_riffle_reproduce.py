@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from srlab.reproduce.riffle_figures import figures_from
-from tests.fixtures import QUICK_DEFAULTS
+from tests.fixtures import QUICK_DEFAULTS, ends
 
 
 def test_reproduce_fig4_9_and_4_10_small(tmp_path):
@@ -15,7 +15,7 @@ def test_reproduce_fig4_9_and_4_10_small(tmp_path):
     (conf / "spark-defaults.conf").write_text(QUICK_DEFAULTS)
     out = subprocess.run([sys.executable, "-m", "riffle.cli", "reproduce", "--small", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=600, env={**os.environ, "SPARK_CONF_DIR": str(conf)})
-    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.returncode == 0, ends(out.stderr)
     report = json.loads(out.stdout)
     assert set(report["figures"]) == {"fig4.9", "fig4.10"}
     for name in ("fig4.9", "fig4.10"):

@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+from tests.fixtures import ends
+
 SCRIPT = r"""
 import json, logging, threading, time
 from pyspark import StorageLevel
@@ -48,7 +50,7 @@ print(json.dumps(out))
 
 def test_a_real_spill_is_seen_and_warned_about_once():
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, ends(proc.stderr)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["before"] == 0
     assert out["on_disk"] > 8 * 1024 * 1024, out  # ~48 MB of doubles vs ~14 MB of storage memory

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.fixtures import ends
+
 CHILD = Path(__file__).with_name("json_attach_child.py")
 
 
@@ -18,7 +20,7 @@ def test_the_json_url_never_answers_200_with_the_pages_html(tmp_path):
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run([sys.executable, str(CHILD)], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == 0, ends(run.stderr)
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     assert any(code == 200 for code, _ in seen["polled"])
     assert all(first == "{" for code, first in seen["polled"] if code == 200), seen["polled"]

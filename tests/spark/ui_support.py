@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures import ends
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
@@ -59,7 +61,7 @@ def chromium(profile: Path, *args: str) -> str:
         pytest.fail(f"{CHROMIUM} is missing: run scripts/setup.sh (it installs Debian's chromium for these tests)")
     run = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", *args], capture_output=True,
                          text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.returncode == 0, ends(run.stderr)
     return run.stdout
 
 
