@@ -70,7 +70,7 @@ class EndedJobs:
                 self._tuned_rows[row.job] = row
             self._ended.extend(marked)
 
-    def take(self, listed: Container[str] = ()) -> list[JobStatus]:
+    def take(self, listed: Container[str]) -> list[JobStatus]:
         """The rows for the status being built (each row is handed on once). The row of a job that status still lists
         (it ended after the decision the status shows) waits for the next status: the UI tab takes a listed job for a
         running one, and the last row listed for the final one when the job is gone."""

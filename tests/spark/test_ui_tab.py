@@ -190,7 +190,7 @@ def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
     rows = {r[1]: r for r in page.rows}
     assert {shown(n) for n in NAMES} <= set(rows), page.rows  # every job, names escaped and shown as text, bidi controls inert
     assert rows[SHORT][3] == "finished" and rows[SHORT][4] in WHYS
-    assert all(rows[shown(n)][3] == "running" and int(rows[shown(n)][5]) >= 3 for n in NAMES if n != SHORT)
+    assert all(rows[shown(n)][3] == "running" and int(rows[shown(n)][5]) >= SHOWN_ITERATIONS for n in NAMES if n != SHORT)
     assert "\u202e" not in re.sub(r'data-job="[^"]*"', "", rendered)  # only the machine-readable attributes keep it raw
     assert rendered.count("<bdi>") >= 2 * len(NAMES)  # each name isolated in its row and in the legend
     # #, job, tuning, state, why, iterations, loss, normalized loss, predicted gain, cores allocated, used, wall time, time to target,

@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
 from slaq.metrics import NINETY
-from slaq.sim.check import CONFIG_POLICIES
+from slaq.sim.check import CONFIG_POLICIES, check_trace
 from slaq.sim.replay import ReplayResult, replay
 from slaq.sim.trace import Trace, TraceJob, load
 
@@ -72,15 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     trace = load(args.trace)
     rows = []
-    for config, runs in trace.measured.items():
-        measured = statistics.median(float(r["mean_time_to_90pct_s"]) for r in runs)
-        makespan = statistics.median(float(r["makespan_s"]) for r in runs)
-        open_loop = replay(trace.jobs, CONFIG_POLICIES[config], trace.cores, trace.epoch, bool(trace.setting.get("work_conserving", True)))
-        row = {"config": config, "measured_s": round(measured, 2), "measured_makespan_s": round(makespan, 1),
-               "open_loop": {"predicted_s": round(open_loop.mean(NINETY), 2), "error": round(open_loop.mean(NINETY) / measured - 1, 4),
-                             "makespan_s": round(open_loop.makespan, 1)}}
+    for c in check_trace(trace):  # the open-loop replay and the live medians, as `slaq simulate --check` has them
+        measured = c.measured_s
+        row = {"config": c.config, "measured_s": round(measured, 2), "measured_makespan_s": round(c.measured_makespan_s, 1),
+               "open_loop": {"predicted_s": round(c.predicted_s, 2), "error": round(c.error, 4), "makespan_s": round(c.predicted_makespan_s, 1)}}
         for gap in [float(g) for g in args.gaps.split(",")]:
-            result, rounds = closed_loop(trace, CONFIG_POLICIES[config], gap)
+            result, rounds = closed_loop(trace, CONFIG_POLICIES[c.config], gap)
             row[f"gap_{gap:g}s"] = {"predicted_s": round(result.mean(NINETY), 2), "error": round(result.mean(NINETY) / measured - 1, 4),
                                     "makespan_s": round(result.makespan, 1), "rounds": rounds}
         rows.append(row)
