@@ -149,9 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="switch on the per-iteration network phase: network work ~ this x compute per job, mixed 8x either way (default 0: off)")
     sim.add_argument("--series", action="store_true", help="include the loss-over-time series in the JSON")
     sim.add_argument("--check", nargs="*", metavar="TRACE",
-                     help="replay recorded live workloads (slaq-trace/1, from lab/demos/sweep.py --record-trace; default: the packaged "
-                          "ones) on their live configuration and compare each configuration's mean time to 90%% with the live runs' "
-                          "median; exit 1 when one is off by more than 15%%")
+                     help="replay recorded live workloads (slaq-trace/1, from --record-trace of lab/demos/sweep.py or slaq bench mllib; "
+                          "default: the packaged ones: the sweep demo, 12 spark.ml fits, CrossValidator) on their live configuration "
+                          "and compare each configuration's mean time to 90%% with the live runs' median; exit 1 when one is off by "
+                          "more than 15%%")
     sim.add_argument("--project", nargs="*", metavar="TRACE",
                      help="the same recorded workloads scaled to --project-cores: SLAQ vs fair vs stock Spark FAIR and a clairvoyant "
                           "lower bound on mean time to 90%%")

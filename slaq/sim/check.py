@@ -71,7 +71,7 @@ def check_trace(trace: Trace, progress: Progress | None = None) -> list[ConfigCh
             continue
         if progress:
             progress(f"checking {trace.name or 'trace'}: replaying {config} on {trace.cores} cores")
-        result = replay(trace.jobs, CONFIG_POLICIES[config], trace.cores, trace.epoch, work_conserving)
+        result = replay(trace.replayed, CONFIG_POLICIES[config], trace.cores, trace.epoch, work_conserving)
         measured = [float(r["mean_time_to_90pct_s"]) for r in runs if r.get("mean_time_to_90pct_s") is not None]
         per_job = _job_errors(result, runs)
         out.append(ConfigCheck(trace.name, config, result.mean(NINETY), statistics.median(measured), tuple(measured),
@@ -92,7 +92,7 @@ def _job_errors(result: ReplayResult, runs: list[dict]) -> float:
 # -- projections -------------------------------------------------------------------------------------------
 
 def scaled(trace: Trace, cores: int, seed: int = 1) -> list[TraceJob]:
-    """The trace's workload for ``cores`` cores: ``cores / trace.cores`` times as many jobs (its jobs in turn),
+    """The trace's workload for ``cores`` cores: ``cores / trace.cores`` times as many jobs (its jobs in turn; not the Spark jobs outside them),
     arriving that many times as often (Poisson, the trace's mean gap divided by the factor)."""
     factor = cores / trace.cores
     n = max(int(round(len(trace.jobs) * factor)), 1)

@@ -17,6 +17,10 @@ can be checked against the live runs the trace came from:
   epoch only (each pool gains or gives back its change in cores times the seconds left). Running tasks
   draw the tokens down, and the pools are ordered as ``JobsPool`` orders them (pools with tokens first,
   by the fraction of their epoch's grant left; then, work-conserving, the throttled ones).
+* Spark jobs outside every job (``TraceJob.outside``: a CrossValidator's evaluations) run in Spark's
+  ``default`` pool, first in first out, which no policy allocates: beside each job's pool under ``stock``,
+  beside SLAQ's ``slaq`` pool under a policy (Spark's FAIR order at the root: fewer running tasks first,
+  a tie to the name sorting first). They are no job of the result.
 
 Left out: the driver's own CPU use on the executors' machine, scheduler delays, locality waits and the
 epoch loop's own time. Pure: no Spark, no clock.
@@ -85,8 +89,10 @@ class PoolArrays:
     running, and its token bucket (tokens left, latest deposit). Arrays, so that what every event does to
     every pool (tokens drawn down, the offer's order) is one numpy operation on the same float64 values."""
 
-    def __init__(self, weights: Sequence[float]):
+    def __init__(self, weights: Sequence[float], outside: Sequence[bool] = ()):
         n = len(weights)
+        self.outside = np.array(outside, dtype=bool) if len(outside) else np.zeros(n, dtype=bool)  # in Spark's default pool
+        self.has_outside = bool(self.outside.any())
         self.pending = np.zeros(n, dtype=np.int64)
         self.running = np.zeros(n, dtype=np.int64)
         self.tokens = np.zeros(n)
@@ -121,7 +127,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     fits: dict[bytes, Curve] = {}
     states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n),
                                        curves=SharedFits(memo=fits))) for n, i in enumerate(order)]
-    pools = PoolArrays([s.spec.weight for s in states])
+    pools = PoolArrays([s.spec.weight for s in states], [s.spec.outside for s in states])
     pending, running, tokens, deposit, rate = pools.pending, pools.running, pools.tokens, pools.deposit, pools.rate
     events: list[tuple[float, int, int, int, int]] = []
     seq = 0
@@ -154,7 +160,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         """Report the phase's loss; True when the job is finished."""
         loss = s.spec.losses[s.phase]
         s.times.append(t)
-        if allocator is not None:
+        if allocator is not None and not s.spec.outside:
             _report(s, loss, t)
         s.phase += 1
         if s.phase >= len(s.spec.phases):
@@ -167,11 +173,11 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         nonlocal steps, last_step, next_tick
         assert allocator is not None
         last_step = t
-        on = list(active.values())
+        on = [s for s in active.values() if not s.spec.outside]  # SLAQ's jobs; Spark's default pool is not its to allocate
         for s in on if tick else ():  # as JobRegistry.closed_pools counts them: epochs, not decisions
             s.live.silent_epochs = 0 if s.live.history.losses else min(s.live.silent_epochs + 1, NO_LOSS_EPOCHS)
         alloc = allocator.decide([s.live for s in on], float(cores), [], t).alloc
-        rows = list(active)
+        rows = [s.index for s in on]
         new = np.array([alloc.get(s.live.name, 0.0) for s in on])
         if tick:
             tokens[rows] = np.minimum(tokens[rows], 0.0) + new * epoch  # unspent surplus lost, debt carried
@@ -233,7 +239,8 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
             said = done
             progress(t, done, len(states))
     finished = [s for s in states if s.finished is not None]
-    return ReplayResult(policy, cores, [_record(s) for s in finished], max((s.finished or 0.0) for s in finished) if finished else 0.0, steps)
+    return ReplayResult(policy, cores, [_record(s) for s in finished if not s.spec.outside],
+                        max((s.finished or 0.0) for s in finished) if finished else 0.0, steps)
 
 
 def _report(s: _Job, loss: float, t: float) -> None:
@@ -260,7 +267,15 @@ def offer_order(pools: PoolArrays, waiting: np.ndarray, stock: bool, work_conser
     """The first ``k`` of ``waiting`` (job indices, ascending) in the scheduler's order, ties to the earlier job.
 
     Stock FAIR: fewest running tasks per weight first. SLAQ's ``JobsPool``: pools with tokens first, then by
-    the fraction of this epoch's grants left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``)."""
+    the fraction of this epoch's grants left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``).
+    Spark's ``default`` pool (the outside Spark jobs, in order) sorts among them as one pool."""
+    outside = pools.outside[waiting] if pools.has_outside else None
+    if outside is not None and outside.any():
+        in_default = int(pools.running[pools.outside].sum())
+        if stock:  # a tie goes to the job's pool: "arrival-..." sorts before "default"
+            return first_of(np.where(outside, in_default + 0.5, pools.running[waiting] / pools.weight[waiting]), waiting, k)
+        default, mine = waiting[outside], offer_order(pools, waiting[~outside], False, work_conserving, k)
+        return np.concatenate([default, mine] if in_default <= int(pools.running[~pools.outside].sum()) else [mine, default])
     if stock:
         return first_of(pools.running[waiting] / pools.weight[waiting], waiting, k)
     left, put = pools.tokens[waiting], pools.deposit[waiting]

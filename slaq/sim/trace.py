@@ -7,8 +7,10 @@ ends with loss ``k``. A phase is driver time (the job's thread outside any Spark
 the driver's own computation) and its Spark jobs' latency (inside a Spark job, no task of it running
 though a core was free: stage submission, task launch, result delivery), neither holding an executor
 core, then its Spark stages, each ``tasks`` tasks sharing ``seconds`` of core time (launch to end).
-The lab writes traces (``--record-trace`` on the sweeps); ``measured`` holds the live runs' figures
-the check compares with. JSON, gzip when the name ends in ``.gz``.
+Spark jobs outside every job (a CrossValidator's evaluations) are kept apart, each as its submission and
+stages: they run in Spark's ``default`` pool, which no policy allocates. The lab writes traces
+(``--record-trace`` on the sweeps); ``measured`` holds the live runs' figures the check compares with.
+JSON, gzip when the name ends in ``.gz``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class TraceJob:
     phases: tuple[Phase, ...]
     reports: bool | None = None  # known in advance to report losses (a spark.ml fit: True); None lets the loop find out
     weight: float = 1.0
+    outside: bool = False  # a Spark job outside every job: Spark's default pool, no loss, not a policy's to allocate
 
     def work_to(self, phase: int) -> tuple[float, float]:
         """(executor seconds, driver seconds) of phases 0..``phase``."""
@@ -76,6 +79,17 @@ class Trace:
     setting: dict[str, Any] = field(default_factory=dict)  # the rest of the live configuration, as recorded
     measured: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # configuration -> one figure dict per live run
     name: str = ""
+    outside: tuple[TraceJob, ...] = ()  # the Spark jobs outside every job, by submission
+
+    @property
+    def replayed(self) -> tuple[TraceJob, ...]:
+        """What the check replays: the jobs and the Spark jobs outside them."""
+        return tuple(sorted((*self.jobs, *self.outside), key=lambda j: j.arrival))
+
+
+def outside_job(index: int, submitted: float, stages: tuple[Stage, ...]) -> TraceJob:
+    """A Spark job outside every job as the replay runs it: one phase of its stages after an empty one."""
+    return TraceJob(f"outside-{index}", "", submitted, (1.0, 1.0), (Phase(0.0), Phase(0.0, stages)), False, outside=True)
 
 
 def _phase(raw: dict) -> Phase:
@@ -97,6 +111,10 @@ def from_dict(doc: dict, name: str = "") -> Trace:
                 raise TraceError(f"{name or 'trace'}: job {j.get('name')!r} has a stage without tasks or a negative time")
             jobs.append(TraceJob(str(j["name"]), str(j.get("family", "")), float(j["arrival_s"]), losses, phases,
                                  j.get("reports"), float(j.get("weight", 1.0))))
+        outside = tuple(outside_job(k, float(o["submitted_s"]), tuple(Stage(int(t), float(x)) for t, x in o["stages"]))
+                        for k, o in enumerate(doc.get("outside_spark_jobs", [])))
+        if any(s.tasks < 1 or s.seconds < 0 for o in outside for s in o.phases[1].stages):
+            raise TraceError(f"{name or 'trace'}: a Spark job outside the jobs has a stage without tasks or a negative time")
         setting = dict(doc["setting"])
         cores, epoch = int(setting["executor_cores"]), float(setting["epoch_s"])
     except TraceError:
@@ -105,7 +123,7 @@ def from_dict(doc: dict, name: str = "") -> Trace:
         raise TraceError(f"{name or 'trace'}: malformed {FORMAT} document ({type(exc).__name__}: {exc})") from None
     if not jobs or cores < 1 or epoch <= 0:
         raise TraceError(f"{name or 'trace'}: needs jobs, executor_cores >= 1 and epoch_s > 0")
-    return Trace(tuple(sorted(jobs, key=lambda j: j.arrival)), cores, epoch, setting, dict(doc.get("measured", {})), name)
+    return Trace(tuple(sorted(jobs, key=lambda j: j.arrival)), cores, epoch, setting, dict(doc.get("measured", {})), name, outside)
 
 
 def to_dict(trace: Trace) -> dict:
@@ -116,7 +134,9 @@ def to_dict(trace: Trace) -> dict:
                       "losses": [float(f"{v:.7g}") for v in j.losses],
                       "phases": [{"driver_s": round(p.driver_s, 3), "latency_s": round(p.latency_s, 3),
                                   "stages": [[s.tasks, round(s.seconds, 3)] for s in p.stages]}
-                                 for p in j.phases]} for j in trace.jobs]}
+                                 for p in j.phases]} for j in trace.jobs],
+            "outside_spark_jobs": [{"submitted_s": round(o.arrival, 3), "stages": [[s.tasks, round(s.seconds, 3)] for s in o.phases[1].stages]}
+                                   for o in trace.outside]}
 
 
 def load(path: str | Path) -> Trace:

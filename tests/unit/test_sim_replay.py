@@ -32,6 +32,19 @@ def test_a_trace_survives_its_json_and_gzip(tmp_path):
         back = trace.load(trace.save(t, tmp_path / name))
         assert back.jobs == t.jobs and back.cores == 2 and back.epoch == 1.0 and back.measured == t.measured
     assert gzip.decompress((tmp_path / "t.json.gz").read_bytes()).startswith(b"{")
+    evaluation = trace.outside_job(0, 0.5, (Stage(2, 1.0),))
+    back = trace.load(trace.save(Trace(t.jobs, 2, 1.0, outside=(evaluation,)), tmp_path / "o.json"))
+    assert back.outside == (evaluation,) and [j.name for j in back.replayed] == ["a", "outside-0", "b"]
+
+
+@pytest.mark.parametrize("policy, first", [(replay.STOCK, "fit"), ("slaq", "outside-0")])
+def test_a_spark_job_outside_every_job_runs_in_the_default_pool_beside_the_jobs_and_is_no_job_of_the_result(policy, first):
+    # one core, a fit and an evaluation (one 1 s task each) submitted at 0: a tie at the root, which goes to the pool
+    # whose name sorts first: the fit's "arrival-0000" under stock, "default" before SLAQ's "slaq" pool under a policy
+    fit = job("fit", tasks=1, seconds=1.0, phases=2)
+    result = replay.replay([fit, trace.outside_job(0, 0.0, (Stage(1, 1.0),))], policy, 1)
+    assert [j["job"] for j in result.jobs] == ["fit"] and result.makespan == pytest.approx(3.0)
+    assert result.jobs[0]["time_to_90pct_s"] == pytest.approx(2.0 if first == "fit" else 3.0)  # two 1 s stages, the evaluation's before or after
 
 
 @pytest.mark.parametrize("content, reason", [(None, "no such trace file"), (b"garbage", "not a readable trace"),
@@ -120,7 +133,7 @@ def test_the_check_compares_each_configuration_with_the_median_of_its_runs():
 
 
 def test_the_recorder_splits_a_run_into_phases_by_submission():
-    from srlab.slaq_bench.trace_record import RunJob, SparkJob, busy_cores, combine, phases_of
+    from srlab.slaq_bench.trace_record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split
 
     sj = [SparkJob(0.1, 0.5, (Stage(4, 0.8),), 0.15, 0.45), SparkJob(0.7, 1.0, (Stage(4, 0.6),), 0.75, 0.95)]
     phases = phases_of(0.0, [0.6, 1.1], sj, busy_cores([]), 2)
@@ -133,6 +146,8 @@ def test_the_recorder_splits_a_run_into_phases_by_submission():
     assert t.jobs[0].phases[0].latency_s == pytest.approx(0.1) and t.jobs[0].phases[1].stages == (Stage(4, 0.6),)
     refit = RunJob("cv-p1-2", "f", 5.0, (1.0, 0.5), tuple(phases))  # a later run's refit of another best entry
     assert [j.name for j in combine([[run], [run, refit]], 2, 1.0, {}, {}).jobs] == ["a"]  # the first run's jobs only
+    tasks = [(-3.0, -1.0), *[(0.15, 0.35)] * 4, *[(0.75, 0.9)] * 4, (1.0, 1.5)]  # an earlier variant's task; an evaluation's
+    assert slot_split({"a": sj}, tasks) == {"in_recorded_jobs": 1.4, "outside": 0.5}
 
 
 def test_simulate_check_and_project_print_json_and_exit_1_on_a_miss(tmp_path, capsys):

@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from slaq.live.job import LiveJob
 from slaq.live.loop import LOOP_THREAD
 from slaq.live.storage import MB
 from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
+from slaq.sim.trace import TraceJob, outside_job
 from slaq.sim.trace import save as save_trace
 from slaq.sparkml import fit_job_name, hyperparameters
 from srlab.slaq_bench.capture_check import check_capture
@@ -53,7 +54,7 @@ from srlab.slaq_bench.mllib_workload import (
 )
 from srlab.slaq_bench.storage_watch import StorageWatch
 from srlab.slaq_bench.sweep import job_metrics
-from srlab.slaq_bench.trace_record import RunJob, busy_cores, combine, phases_of, spark_jobs_by_group
+from srlab.slaq_bench.trace_record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split, spark_jobs_by_group
 from srsupport.session import executor_memory, spark_session
 from srsupport.slaq_watch import FirstLossCores
 
@@ -341,7 +342,8 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     out[variant]["cpu_s"] = cpu
                     out[variant]["storage"] = storage.summary
                     if record:
-                        out[variant]["trace_jobs"] = _trace_jobs(sc, recorder, clock, start)
+                        out[variant]["trace_jobs"], out[variant]["executor_slot_s"], out[variant]["outside_spark_jobs"] = \
+                            _trace_jobs(sc, recorder, clock, start)
                         out[variant]["executor_cores"] = int(sc.defaultParallelism)
                     if scheduler.loop is not None:
                         out[variant]["capture"] = capture_figures(recorder, [j for j in scheduler.jobs.finished() if id(j) not in seen])
@@ -400,11 +402,14 @@ def _median_figures(summaries: list[dict]) -> dict:
     return out
 
 
-def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: float) -> list[RunJob]:
+def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: float) -> tuple[list[RunJob], dict[str, float], list[TraceJob]]:
     """Each fit as a trace records it: arrival at its start, its objective history, one phase per iteration
     (phase 0 ends at its start: spark.ml reports the initial objective only with the first iteration, so
-    phase 1 is its set-up and first iteration, as ``summarize`` times it)."""
-    spark_jobs, tasks = spark_jobs_by_group(sc, set(recorder.records), start)
+    phase 1 is its set-up and first iteration, as ``summarize`` times it); the run's executor slot seconds
+    inside and outside the fits' Spark jobs; and the Spark jobs outside them (a CrossValidator's
+    evaluations), as the trace replays them."""
+    others: list[SparkJob] = []
+    spark_jobs, tasks = spark_jobs_by_group(sc, set(recorder.records), start, others)
     busy, cores, ends = busy_cores(tasks), int(sc.defaultParallelism), clock.iteration_times()
     out = []
     for name, r in sorted(recorder.records.items(), key=lambda kv: kv[1].start):
@@ -412,7 +417,8 @@ def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: fl
         times = [arrival] + [t - start for t in ends.get(name, [])]
         if len(times) == len(r.losses) >= 2:
             out.append(RunJob(name, r.family, arrival, tuple(r.losses), tuple(phases_of(arrival, times, spark_jobs[name], busy, cores)), True))
-    return out
+    outside = [j for j in sorted(others, key=lambda j: j.submitted) if j.submitted >= 0 and j.stages]
+    return out, slot_split(spark_jobs, tasks), [outside_job(k, j.submitted, j.stages) for k, j in enumerate(outside)]
 
 
 def record_traces(path: str, runs: list[dict[str, dict[str, dict]]], configs: list[str], variants: list[str], epoch: float,
@@ -428,6 +434,7 @@ def record_traces(path: str, runs: list[dict[str, dict[str, dict]]], configs: li
         trace = combine([s["trace_jobs"] for s in every], every[0]["executor_cores"], epoch,
                         {**setting, "source": f"slaq bench mllib ({variant})", "work_conserving": True,
                          "phases": "median over every run of every configuration"}, measured)
+        trace = replace(trace, outside=tuple(every[0].get("outside_spark_jobs", ())))  # the first run's, as its arrivals
         target = Path(path)
         if len(variants) > 1:
             name, _, rest = target.name.partition(".")
@@ -481,7 +488,7 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         per_config = {c: [run[c][variant] for run in runs] for c in configs}
         medians = {c: _median_figures(s) for c, s in per_config.items()}
         v: dict = {"median": medians,
-                   "per_repeat": {c: [{k: s[k] for k in s if k not in ("fits", "trace_jobs")} for s in per_config[c]] for c in configs},
+                   "per_repeat": {c: [{k: s[k] for k in s if k not in ("fits", "trace_jobs", "outside_spark_jobs")} for s in per_config[c]] for c in configs},
                    "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs]),
                    "capture": capture_totals([run[c][variant] for run in runs for c in configs])}
         for c in configs:

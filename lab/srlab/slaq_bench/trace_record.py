@@ -21,7 +21,7 @@ from typing import Any
 from slaq.sim.trace import Phase, Stage, Trace, TraceJob
 from srlab.slaq_bench.fit_timing import RETAIN_CONF, scala_list, union_length
 
-__all__ = ["RETAIN_CONF", "RunJob", "RunPhase", "SparkJob", "busy_cores", "combine", "phases_of", "spark_jobs_by_group"]
+__all__ = ["RETAIN_CONF", "RunJob", "RunPhase", "SparkJob", "busy_cores", "combine", "phases_of", "slot_split", "spark_jobs_by_group"]
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,10 @@ class _StageTasks:
 _ALL_TASKS = 2**31 - 1
 
 
-def spark_jobs_by_group(sc: Any, groups: set[str], offset: float) -> tuple[dict[str, list[SparkJob]], list[tuple[float, float]]]:
+def spark_jobs_by_group(sc: Any, groups: set[str], offset: float,
+                        others: list[SparkJob] | None = None) -> tuple[dict[str, list[SparkJob]], list[tuple[float, float]]]:
     """Every finished Spark job of each job group in ``groups``, and every task's ``(launch, end)`` of the
-    run (any group), times as epoch seconds minus ``offset``."""
+    run (any group), times as epoch seconds minus ``offset``; ``others`` gets every other finished Spark job."""
     store = sc._jsc.sc().statusStore()
     stages: dict[int, _StageTasks] = {}
     intervals: list[tuple[float, float]] = []
@@ -65,15 +66,18 @@ def spark_jobs_by_group(sc: Any, groups: set[str], offset: float) -> tuple[dict[
     out: dict[str, list[SparkJob]] = {g: [] for g in groups}
     for job in scala_list(sc, store.jobsList(None)):
         group = job.jobGroup()
-        if not group.isDefined() or group.get() not in groups:
-            continue
+        mine = group.isDefined() and group.get() in groups
         submitted, completed = job.submissionTime(), job.completionTime()
-        if not (submitted.isDefined() and completed.isDefined()):
+        if not (mine or others is not None) or not (submitted.isDefined() and completed.isDefined()):
             continue
         ran = [stages[i] for i in sorted(int(x) for x in scala_list(sc, job.stageIds())) if i in stages and stages[i].tasks]
         t0, t1 = submitted.get().getTime() / 1000.0 - offset, completed.get().getTime() / 1000.0 - offset
-        out[group.get()].append(SparkJob(t0, t1, tuple(Stage(c.tasks, c.seconds) for c in ran),
-                                         min((c.first for c in ran), default=t1), max((c.last for c in ran), default=t0)))
+        found = SparkJob(t0, t1, tuple(Stage(c.tasks, c.seconds) for c in ran), min((c.first for c in ran), default=t1),
+                         max((c.last for c in ran), default=t0))
+        if mine:
+            out[group.get()].append(found)
+        elif others is not None:
+            others.append(found)
     return out, intervals
 
 
@@ -81,6 +85,15 @@ def busy_cores(intervals: Sequence[tuple[float, float]]) -> Callable[[float], in
     """``busy(t)``: how many of the tasks in ``intervals`` were running at ``t`` (pure)."""
     starts, ends = sorted(a for a, _ in intervals), sorted(b for _, b in intervals)
     return lambda t: bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t)
+
+
+def slot_split(spark_jobs: dict[str, list[SparkJob]], intervals: Sequence[tuple[float, float]], since: float = 0.0) -> dict[str, float]:
+    """Executor slot seconds of the tasks launched from ``since`` on (pure): inside the recorded jobs' Spark
+    jobs (what a trace replays) and outside them (a CrossValidator's evaluations, for one), which a
+    replay of the trace leaves out."""
+    total = sum(end - launch for launch, end in intervals if launch >= since)
+    inside = sum(s.seconds for jobs in spark_jobs.values() for j in jobs if j.submitted >= since for s in j.stages)
+    return {"in_recorded_jobs": round(inside, 1), "outside": round(max(total - inside, 0.0), 1)}
 
 
 @dataclass(frozen=True)
