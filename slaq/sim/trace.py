@@ -92,8 +92,17 @@ def outside_job(index: int, submitted: float, stages: tuple[Stage, ...]) -> Trac
     return TraceJob(f"outside-{index}", "", submitted, (1.0, 1.0), (Phase(0.0), Phase(0.0, stages)), False, outside=True)
 
 
+def _stages(raw: dict) -> tuple[Stage, ...]:
+    return tuple(Stage(int(t), float(s)) for t, s in raw.get("stages", []))
+
+
 def _phase(raw: dict) -> Phase:
-    return Phase(float(raw["driver_s"]), tuple(Stage(int(t), float(s)) for t, s in raw.get("stages", [])), float(raw.get("latency_s", 0.0)))
+    return Phase(float(raw["driver_s"]), _stages(raw), float(raw.get("latency_s", 0.0)))
+
+
+def _invalid(job: TraceJob) -> bool:
+    """A stage without tasks, or a negative time."""
+    return any(s.tasks < 1 or s.seconds < 0 for p in job.phases for s in p.stages) or any(p.driver_s < 0 or p.latency_s < 0 for p in job.phases)
 
 
 def from_dict(doc: dict, name: str = "") -> Trace:
@@ -107,14 +116,12 @@ def from_dict(doc: dict, name: str = "") -> Trace:
             losses = tuple(float(v) for v in j["losses"])
             if len(phases) != len(losses) or len(losses) < 2:
                 raise TraceError(f"{name or 'trace'}: job {j.get('name')!r} needs one phase per loss and two or more losses")
-            if any(s.tasks < 1 or s.seconds < 0 for p in phases for s in p.stages) or any(p.driver_s < 0 or p.latency_s < 0 for p in phases):
-                raise TraceError(f"{name or 'trace'}: job {j.get('name')!r} has a stage without tasks or a negative time")
             jobs.append(TraceJob(str(j["name"]), str(j.get("family", "")), float(j["arrival_s"]), losses, phases,
                                  j.get("reports"), float(j.get("weight", 1.0))))
-        outside = tuple(outside_job(k, float(o["submitted_s"]), tuple(Stage(int(t), float(x)) for t, x in o["stages"]))
-                        for k, o in enumerate(doc.get("outside_spark_jobs", [])))
-        if any(s.tasks < 1 or s.seconds < 0 for o in outside for s in o.phases[1].stages):
-            raise TraceError(f"{name or 'trace'}: a Spark job outside the jobs has a stage without tasks or a negative time")
+        outside = tuple(outside_job(k, float(o["submitted_s"]), _stages(o)) for k, o in enumerate(doc.get("outside_spark_jobs", [])))
+        bad = next((job for job in (*jobs, *outside) if _invalid(job)), None)
+        if bad is not None:
+            raise TraceError(f"{name or 'trace'}: job {bad.name!r} has a stage without tasks or a negative time")
         setting = dict(doc["setting"])
         cores, epoch = int(setting["executor_cores"]), float(setting["epoch_s"])
     except TraceError:

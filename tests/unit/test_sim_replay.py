@@ -49,7 +49,10 @@ def test_a_spark_job_outside_every_job_runs_in_the_default_pool_beside_the_jobs_
 
 @pytest.mark.parametrize("content, reason", [(None, "no such trace file"), (b"garbage", "not a readable trace"),
                                              (b'{"format": "other"}', "not a slaq-trace/1"),
-                                             (b'{"format": "slaq-trace/1", "jobs": []}', "malformed")])
+                                             (b'{"format": "slaq-trace/1", "jobs": []}', "malformed"),
+                                             (b'{"format": "slaq-trace/1", "setting": {"executor_cores": 2, "epoch_s": 1}, "jobs": [{"name": "a", '
+                                              b'"arrival_s": 0, "losses": [1, 0], "phases": [{"driver_s": 0}, {"driver_s": 0}]}], '
+                                              b'"outside_spark_jobs": [{"submitted_s": 0, "stages": [[0, 1.0]]}]}', "'outside-0' has a stage without tasks")])
 def test_a_bad_trace_file_is_one_line_naming_it(tmp_path, content, reason):
     path = tmp_path / "bad.json"
     if content is not None:

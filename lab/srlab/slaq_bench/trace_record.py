@@ -87,12 +87,11 @@ def busy_cores(intervals: Sequence[tuple[float, float]]) -> Callable[[float], in
     return lambda t: bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t)
 
 
-def slot_split(spark_jobs: dict[str, list[SparkJob]], intervals: Sequence[tuple[float, float]], since: float = 0.0) -> dict[str, float]:
-    """Executor slot seconds of the tasks launched from ``since`` on (pure): inside the recorded jobs' Spark
-    jobs (what a trace replays) and outside them (a CrossValidator's evaluations, for one), which a
-    replay of the trace leaves out."""
-    total = sum(end - launch for launch, end in intervals if launch >= since)
-    inside = sum(s.seconds for jobs in spark_jobs.values() for j in jobs if j.submitted >= since for s in j.stages)
+def slot_split(spark_jobs: dict[str, list[SparkJob]], intervals: Sequence[tuple[float, float]]) -> dict[str, float]:
+    """Executor slot seconds of the tasks launched from the run's start (time 0) on (pure): inside the recorded
+    jobs' Spark jobs and outside them (a CrossValidator's evaluations, for one)."""
+    total = sum(end - launch for launch, end in intervals if launch >= 0)
+    inside = sum(s.seconds for jobs in spark_jobs.values() for j in jobs if j.submitted >= 0 for s in j.stages)
     return {"in_recorded_jobs": round(inside, 1), "outside": round(max(total - inside, 0.0), 1)}
 
 
