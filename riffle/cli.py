@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from sparkshim.commands import add_lab_verbs, add_version, run_verb
+from sparkshim.wording import counted
 
 if TYPE_CHECKING:
     from riffle.driver.simulate import Prediction
@@ -174,7 +175,7 @@ def _simulation_table(p: Prediction) -> str:
     head = (f"{p.profile} storage: {p.storage.request_seconds * 1e3:g} ms per request, {1 / p.storage.byte_seconds / 1e6:,.0f} MB/s, "
             f"{p.storage.merge_seconds * 1e3:g} ms per merge + {p.storage.input_seconds * 1e3:g} ms per output; "
             f"N={p.fan_in}, scope {p.cluster.scope}"
-            + (f"; {p.groups_skipped:,} groups not worth merging" if p.groups_skipped else ""))
+            + (f"; {counted(p.groups_skipped, 'group', f'{p.groups_skipped:,}')} not worth merging" if p.groups_skipped else ""))
     widths = [max(len(row[i]) for row in rows + [("", "vanilla", f"{p.fan_in}-way merged", "")]) for i in range(4)]
     lines = [head, "  ".join(h.ljust(w) for h, w in zip(("", "vanilla", f"{p.fan_in}-way merged", "ratio"), widths)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]

@@ -34,6 +34,9 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PYTHON" -m venv .venv
 fi
+# setuptools' notice box on every editable install ("Editable installation. Please be careful with folders in your
+# working directory...") is information, not a problem: that one warning is filtered by its text, nothing else is.
+EDITABLE_NOTE="ignore:Editable installation"
 stamp=.venv/.installed-$MERGER_ONLY-$(cat pyproject.toml lab/pyproject.toml | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
@@ -42,10 +45,10 @@ if [ ! -f "$stamp" ]; then
     # the `merger` extra's list alone (and grpcio-tools, which generates the gRPC stubs in a checkout), then the
     # package itself without its driver-side dependencies: in that order pip has no unmet requirement to report
     .venv/bin/python -m pip install --quiet grpcio-tools $(.venv/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["merger"]))')
-    .venv/bin/python -m pip install --quiet --no-deps -e .
+    PYTHONWARNINGS="$EDITABLE_NOTE" .venv/bin/python -m pip install --quiet --no-deps -e .
   else
     echo "setup: installing dependencies (first run takes a few minutes: pyspark is ~400 MB)"
-    .venv/bin/python -m pip install --quiet -e ".[dev,optuna]" -e "./lab[plot]"  # optuna: tests/spark/test_optuna.py
+    PYTHONWARNINGS="$EDITABLE_NOTE" .venv/bin/python -m pip install --quiet -e ".[dev,optuna]" -e "./lab[plot]"  # optuna: tests/spark/test_optuna.py
   fi
   rm -f .venv/.installed-*
   touch "$stamp"

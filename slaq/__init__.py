@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 __all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach", "current_job", "detach", "job", "report_loss"]
 
 
+def __dir__() -> list[str]:
+    """The API too, though imported on first use: a notebook's tab completion lists it."""
+    return sorted(set(globals()) | set(__all__))
+
+
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'slaq' has no attribute {name!r}")

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from slaq.policy import POLICIES
+from slaq.sim.check import PROJECT_CORES
+from slaq.sim.trace import CORES, MAX_JOBS
 from sparkshim.commands import add_lab_verbs, add_version, emit_json, positive, run_verb
 
 log = logging.getLogger("slaq")
@@ -19,7 +21,7 @@ log = logging.getLogger("slaq")
 
 def simulation_report(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     """The ``simulate`` verb's JSON, and every policy's full summary (the lab's ``--plot`` draws those)."""
-    from slaq.metrics import reduction_vs, time_to_key
+    from slaq.metrics import change_vs, time_to_key
     from slaq.sim.calibrate import PAPER_FAIR_TIME_TO_90, PAPER_FAIR_TIME_TO_95, calibrate_cost_scale
     from slaq.sim.engine import simulate
     from slaq.sim.workload import PAPER_COST_SCALE, make_workload
@@ -46,13 +48,19 @@ def simulation_report(args: argparse.Namespace) -> tuple[dict, list[dict]]:
                  "policies": {s["policy"]: s for s in summaries}}
     by = out["policies"]
     if "slaq" in by and "fair" in by:
-        out["slaq_vs_fair"] = reduction_vs(by["slaq"], by["fair"])
+        out["slaq_vs_fair"] = change_vs(by["slaq"], by["fair"])
     return out, full
+
+
+PLOT_NEEDS = ("--plot needs matplotlib and the project's lab, which draws the plots; the installed package ships neither: "
+              "from a clone, `bash scripts/setup.sh` installs both (the lab with its `plot` extra: pip install -e 'lab[plot]')")
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     if args.check is not None or args.project is not None:
         return cmd_simulate_traces(args)
+    if args.plot:  # the lab's entry point replaces this function where it is installed (srlab.slaq_verbs)
+        raise ValueError(PLOT_NEEDS)
     emit_json(simulation_report(args)[0])
     return 0
 
@@ -62,8 +70,9 @@ def _say(line: str) -> None:
 
 
 def cmd_simulate_traces(args: argparse.Namespace) -> int:
-    """``--check`` / ``--project``: replay recorded live workloads (slaq.sim.check); exit 1 when a check misses."""
-    from slaq.sim.check import TOLERANCE, check_trace, packaged_traces, project
+    """``--check`` / ``--project``: replay recorded live workloads (slaq.sim.check); exit 1 when a check misses.
+    stdout is the JSON; stderr the verdict (its first line for ``--check``) and the progress."""
+    from slaq.sim.check import POLICIES, TOLERANCE, check_against_clairvoyant, check_trace, check_verdict, packaged_traces, plan_projections, project_row
     from slaq.sim.trace import Trace, load
 
     loaded: dict[str, Trace] = {}
@@ -71,7 +80,7 @@ def cmd_simulate_traces(args: argparse.Namespace) -> int:
     def traces_of(given: list[str] | None) -> list[Trace]:
         paths = [str(p) for p in (given or packaged_traces())]
         if not paths:
-            raise ValueError("no trace given and none packaged: record one with lab/demos/sweep.py --record-trace PATH")
+            raise ValueError("no trace given and none packaged: record one with --conf spark.slaq.recordTrace=PATH on an application")
         for p in paths:
             if p not in loaded:
                 loaded[p] = load(p)
@@ -79,20 +88,32 @@ def cmd_simulate_traces(args: argparse.Namespace) -> int:
 
     checked = traces_of(args.check) if args.check is not None else []
     projected = traces_of(args.project) if args.project is not None else []
+    plan = plan_projections(projected, args.project_cores, args.seed)  # every bound checked before anything replays
     out: dict = {"model": "slaq.sim.replay: task-level replay, driver time and Spark latency hold no executor core",
                  "traces": [{"path": t.name, "jobs": len(t.jobs), "cores": t.cores, "epoch_s": t.epoch,
                              **{k: t.setting[k] for k in ("source", "master", "recorded_at", "repeats") if k in t.setting}}
                             for t in loaded.values()]}
     ok = True
-    if args.check is not None:
-        checks = [c for t in checked for c in check_trace(t, _say)]
+    if checked:
+        by_trace = {t.name: check_trace(t, _say if args.verbose else None) for t in checked}  # seconds: the verdict comes first
+        checks = [c for rows in by_trace.values() for c in rows]
         ok = all(c.ok for c in checks)
-        out["check"] = {"tolerance": TOLERANCE, "all_within": ok, "configs": [c.as_dict() for c in checks]}
-    if args.project is not None:
+        _say(check_verdict(len(checked), checks))
+        out["check"] = {"tolerance": TOLERANCE, "all_within": ok, "configs": [c.as_dict() for c in checks],
+                        "vs_clairvoyant": {f"{t.name}@{t.cores}": check_against_clairvoyant(t, by_trace[t.name]) for t in checked}}
+    if plan:
+        rows: dict[str, list[dict]] = {t.name: [] for t in projected}
+        replays = len(plan) * (len(POLICIES) + 1)  # each policy's and the clairvoyant order's
+        started = iter(range(1, replays + 1))
+        for p in plan:
+            def announce(policy: str, label: str = p.label) -> None:
+                _say(f"projection {next(started)}/{replays}: {label} under {policy}")
+
+            rows[p.trace.name].append(project_row(p, POLICIES, announce, _say if args.verbose else None))
         out["projection"] = {"assumptions": f"jobs and arrival rate scaled with cores (Poisson, seed {args.seed}); the driver on a machine "
                                             "of its own: driver time and Spark latency as recorded, holding no executor core",
-                             "traces": [{"path": t.name, "rows": project(t, args.project_cores, seed=args.seed, progress=_say)}
-                                        for t in projected]}
+                             "traces": [{"path": name, "rows": r} for name, r in rows.items()],
+                             "vs_clairvoyant": {f"{name}@{row['cores']}": row["vs_clairvoyant"] for name, r in rows.items() for row in r}}
     emit_json(out)
     return 0 if ok else 1
 
@@ -124,8 +145,8 @@ def _core_list(text: str) -> tuple[int, ...]:
         cores = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"comma-separated integers, got {text!r}") from None
-    if not cores or min(cores) < 1:
-        raise argparse.ArgumentTypeError(f"core counts must be >= 1, got {text!r}")
+    if not cores or min(cores) < CORES[0] or max(cores) > CORES[1]:
+        raise argparse.ArgumentTypeError(f"core counts must be {CORES[0]} to {CORES[1]}, got {text!r}")
     return cores
 
 
@@ -149,14 +170,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="switch on the per-iteration network phase: network work ~ this x compute per job, mixed 8x either way (default 0: off)")
     sim.add_argument("--series", action="store_true", help="include the loss-over-time series in the JSON")
     sim.add_argument("--check", nargs="*", metavar="TRACE",
-                     help="replay recorded live workloads (slaq-trace/1, from --record-trace of lab/demos/sweep.py or slaq bench mllib; "
+                     help="replay recorded live workloads (slaq-trace/1, from an application run with --conf spark.slaq.recordTrace=PATH, or "
+                          "--record-trace of lab/demos/sweep.py or slaq bench mllib; "
                           "default: the packaged ones: the sweep demo, 12 spark.ml fits, CrossValidator) on their live configuration "
-                          "and compare each configuration's mean time to 90%% with the live runs' median; exit 1 when one is off by "
-                          "more than 15%%")
+                          "and compare each configuration's mean time to 90%% with the live runs' median, beside a clairvoyant order; "
+                          "the verdict is stderr's first line, the JSON stdout; exit 1 when one is off by more than 15%%, 2 when a trace "
+                          "is out of bounds (docs/benchmarks.md) or has no measured run to compare with")
     sim.add_argument("--project", nargs="*", metavar="TRACE",
-                     help="the same recorded workloads scaled to --project-cores: SLAQ vs fair vs stock Spark FAIR and a clairvoyant "
-                          "lower bound on mean time to 90%%")
-    sim.add_argument("--project-cores", type=_core_list, default=(16, 64, 640), help="comma-separated core counts (default 16,64,640)")
+                     help="the same recorded workloads scaled to --project-cores: SLAQ vs fair vs stock Spark FAIR vs a clairvoyant "
+                          "order, and a clairvoyant lower bound on mean time to 90%%; progress on stderr")
+    sim.add_argument("--project-cores", type=_core_list, default=PROJECT_CORES,
+                     help=f"comma-separated core counts, each {CORES[0]} to {CORES[1]}; a projection replays at most {MAX_JOBS:,} jobs "
+                          f"(default {','.join(map(str, PROJECT_CORES))})")
+    sim.add_argument("--plot", metavar="PNG", help="draw Fig. 7(a)/(b)-style curves to this file (needs matplotlib and the "
+                                                   "project's lab, from a clone)")
     sim.set_defaults(func=cmd_simulate)
 
     traces = verbs.add_parser("traces", help="recorded training traces").add_subparsers(dest="traces", required=True)

@@ -2,7 +2,7 @@
 JSON, the charts, the metrics, the console), its time to X% of its loss reduction (the paper's "time to
 90%", §6.2: the tab, the application-end summary, the simulator, the live sweep, the calibration, the
 plots and the CLI), its time to the target it declared, the JSON keys they are reported under, and a
-policy's reduction relative to a baseline.
+policy's change against a baseline (negative: less time).
 
 A job has reached X% when its loss, normalized by its whole reduction (1 at its first loss, 0 at its
 lowest), is at most ``1 - X``.
@@ -94,15 +94,16 @@ def mean_times(jobs: Iterable[Mapping], ndigits: int) -> dict[str, float | None]
     return out
 
 
-def reduction_vs(ours: Mapping, baseline: Mapping) -> dict[str, float]:
-    """``1 - ours / baseline`` for mean normalized loss and every mean time to X% (positive: ours is better).
+def change_vs(ours: Mapping, baseline: Mapping) -> dict[str, float]:
+    """``ours / baseline - 1`` for mean normalized loss and every mean time to X%: negative is less time (or
+    loss), the one sign every report and table of the project uses.
 
     Figures the baseline lacks or reports as zero are left out rather than divided by.
     """
-    pairs = [("mean_normalized_loss", "mean_normalized_loss_reduction")]
-    pairs += [(mean_time_to_key(thr), f"time_to_{pct(thr)}pct_reduction") for thr in THRESHOLDS]
+    pairs = [("mean_normalized_loss", "mean_normalized_loss_change")]
+    pairs += [(mean_time_to_key(thr), f"time_to_{pct(thr)}pct_change") for thr in THRESHOLDS]
     out = {}
     for key, name in pairs:
         if baseline.get(key) and ours.get(key) is not None:
-            out[name] = round(1 - ours[key] / baseline[key], 4)
+            out[name] = round(ours[key] / baseline[key] - 1, 4)
     return out

@@ -2,4 +2,4 @@
 
 from sparkshim.products import Product
 
-PRODUCT = Product(name="slaq", attachments_module="slaq.api", without="with Spark's own scheduling", shim_component="slaq.SlaqPools")
+PRODUCT = Product(name="slaq", attachments_module="slaq.runtime", without="with Spark's own scheduling", shim_component="slaq.SlaqPools")

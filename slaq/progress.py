@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from slaq.api import latest_status
+from sparkshim.wording import counted
 
 ROWS = 12  # jobs listed per table; the rest are summed up in one line
 
@@ -29,7 +30,7 @@ def format_table(status: Any, rows: int = ROWS) -> str:
     used = sum(j.used_cores for j in status.jobs)
     width = max([len(j.job) for j in jobs[:rows]] + [3])
     width = min(width, 32)
-    lines = [f"SLAQ epoch {status.epoch} t={status.t:.0f}s policy={status.policy}: {len(jobs)} jobs, "
+    lines = [f"SLAQ epoch {status.epoch} t={status.t:.0f}s policy={status.policy}: {counted(len(jobs), 'job')}, "
              f"cores allocated {allocated:.1f} / used {used:.1f} of {status.capacity:.0f}",
              f"  {'job':<{width}} {'state':<8} {'iter':>5} {'loss':>10} {'norm':>6} {'gain':>6} {'cores':>11} {'to target':>9}"]
     for j in jobs[:rows]:
@@ -40,7 +41,8 @@ def format_table(status: Any, rows: int = ROWS) -> str:
         lines.append(f"  {name:<{width}} {j.state:<8} {j.iterations:>5} {loss} {norm} {j.predicted_gain:6.3f} {j.cores:5.2f}/{j.used_cores:.2f} {target}")
     if len(jobs) > rows:
         rest = jobs[rows:]
-        lines.append(f"  ... {len(rest)} more jobs with {sum(j.cores for j in rest):.2f} cores")
+        cores = sum(j.cores for j in rest)
+        lines.append(f"  ... {counted(len(rest), 'more job', plural='more jobs')} with {counted(cores, 'core', f'{cores:.2f}')}")
     return "\n".join(lines)
 
 

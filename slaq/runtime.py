@@ -1,40 +1,40 @@
-"""SLAQ attached to one SparkContext: the shim's pools, the epoch loop and the spark.ml hook.
+"""SLAQ attached to one SparkContext: the shim's pools, the epoch loop and the integrations' hooks; and
+:data:`runtimes`, the one runtime per SparkContext (:mod:`sparkshim.attach`) that ``slaq.attach`` starts.
 
-The user API (:mod:`slaq.api`) talks to a runtime through a few public calls: it :meth:`~SlaqRuntime.open`\\ s
-and :meth:`~SlaqRuntime.close`\\ s a job's :class:`~slaq.live.job.LiveJob` record, :meth:`~SlaqRuntime.report`\\ s losses,
-:meth:`~SlaqRuntime.sync`\\ s the histories and routes its thread with :meth:`~SlaqRuntime.enter_thread`.
-The runtime never calls into the API's objects: what it knows of a job is its record, which holds the
-job's one loss history (the epoch loop schedules on it and checks its target, the user reads it). The
+A job's handle (:class:`slaq.jobs.Job`) talks to a runtime through a few public calls (:class:`slaq.jobs.JobRuntime`):
+it :meth:`~SlaqRuntime.open`\\ s and :meth:`~SlaqRuntime.close`\\ s a job's :class:`~slaq.live.job.LiveJob` record,
+:meth:`~SlaqRuntime.report`\\ s losses, :meth:`~SlaqRuntime.sync`\\ s the histories and routes its thread with
+:meth:`~SlaqRuntime.enter_thread`. The runtime never calls into the handles: what it knows of a job is its record,
+which holds the job's one loss history (the epoch loop schedules on it and checks its target, the user reads it). The
 records live in one :class:`~slaq.live.registry.JobRegistry` (:attr:`SlaqRuntime.jobs`): the epoch
-loop's, or one of its own while SLAQ is disabled.
+loop's, or one of its own while SLAQ is disabled. While started and enabled, the runtime has the
+integrations' Python hooks installed (:mod:`slaq.integrations.hooks`): they open jobs themselves.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from slaq import sparkml, tuning
-from slaq.connect import ConnectFits
 from slaq.enforce.pools import POOL_PREFIX, PoolBridge, enter_thread, restore_thread, thread_job
+from slaq.integrations import hooks
+from slaq.integrations.connect import ConnectFits
+from slaq.integrations.pruning import Pruned
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.observer import LoopObserver
 from slaq.live.registry import JobRegistry, record
 from slaq.live.storage import StorageCheck, memory_blocks_on_disk
+from slaq.live.trace_out import TraceRecorder, trace_recorder
 from slaq.messages import EpochStatus
-from slaq.optuna import trials as optuna_trials
-from slaq.prune import Pruned
+from slaq.product import PRODUCT
 from sparkshim.announce import announce, tab_location
+from sparkshim.attach import Attachments
 
 log = logging.getLogger("slaq")
-
-# (the runtime, a spark.ml estimator, its original fit bound to it) -> the fitted model
-FitAsJob = Callable[["SlaqRuntime", Any, Callable[[], Any]], Any]
 
 
 @dataclass
@@ -66,18 +66,16 @@ def off_reason(sc: Any, config: SlaqConfig) -> str | None:
 class SlaqRuntime:
     """SLAQ attached to one SparkContext: the shim's pools plus the epoch loop (when enabled)."""
 
-    def __init__(self, sc: Any, config: SlaqConfig, fit_as_job: FitAsJob | None = None):
-        """``fit_as_job`` runs a spark.ml leaf fit as a job (the user API decides how); installed as
-        ``JavaEstimator._fit``'s wrapper while the runtime is started and enabled."""
+    def __init__(self, sc: Any, config: SlaqConfig):
         self.sc = sc
         self.config = config
         self.pools: PoolBridge | None = None
         self.loop: EpochLoop | None = None
-        self._fit_as_job = fit_as_job
         self._connect: ConnectFits | None = None  # makes Spark Connect clients' fits jobs (while started)
         self._fit_seq = itertools.count(1)
         self.attached = False  # between start() and stop()
         self.reason = off_reason(sc, config)  # why SLAQ is off (None while on)
+        self.recorder: TraceRecorder | None = None  # spark.slaq.recordTrace's, while enabled
         if self.reason is not None:
             self.jobs = JobRegistry()  # the open and the latest finished jobs (the loop's while enabled)
             return
@@ -85,6 +83,9 @@ class SlaqRuntime:
         self.storage = StorageCheck(lambda: memory_blocks_on_disk(sc))
         self.loop = EpochLoop(self.pools, config.policy, config.epoch, config.reserve_cores, clock_offset=self.pools.clock_offset())
         self.loop.observers.append(EpochPublisher(self))
+        self.recorder = trace_recorder(config)
+        if self.recorder is not None:
+            self.loop.observers.append(self.recorder)
         self.jobs = self.loop.jobs
 
     @property
@@ -93,8 +94,9 @@ class SlaqRuntime:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> SlaqRuntime:
-        """Configure the shim's pools, start the epoch loop and route spark.ml fits into jobs (only
-        the first call after construction or :meth:`stop` does anything; nothing while disabled)."""
+        """Configure the shim's pools, start the epoch loop and install the integrations' hooks (spark.ml fits,
+        tuners, Optuna trials and Spark Connect fits become jobs; only the first call after construction or
+        :meth:`stop` does anything; nothing while disabled)."""
         if self.attached:
             return self
         if self.pools is not None and self.loop is not None:
@@ -102,10 +104,7 @@ class SlaqRuntime:
             self.pools.configure(c.work_conserving, c.fail_open_epochs * c.epoch)
             self.pools.resume()
             self.loop.start()
-            if self._fit_as_job is not None:
-                sparkml.install(self._run_fit)
-                tuning.install(self._on_prune if c.prune else None)
-                optuna_trials.install()  # Optuna trials as jobs (slaq.optuna.trials), now or once optuna is imported
+            hooks.install(self)
             if self.pools.connect_fits(True):
                 self._connect = ConnectFits(self.pools, self.loop)
                 self.loop.observers.append(self._connect)
@@ -115,11 +114,9 @@ class SlaqRuntime:
         return self
 
     def stop(self) -> None:
-        """Stops the epoch loop and the spark.ml hook; the shim then opens the pools (fair sharing)."""
+        """Stops the epoch loop and the integrations' hooks; the shim then opens the pools (fair sharing)."""
         self.attached = False
-        sparkml.uninstall(self._run_fit)
-        tuning.uninstall()
-        optuna_trials.uninstall()
+        hooks.uninstall(self)
         if self.pools is not None and self._connect is not None:
             if self.loop is not None:
                 self.loop.unwatch(self._connect)
@@ -128,6 +125,9 @@ class SlaqRuntime:
                 self.pools.connect_fits(False)
         if self.loop is not None:
             self.loop.stop()
+        if self.recorder is not None and self.spark_alive():
+            self.sync()
+            self.recorder.write(self.sc, self.config, self.jobs.running())
         if self.pools is not None:
             self.pools.detach()
 
@@ -198,13 +198,10 @@ class SlaqRuntime:
         return thread_job(self.sc) if self.spark_alive() else None
 
     # -- callbacks -------------------------------------------------------------------------------
-    def _on_prune(self, tuner: str, stopped: list[Pruned]) -> None:
+    def mark_pruned(self, tuner: str, stopped: list[Pruned]) -> None:
         """CrossValidator ``tuner`` stopped these candidates (spark.slaq.prune): the UI tab says so."""
         if self.loop is not None:
             self.loop.mark_pruned(tuner, [p.candidate for p in stopped])
 
-    def _run_fit(self, estimator: Any, fit: Callable[[], Any]) -> Any:
-        if self._fit_as_job is None or not (self.attached and self.enabled):
-            return fit()
-        optuna_trials.open_trial_job()  # a fit inside an Optuna trial runs in the trial's job
-        return self._fit_as_job(self, estimator, fit)
+
+runtimes: Attachments[SlaqRuntime] = Attachments(PRODUCT.name, "SLAQ", PREFIX, SlaqConfig.from_conf, SlaqRuntime)

@@ -6,4 +6,10 @@ Python (``slaq/java``, ``riffle/java``); :mod:`sparkshim.build` compiles them al
 built (or by scripts/setup.sh in a checkout; never a committed jar), and :mod:`sparkshim.bridge` loads
 that jar into a running driver JVM through py4j with no jar on the user's command line.
 ``slaq-riffle jar`` prints its path for ``--jars``.
+
+Importing it puts the driver-log handler on the products' loggers (:mod:`sparkshim.driver_log`).
 """
+
+from sparkshim import driver_log as _driver_log
+
+_driver_log.install()

@@ -1,10 +1,9 @@
 """Each product's "on" line: said once at attach, in the driver's log, in every kind of driver.
 
-A pyspark driver's Python logging is not the driver log (unconfigured, it shows nothing below WARN,
-and under ``spark-submit`` it never reaches log4j), and a JVM-only driver's brain forwards its Python
-lines at their level, which Spark's shells hide below WARN. So the line goes to the driver JVM's log4j
-(``io.slaqriffle.seam.Announce``, shown at every driver's default level) and to the product's Python
-logger, marked so the brain does not forward it a second time.
+The product's Python loggers reach the driver log too (:mod:`sparkshim.driver_log`), but at their own level,
+which Spark's shells hide below WARN. So the line goes to the driver JVM's log4j on its own logger
+(``io.slaqriffle.seam.Announce``, logger ``io.slaqriffle.SlaqRiffle``, shown at every driver's default level) and to the product's Python
+logger, marked so that neither the forwarding handler nor a brain's output says it a second time.
 """
 
 from __future__ import annotations
@@ -13,8 +12,8 @@ import logging
 from typing import Any
 
 from sparkshim.bridge import call_static
+from sparkshim.driver_log import IN_DRIVER_LOG
 
-IN_DRIVER_LOG = "sparkshim_in_driver_log"  # a LogRecord attribute: the line is already in the driver JVM's log
 log = logging.getLogger("sparkshim.announce")
 
 

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
+from sparkshim import driver_log
 from sparkshim.conf import ConfigError, keys_read, unknown_keys
 
 log = logging.getLogger("sparkshim.attach")
@@ -81,6 +82,8 @@ class Attachments(Generic[R]):
         with its ``reason``; otherwise (the confs' call) a switched-on package that cannot run raises
         :class:`ConfigError`."""
         sc = spark_context(spark)
+        if sc is not None:
+            driver_log.attach(sc)  # from here on its lines (this attach's WARNs included) are driver log lines
         made = False
         with self._lock:
             entry = self._runtimes.get(id(sc))

@@ -8,8 +8,8 @@ the start hook's :func:`~sparkshim.starthook.attach_enabled`: the same policies 
 as in a pyspark driver. From its first moment on the gateway it calls ``BrainHandle.alive()`` every
 second from a thread of its own: a brain that stops answering (stopped, hung) is told from a busy one
 by that heartbeat, and the plugin ends it and fails open. It lives until its stdin closes (the plugin's shutdown, or the driver JVM
-exiting), then stops what it attached. Its log records go to stdout, which the plugin turns into
-driver log lines.
+exiting), then stops what it attached. Once it attached, its log records are driver log lines on their own loggers
+(:mod:`sparkshim.driver_log`); before that they go to stdout, which the plugin turns into driver log lines.
 
 Exit codes: 0 stopped when asked, 2 a ``spark.slaq.*``/``spark.riffle.*`` value it refused, 3 it could
 not attach (no context in time, a shim jar from other sources), 4 it could not reach the driver's
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
               "io.slaqriffle.SlaqRifflePlugin starts this in a driver JVM", file=sys.stderr)
         return EXIT_NOT_ATTACHED
     logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:  # the plugin copies these lines into the driver log
+    for handler in logging.getLogger().handlers:  # the plugin copies these lines into the driver log: not those already there
         handler.addFilter(NotInDriverLog())
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:

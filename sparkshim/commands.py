@@ -12,6 +12,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
+from sparkshim import driver_log
 from sparkshim.version import package_version
 
 LAB_ENTRY_POINTS = "slaq_riffle.cli"  # the lab (lab/pyproject.toml) registers one function per command here
@@ -32,6 +33,7 @@ def run_verb(args: argparse.Namespace, prog: str) -> int:
     by its own cleanup instead of being orphaned. Bad input is one ``prog: error:`` line and exit code 2."""
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
                         format=LOG_FORMAT, stream=sys.stderr)
+    driver_log.keep_local()  # a Spark session a verb starts would print each line a second time
     for name in PROGRESS_LOGGERS:
         logging.getLogger(name).setLevel(logging.INFO)
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)

@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from sparkshim.wording import number_text
+
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|min)?\s*$")
 
 
@@ -32,12 +34,8 @@ def parse_bool(key: str, text: str) -> bool:
 
 
 def seconds_text(value: float) -> str:
-    """A duration as ``parse_seconds`` reads it back: ``50ms``, ``3600s``."""
-    return f"{value * 1000:g}ms" if value < 1 else f"{value:g}s"
-
-
-def number_text(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+    """A duration as ``parse_seconds`` reads it back: ``50ms``, ``604800s``."""
+    return f"{number_text(value * 1000)}ms" if value < 1 else f"{number_text(value)}s"
 
 
 def in_range(key: str, text: str, value: float | None, expected: str, minimum: float, maximum: float,

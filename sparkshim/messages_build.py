@@ -60,9 +60,11 @@ def _wrapped(head: str, items: list[str], close: str, indent: str) -> list[str]:
 def _name_constant(key: str, value: object) -> str:
     if isinstance(value, str):
         return f"{key.upper()}: str = {json.dumps(value)}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{key.upper()}: int = {value}"
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "\n".join(_wrapped(f"{key.upper()}: tuple[str, ...] = (", [json.dumps(v) for v in value], ")", "    "))
-    raise ValueError(f"names.{key}: expected a string or a list of strings, got {value!r}")
+    raise ValueError(f"names.{key}: expected a string, an integer or a list of strings, got {value!r}")
 
 
 def module_text(schema: Path) -> str:

@@ -43,6 +43,7 @@ def attach_enabled(sc: Any) -> None:
     """
     import importlib
 
+    from sparkshim import driver_log
     from sparkshim.attach import registered
     from sparkshim.conf import ConfigError, enabled
     from sparkshim.products import conf_prefix, product, product_names
@@ -55,6 +56,7 @@ def attach_enabled(sc: Any) -> None:
             continue
         without = "as plain Spark"
         try:
+            driver_log.attach(sc)  # a misspelt key's WARN below is a driver log line
             registration = product(name)
             without = registration.without
             importlib.import_module(registration.attachments_module)

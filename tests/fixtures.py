@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from riffle.shuffle.layout import write_map_output
@@ -23,6 +24,17 @@ def ends(stderr: str, each: int = 1500) -> str:
     """A failed command's stderr for an assertion message: its start, where spark-submit and the JVM say why they
     stopped (a gateway that "exited before sending its port number" says nothing more), and its end, the traceback."""
     return stderr if len(stderr) <= 2 * each else f"{stderr[:each]}\n[...]\n{stderr[-each:]}"
+
+
+def stop_child(proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Ends a child driver the tests started with a stdin pipe: closing stdin is its cue to stop; killed past ``timeout``."""
+    if proc.stdin is not None and not proc.stdin.closed:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 def make_outputs(dirs, shuffle_id, maps, partitions, seed=0, sizes=(0, 1, 17, 300, 4096, 70000)):

@@ -7,7 +7,9 @@ time to 90%/95% loss reduction and mean normalized loss over time.
 Changes are SLAQ's figure relative to the other's: negative = less time (or lower loss) under SLAQ.
 One run of each configuration takes about 2-3 minutes on a quiet 2-core machine (the default: 6-9
 minutes in all); --repeats N runs them interleaved (slaq, fair, stock, slaq, ...) and reports the
-median change and its spread.
+median change and its spread. It prints a progress line every 10 s and then the comparison; --tables adds
+SLAQ's table of the latest epoch every 5 s. README's figures are medians of 5 repeats with their spread: a
+single run can fall outside it.
 
     python lab/demos/sweep.py                  # human-readable comparison
     python lab/demos/sweep.py --json           # the same as JSON
@@ -68,8 +70,8 @@ def median_summary(runs: list[dict]) -> dict:
 
 def record_trace(path: str, runs: dict[str, list[dict]], args: argparse.Namespace, master: str) -> Path:
     from slaq.metrics import time_to_key
+    from slaq.sim.record import combine
     from slaq.sim.trace import save
-    from srlab.slaq_bench.trace_record import combine
 
     every = [r for rs in runs.values() for r in rs]
     measured = {name: [{"mean_time_to_90pct_s": r[mean_time_to_key(0.9)], "mean_time_to_95pct_s": r[mean_time_to_key(0.95)],
@@ -83,6 +85,10 @@ def record_trace(path: str, runs: dict[str, list[dict]], args: argparse.Namespac
                "phases": "median over every run of every configuration"}
     trace = combine([r["trace_jobs"] for r in every], every[0]["executor_cores"], args.epoch, setting, measured)
     return save(trace, path)
+
+
+SINGLE_RUN = ("One run of each configuration: README's figures are medians of 5 interleaved repeats with their spread, "
+              "and a single run can fall outside that spread (a busy machine moves it most); --repeats 5 for medians.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--features", type=int, default=20, help="features per row (default 20)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="print JSON only")
+    p.add_argument("--tables", action="store_true", help="also print SLAQ's table of the latest epoch every 5 s (stderr)")
     p.add_argument("--plot", help="write a plot of mean normalized loss over time and mean time to 90/95%% to this PNG")
     p.add_argument("--record-trace", metavar="PATH",
                    help="also record the workload as a slaq-trace/1 JSON (.gz: gzip) for `slaq simulate --check` / `--project`")
@@ -126,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                  "policies": {}}
     runs: dict[str, list[dict]] = {name: [] for name in policies}
     began = time.monotonic()
-    with spark_target(args.master, args.nodes) as target, console(every=5.0, enabled=not args.json):  # SLAQ's table on stderr
+    with spark_target(args.master, args.nodes) as target, console(every=5.0, enabled=args.tables and not args.json):
         out["sweep"]["master"], out["sweep"]["nodes"] = target.master, args.nodes
         for repeat in range(args.repeats):
             for policy in policies:
@@ -160,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             spread = f" (repeats {m['min']:+.1%}..{m['max']:+.1%}{', inside the noise' if m['inside_noise'] else ''})" if args.repeats > 1 else ""
             print(f"SLAQ vs {label}, {key}: {m['median']:+.1%}{spread}")
     print(f"(negative = less under SLAQ; {out['elapsed_s']:.0f} s in all)")
+    if args.repeats == 1:
+        print(SINGLE_RUN)
     return 0
 
 

@@ -82,7 +82,7 @@ def _undecided_in_jvm(scheduler: MergeScheduler) -> int:
     """Shuffles the shim found mergeable that the scheduler has not settled and released yet (0 without a live JVM)."""
     if scheduler.sc is None:
         return 0
-    return int(_field(_field(scheduler.tracker, "listener"), "partitions").size())
+    return int(scheduler.tracker.trackedShuffles())
 
 
 def wait_cleaned(scheduler: MergeScheduler, shuffle: int, timeout: float = 60.0) -> bool:
@@ -136,27 +136,13 @@ def state_sizes(scheduler: MergeScheduler) -> dict[str, int]:
             "warned": len(scheduler.warn_once.keys) + len(scheduler.fleet.warn_once.keys)}
 
 
-# ---------------------------------------------------------------- the driver JVM, by reflection
-def _field(obj: Any, name: str) -> Any:
-    """The private field ``name`` of the JVM object ``obj`` (the tracker's own state, read by reflection)."""
-    handle = obj.getClass().getDeclaredField(name)
-    handle.setAccessible(True)
-    return handle.get(obj)
-
-
-def _sizes(obj: Any, *fields: str) -> int:
-    """The summed sizes of ``obj``'s collections ``fields``."""
-    return sum(int(_field(obj, name).size()) for name in fields)
-
-
+# ---------------------------------------------------------------- the driver JVM, through the tracker's public state
 def jvm_state_sizes(scheduler: MergeScheduler) -> dict[str, int]:
     """Entries in each driver-side map the JVM's ``RiffleTracker`` keeps (its stage graph, held shuffles and
-    partitions, events not yet drained)."""
+    partitions, events not yet drained): what its ``driver.*`` gauges of the ``riffle`` metric source say."""
     tracker = scheduler.tracker
-    return {"stage_graph": _sizes(_field(tracker, "graph"), "writes", "reads", "jobStages", "users"),
-            "held_shuffles": _sizes(_field(tracker, "gate"), "held"),
-            "held_partitions": _sizes(_field(tracker, "listener"), "partitions"),
-            "pending_events": int(_field(_field(tracker, "events"), "pending"))}  # py4j hands an AtomicInteger over as its value
+    return {"stage_graph": int(tracker.trackedStages()), "held_shuffles": int(tracker.heldShuffles()),
+            "held_partitions": int(tracker.trackedShuffles()), "pending_events": int(tracker.pendingEvents())}
 
 
 def _internals(gateway: Any, method: str, *args: Any) -> Any:

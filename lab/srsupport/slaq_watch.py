@@ -56,17 +56,3 @@ def loop_history(loop: Any, name: str) -> Any:
     job = loop.jobs.get(name)
     return None if job is None else job.history
 
-
-def slaq_page_html(gateway: Any, status: Any) -> str:
-    """The SLAQ tab's page body for the JVM ``SlaqStatus`` ``status`` (``SlaqPage.html``, package-private: by reflection)."""
-    from sparkshim.bridge import shim_class
-
-    jvm = gateway.jvm
-    params = gateway.new_array(jvm.java.lang.Class, 3)
-    params[0] = shim_class(gateway, "slaq.SlaqMessages$StatusReport")
-    params[1], params[2] = jvm.java.lang.Class.forName("java.lang.String"), jvm.java.lang.Integer.TYPE
-    html = shim_class(gateway, "slaq.SlaqPage").getDeclaredMethod("html", params)
-    html.setAccessible(True)
-    args = gateway.new_array(jvm.java.lang.Object, 3)
-    args[0], args[1], args[2] = status.report(), "json/", 0
-    return str(html.invoke(None, args))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from riffle.storage_cost import NodeStorage, StorageCost
 from riffle.storage_cost import probe as probe  # defined once there (a merger measures its node with it); the model's callers find it here
 from riffle.units import parse_spark_size
+from sparkshim.wording import counted
 
 WORTH_IT = "worth_it"
 NOT_WORTH_IT = "not_worth_it"
@@ -133,7 +134,7 @@ def summary(decisions: Sequence[Decision]) -> str:
     """One line for a shuffle's decisions (logged once per shuffle, not per group)."""
     merged = [d for d in decisions if d.merge]
     skipped = [d for d in decisions if not d.merge]
-    text = f"{len(merged)} groups worth merging, {len(skipped)} skipped as not worth it"
+    text = f"{counted(len(merged), 'group')} worth merging, {len(skipped)} skipped as not worth it"
     if decisions:
         saved = sum(d.saved_seconds for d in decisions) * 1e3
         cost = sum(d.cost_seconds for d in decisions) * 1e3

@@ -101,7 +101,7 @@ class CostGate:
         decision = cost.decide([o.bytes for o in group], readers, storage)
         s.decisions.append(decision)
         if not decision.merge:
-            s.unsent[decision.reason] += 1
+            s.unsend(group, decision.reason)
         return decision.merge
 
     def reduce_tasks(self, s: ShuffleState) -> int:

@@ -81,12 +81,18 @@ class ShuffleState:
     map_bytes: int = 0
     name: str = ""  # the map stage's name (its call site; user input)
     unsent: Counter[str] = field(default_factory=Counter)  # groups never sent to a merger, by cause
+    unsent_outputs: Counter[str] = field(default_factory=Counter)  # the outputs in those groups, by cause
     decisions: list[Decision] = field(default_factory=list)  # the cost model's, one per group the policy formed
     reduce_tasks: int | None = None  # the cost model's estimate, made at the shuffle's first decision
     cost: CostConfig = CostConfig()  # the cost model for this shuffle (an RDD shuffle's or a SQL exchange's reducers)
     undecided: list[MapOutput] = field(default_factory=list)  # outputs with data waiting for the cost model (a merger's storage unknown yet)
     priced_at_submission: bool = True  # False while its pricing at submission waits for the listed mergers' storage
     parked: list[list[MapOutput]] = field(default_factory=list)  # full groups waiting for a merger's first Status answer
+
+    def unsend(self, group: Sequence[MapOutput], cause: str) -> None:
+        """``group`` is never sent to a merger, for ``cause``: counted as a group fallen back, and its outputs as unmerged."""
+        self.unsent[cause] += 1
+        self.unsent_outputs[cause] += len(group)
 
 
 def settle_reason(map_done_at: float | None, states: Sequence[MergeState], now: float, best_effort: float,
@@ -113,9 +119,13 @@ def merge_group(m: Merge) -> messages.MergeGroup:
                                map_indexes=[o.map_index for o in m.members], map_ids=[o.map_id for o in m.members], lengths=list(m.lengths))
 
 
-def map_files_after(s: ShuffleState) -> int:
-    """Map files the reducers read once ``s.committed`` merges replaced their members. The shim reports
-    how many groups it committed, not which: members per group are averaged when it skipped some."""
+def merged_outputs(s: ShuffleState) -> int:
+    """Map outputs in the ``s.committed`` merges. The shim reports how many groups it committed, not which: members per
+    group are averaged when it skipped some."""
     members = [len(m.members) for m in s.merges if m.state is MergeState.DONE]
-    merged_outputs = round(s.committed * (sum(members) / len(members))) if members else 0
-    return len(s.outputs) - merged_outputs + s.committed
+    return round(s.committed * (sum(members) / len(members))) if members else 0
+
+
+def map_files_after(s: ShuffleState) -> int:
+    """Map files the reducers read once ``s.committed`` merges replaced their members."""
+    return len(s.outputs) - merged_outputs(s) + s.committed

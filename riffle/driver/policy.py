@@ -32,16 +32,22 @@ def has_data(output: MapOutput) -> bool:
 class MergePolicy(Protocol):
     """Groups one shuffle's finished map outputs into merges; one instance per shuffle."""
 
+    skipped: list[MapOutput]  # outputs it leaves alone (their blocks are large already): never grouped, by design
+
     def add(self, output: MapOutput) -> list[list[MapOutput]]:
         """Takes one finished output; returns the groups it completed (merged at once)."""
         ...
 
     def leftover(self) -> list[MapOutput]:
-        """Outputs not (yet) in any group."""
+        """Outputs not (yet) in any group: in groups that never filled, and the skipped ones."""
         ...
 
     def flush(self) -> list[list[MapOutput]]:
-        """At the end of the map stage: the last groups worth merging."""
+        """At the end of the map stage: the last groups worth merging (an output alone on its executor stays leftover)."""
+        ...
+
+    def unfilled(self) -> str:
+        """Why a group still open has not filled, in words for the Riffle tab (``fewer than 4 outputs on their executor``)."""
         ...
 
 
@@ -53,6 +59,8 @@ class NWayPolicy:
             raise ValueError(f"N-way merge needs n >= 2, got {n}")
         self.n = n
         self._pending: dict[str, list[MapOutput]] = defaultdict(list)
+        self.skipped: list[MapOutput] = []
+        self.flushed = False
 
     def add(self, output: MapOutput) -> list[list[MapOutput]]:
         pending = self._pending[output.executor]
@@ -67,9 +75,11 @@ class NWayPolicy:
 
     def flush(self) -> list[list[MapOutput]]:
         """At the end of the map stage: each executor's remaining outputs (two or more) as one last group."""
-        groups = [p for p in self._pending.values() if len(p) >= 2]
-        self._pending.clear()
-        return groups
+        self.flushed = True
+        return last_groups(self._pending)
+
+    def unfilled(self) -> str:
+        return ALONE if self.flushed else f"fewer than {self.n} outputs on their executor"
 
 
 class BlockSizePolicy:
@@ -81,6 +91,7 @@ class BlockSizePolicy:
         self.partitions = max(int(num_partitions), 1)
         self._pending: dict[str, list[MapOutput]] = defaultdict(list)
         self.skipped: list[MapOutput] = []
+        self.flushed = False
 
     def add(self, output: MapOutput) -> list[list[MapOutput]]:
         if output.bytes < 0 or output.bytes / self.partitions >= self.target:
@@ -97,9 +108,23 @@ class BlockSizePolicy:
         return [o for p in self._pending.values() for o in p] + self.skipped
 
     def flush(self) -> list[list[MapOutput]]:
-        groups = [p for p in self._pending.values() if len(p) >= 2]
-        self._pending.clear()
-        return groups
+        self.flushed = True
+        return last_groups(self._pending)
+
+    def unfilled(self) -> str:
+        return ALONE if self.flushed else f"their executor's outputs short of the {self.target} B target block"
+
+
+ALONE = "alone on its executor at the map stage's end"  # why a group never filled once the last groups were formed
+
+
+def last_groups(pending: dict[str, list[MapOutput]]) -> list[list[MapOutput]]:
+    """Takes each executor's pending outputs, two or more, out of ``pending`` as one last group; an output alone stays
+    there, so the policy's leftover still counts it."""
+    groups = [p for p in pending.values() if len(p) >= 2]
+    for executor in [e for e, p in pending.items() if len(p) >= 2]:
+        del pending[executor]
+    return groups
 
 
 # name -> factory(nway, target_block_bytes, num_partitions); the one list of merge policy names

@@ -155,9 +155,10 @@ class MergeScheduler:
                 self.warn_once("publish", "Riffle: cannot update the Riffle tab and metrics: %s", exc)
 
     def status(self) -> messages.RiffleStatus:
-        """The ``riffle_status`` message of now: the listed shuffles in the order seen, mergers, totals (any thread may ask)."""
+        """The ``riffle_status`` message of now: the listed shuffles in the order seen, the summaries of those never held,
+        mergers, totals (any thread may ask)."""
         rows = self.tab.rows(lambda sid: None if (s := self._shuffles.get(sid)) is None else live_row(s, self._policy_label()))
-        return riffle_status(time.monotonic() - self._started, rows, self.fleet.merger_rows(), self.tab.totals)
+        return riffle_status(time.monotonic() - self._started, rows, self.fleet.merger_rows(), self.tab.totals, self.tab.unmerged())
 
     def _policy_label(self) -> str:
         return policy_label(self.config.policy, self.config.nway, self.config.target_block_bytes)
@@ -285,11 +286,11 @@ class MergeScheduler:
         dirs = self.local_dirs.of(executor)
         if not dirs:
             self.warn_once(f"dirs-{executor}", "Riffle: local dirs of executor %s unknown; its outputs stay unmerged", executor)
-            s.unsent[causes.OTHER] += 1
+            s.unsend(group, causes.OTHER)
             return
         address = self.fleet.choose(host)
         if address is None:
-            s.unsent[causes.MERGER_DOWN] += 1
+            s.unsend(group, causes.MERGER_DOWN)
             return
         merged_id = SYNTHETIC_MAP_ID_BASE + next(self._ids)
         m = Merge(f"{self.app_id}-{s.shuffle_id}-{uuid.uuid4().hex[:12]}", s.shuffle_id, list(group), merged_id, address, dirs)
@@ -314,9 +315,9 @@ class MergeScheduler:
         """Settles a mergeable shuffle: commits what finished (if held and ``commit``), cancels the rest and lets its readers
         go. ``cause``: why a shuffle that was never held stays unmerged (one of ``messages.NOT_HELD_CAUSES``)."""
         s.finalized = True
-        if s.parked:  # never sent: cancelled as a running merge would be
-            s.unsent[cause_of_release(reason)] += len(s.parked)
-            s.parked = []
+        for group in s.parked:  # never sent: cancelled as a running merge would be
+            s.unsend(group, cause_of_release(reason))
+        s.parked = []
         for m in s.merges:
             if m.state is MergeState.RUNNING:
                 m.cancel(cause_of_release(reason))

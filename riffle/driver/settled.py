@@ -14,6 +14,7 @@ from riffle.driver import cost
 from riffle.driver.cost import Decision
 from riffle.driver.merges import MergeState, ShuffleState, map_files_after
 from riffle.driver.status import bytes_merged, fell_back
+from riffle.driver.unmerged_outputs import outputs_unmerged, why_unmerged
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class SettledShuffle:
     hold_seconds: float | None  # how long the reducers waited after the map stage (None: never held)
     reason: str  # why it settled, or why it was never merged
     cleaned: bool = False  # Spark cleaned the shuffle up since (its files are gone; what happened to it stays)
+    outputs_unmerged: Mapping[str, int] = dataclasses.field(default_factory=dict)  # a held one's outputs left unmerged, by cause
+    unmerged_why: str = ""  # those in words ("" when every output merged, or never held)
 
 
 def blocks_of(s: ShuffleState) -> tuple[int, int]:
@@ -57,13 +60,15 @@ def settle(s: ShuffleState, reason: str, now: float, policy: str) -> SettledShuf
     """``s`` as it ended at ``now`` for ``reason``; ``policy``: the policy label it was merged with, if held."""
     states = Counter(m.state for m in s.merges)
     blocks_before, blocks_after = blocks_of(s)
+    unmerged = outputs_unmerged(s) if s.held else {}
     return SettledShuffle(
         shuffle_id=s.shuffle_id, stage_id=s.stage_id, name=s.name, maps=s.num_maps, map_outputs=len(s.outputs), partitions=s.num_partitions,
         mergeable=s.policy is not None, held=s.held, policy=policy if s.held else "none", merges_requested=len(s.merges),
         merges_committed=s.committed, merges_cancelled=states[MergeState.CANCELLED], merges_failed=states[MergeState.FAILED],
         map_files_after=map_files_after(s), blocks_before=blocks_before, blocks_after=blocks_after, bytes=s.map_bytes,
         bytes_merged=bytes_merged(s), groups_fell_back=fell_back(s),
-        hold_seconds=round(now - s.map_done_at, 4) if s.map_done_at else None, reason=reason)
+        hold_seconds=round(now - s.map_done_at, 4) if s.map_done_at else None, reason=reason, outputs_unmerged=unmerged,
+        unmerged_why=why_unmerged(unmerged, len(s.outputs), s.policy.unfilled() if s.policy is not None else ""))
 
 
 def log_settled(log: logging.Logger, r: SettledShuffle, decisions: Sequence[Decision], reduce_tasks: int | None) -> None:

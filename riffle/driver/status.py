@@ -86,8 +86,8 @@ def merger_row(address: str, health: str, queued: int, running: int, outcomes: M
 
 
 def riffle_status(t: float, rows: Iterable[messages.RiffleShuffle], mergers: Iterable[messages.RiffleMerger],
-                  totals: messages.RiffleTotals) -> messages.RiffleStatus:
-    return messages.RiffleStatus(t=float(t), shuffles=list(rows), mergers=list(mergers), totals=totals)
+                  totals: messages.RiffleTotals, unmerged: Iterable[messages.RiffleUnmerged] = ()) -> messages.RiffleStatus:
+    return messages.RiffleStatus(t=float(t), shuffles=list(rows), unmerged=list(unmerged), mergers=list(mergers), totals=totals)
 
 
 def policy_label(policy: str, nway: int, target_block_bytes: int) -> str:

@@ -1,7 +1,11 @@
 """The Riffle tab's shuffles and totals: every shuffle seen is counted once in one state (``merging``,
 ``settled`` or ``unmerged``, see :mod:`riffle.driver.status`); the rows list every merging shuffle and
-the latest finished ones, in the order seen, after Spark cleaned them up too. A finished shuffle's row is
-derived from its :class:`~riffle.driver.settled.SettledShuffle`, a merging one's from its live state."""
+the latest settled ones, in the order seen, after Spark cleaned them up too. A settled shuffle's row is
+derived from its :class:`~riffle.driver.settled.SettledShuffle`, a merging one's from its live state.
+
+A shuffle never held (``unmerged``) gets no row: it is counted in one summary per cause (its count, the latest ids, the
+latest one's why). An application's own tiny shuffles can all be unmergeable (spark.ml's ``treeAggregate`` of JVM objects
+is unsafe, and on a fast disk none is worth merging); listed one per row they pushed every merged shuffle off the list."""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ from riffle.driver.merges import ShuffleState
 from riffle.driver.settled import SettledShuffle, cleaned
 from riffle.driver.status import MERGING, SETTLED, UNMERGED, fell_back
 
-MAX_FINISHED = 256  # finished rows kept (the tab lists them; the benchmarks read their records)
+MAX_FINISHED = messages.MAX_FINISHED_SHUFFLES  # finished rows kept (the tab lists them; the benchmarks read their records); the
+# schema's, so the JVM holds its model (live and in the History Server) to the same bound
 
 
 def live_row(s: ShuffleState, policy: str) -> messages.RiffleShuffle:
@@ -24,7 +29,8 @@ def live_row(s: ShuffleState, policy: str) -> messages.RiffleShuffle:
     return messages.RiffleShuffle(
         shuffle=s.shuffle_id, stage=s.stage_id, name=s.name, maps=s.num_maps, reducers=max(s.num_partitions, 0),
         policy=policy if merging else "none", state=MERGING if merging else UNMERGED, groups_merged=0, groups_fell_back=fell_back(s),
-        bytes_merged=0, blocks_unmerged=blocks, blocks_merged=blocks, gate_wait_seconds=0.0, reason="", cleaned=False)
+        bytes_merged=0, blocks_unmerged=blocks, blocks_merged=blocks, gate_wait_seconds=0.0, reason="", cleaned=False,
+        outputs=len(s.outputs), outputs_unmerged={}, unmerged_why="")
 
 
 def settled_row(r: SettledShuffle) -> messages.RiffleShuffle:
@@ -34,7 +40,14 @@ def settled_row(r: SettledShuffle) -> messages.RiffleShuffle:
         state=SETTLED if r.held else UNMERGED, groups_merged=r.merges_committed if r.held else 0, groups_fell_back=dict(r.groups_fell_back),
         bytes_merged=r.bytes_merged if r.held else 0, blocks_unmerged=r.blocks_before, blocks_merged=r.blocks_after,
         gate_wait_seconds=float(r.hold_seconds or 0.0) if r.held else 0.0,
-        reason=r.reason, cleaned=r.cleaned)
+        reason=r.reason, cleaned=r.cleaned, outputs=r.map_outputs, outputs_unmerged=dict(r.outputs_unmerged), unmerged_why=r.unmerged_why)
+
+
+def count_unmerged(summary: messages.RiffleUnmerged | None, r: SettledShuffle, cause: str) -> messages.RiffleUnmerged:
+    """``summary`` of the shuffles never held for ``cause`` with ``r`` counted in: the latest ids and the latest one's why."""
+    latest = [*(summary.latest if summary is not None else ()), r.shuffle_id][-messages.MAX_UNMERGED_LATEST:]
+    return messages.RiffleUnmerged(cause=cause, shuffles=(summary.shuffles if summary is not None else 0) + 1, latest=latest,
+                                   stage=r.stage_id, name=r.name, reason=r.reason)
 
 
 def no_totals() -> messages.RiffleTotals:
@@ -77,16 +90,18 @@ def add_to_totals(totals: messages.RiffleTotals, row: messages.RiffleShuffle) ->
 
 
 class TabRows:
-    """The listed shuffles (a merging one as None: its row is built from its live state when asked) and the totals. Written
-    by the scheduler's thread; any thread may read."""
+    """The listed shuffles (a merging one as None: its row is built from its live state when asked), the summaries of the
+    shuffles never held and the totals. Written by the scheduler's thread; any thread may read."""
 
     def __init__(self, keep: int = MAX_FINISHED):
         self.keep = keep
         self.totals = no_totals()
         self._listed: OrderedDict[int, SettledShuffle | None] = OrderedDict()
+        self._unheld: OrderedDict[int, SettledShuffle] = OrderedDict()  # the latest ``keep`` never held: not listed, but known
+        self._unmerged: dict[str, messages.RiffleUnmerged] = {}
 
     def __contains__(self, sid: int) -> bool:
-        return sid in self._listed
+        return sid in self._listed or sid in self._unheld
 
     def seen(self, sid: int, mergeable: bool, not_held: str) -> None:
         """A map stage submitted: counted, and listed as merging when ``mergeable``."""
@@ -95,12 +110,17 @@ class TabRows:
             self._listed[sid] = None
 
     def finished(self, r: SettledShuffle, cause: str) -> None:
-        """``r`` replaces its merging row (or comes last); a mergeable one is counted settled, or unmerged for ``cause`` when
-        never held. Only the latest ``keep`` finished rows stay."""
-        if r.held:
-            self.totals = add_to_totals(self.totals, settled_row(r))
-        else:
+        """``r`` settled replaces its merging row; never held, it leaves the list and is counted unmerged for ``cause`` in
+        the totals and that cause's summary. Only the latest ``keep`` settled rows stay listed."""
+        if not r.held:
             self.totals = unmerged_blocks(never_held(self.totals, cause) if r.mergeable else self.totals, settled_row(r))
+            self._unmerged[cause] = count_unmerged(self._unmerged.get(cause), r, cause)
+            self._listed.pop(r.shuffle_id, None)
+            self._unheld[r.shuffle_id] = r
+            while len(self._unheld) > self.keep:
+                self._unheld.popitem(last=False)
+            return
+        self.totals = add_to_totals(self.totals, settled_row(r))
         self._listed[r.shuffle_id] = r
         finished = [sid for sid, f in self._listed.items() if f is not None]
         for sid in finished[:max(len(finished) - self.keep, 0)]:
@@ -115,8 +135,15 @@ class TabRows:
         return True
 
     def settled(self) -> dict[int, SettledShuffle]:
-        """The listed mergeable shuffles' records, in the order seen."""
-        return {sid: r for sid, r in list(self._listed.items()) if r is not None and r.mergeable}
+        """The records of the listed settled shuffles and of the latest mergeable ones never held, by shuffle id."""
+        records = [r for r in [*list(self._listed.values()), *list(self._unheld.values())] if r is not None and r.mergeable]
+        return {r.shuffle_id: r for r in sorted(records, key=lambda r: r.shuffle_id)}
+
+    def unmerged(self) -> list[messages.RiffleUnmerged]:
+        """The summary of the shuffles never held, one per cause with any, in the schema's order of causes."""
+        summaries = dict(self._unmerged)
+        return [summaries[c] for c in messages.NOT_HELD_CAUSES if c in summaries] + [
+            s for c, s in summaries.items() if c not in messages.NOT_HELD_CAUSES]
 
     def rows(self, live: Callable[[int], messages.RiffleShuffle | None]) -> list[messages.RiffleShuffle]:
         """Every listed shuffle's row in the order seen; ``live(sid)`` builds a merging one's (None: no longer known)."""
@@ -128,4 +155,4 @@ class TabRows:
         return rows
 
 
-__all__ = ["MAX_FINISHED", "TabRows", "add_to_totals", "live_row", "never_held", "no_totals", "seen", "settled_row", "unmerged_blocks"]
+__all__ = ["MAX_FINISHED", "TabRows", "add_to_totals", "count_unmerged", "live_row", "never_held", "no_totals", "seen", "settled_row", "unmerged_blocks"]

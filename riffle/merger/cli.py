@@ -19,6 +19,7 @@ from riffle.units import format_size, parse_size
 from riffle.version import package_version
 from sparkshim.conf import ConfReader
 from sparkshim.safe_read import read_config_text
+from sparkshim.wording import number_text
 
 
 class JsonFormatter(logging.Formatter):
@@ -128,7 +129,7 @@ def check_address(flag: str, address: str) -> None:
 
 def _in_range(flag: str, value: float, low: float, high: float, shown: str = "") -> None:
     if not low <= value <= high:  # also refuses NaN
-        raise StartupError(f"{flag} must be in {low:g}..{high:g}{shown}, got {value:g}")
+        raise StartupError(f"{flag} must be in {number_text(low)}..{number_text(high)}{shown}, got {number_text(value)}")
 
 
 def check_ranges(args: argparse.Namespace) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from riffle.protocol import pb
 from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE, UNKNOWN, NodeStorage, probe
+from sparkshim.wording import number_text
 
 log = logging.getLogger("riffle.merger")
 PROBE_SECONDS = 0.5  # the whole measurement's budget: it delays the daemon's start by no more
@@ -55,7 +56,7 @@ def reported(status: pb.StatusResponse) -> NodeStorage:
 def out_of_range(status: pb.StatusResponse) -> list[str]:
     """The storage figures of a Status reply that :func:`reported` takes for unknown, as ``name value (range)``."""
     request, bandwidth = _figures(status)
-    return [f"{name} {value!r} (expected {low:g}..{high:g})"
+    return [f"{name} {value!r} (expected {number_text(low)}..{number_text(high)})"
             for name, value, (low, high) in (("time per request", request, SECONDS_RANGE), ("bytes per second", bandwidth, BANDWIDTH_RANGE))
             if value is not None and _within(value, (low, high)) is None]
 

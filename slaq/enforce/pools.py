@@ -16,19 +16,10 @@ JOB_PROPERTY, POOL_PREFIX = messages.JOB_PROPERTY, messages.POOL_PREFIX  # share
 JOB_GROUP_PROPERTY, JOB_DESCRIPTION_PROPERTY = "spark.jobGroup.id", "spark.job.description"
 JOB_GROUP_PREFIX = "slaq:"  # a SLAQ job's Spark jobs are in job group "slaq:<name>" unless the application set one
 PYTHON_SOURCE = "python"  # the source of losses reported from Python; the JVM stamps its captured ones "mllib"
-_FORBIDDEN = set("\t\n\r")
 
 Iteration = messages.Iteration  # one reported loss: job, loss, t, core_seconds, source (stamped by the JVM)
 PoolState = messages.PoolState  # one pool: job, consumed, tokens (negative: debt), running, closed
 Drained = tuple[list[Iteration], dict[str, PoolState]]
-
-
-def check_job_name(name: object) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"a SLAQ job name must be a non-empty string, got {name!r}")
-    if _FORBIDDEN & set(name):
-        raise ValueError(f"a SLAQ job name may not contain tabs or newlines: {name!r}")
-    return name
 
 
 def split_drain(text: str) -> Drained:
@@ -124,17 +115,23 @@ class PoolBridge:
 def enter_thread(sc: Any, job: str, pool: str | None) -> Any:
     """Put the calling thread's JVM local properties in ``job`` (and ``pool``, when SLAQ enforces).
 
-    Returns the thread's previous properties object (:func:`own_properties`).
+    Returns the thread's previous properties object (:func:`own_properties`). If a call fails part-way, the thread
+    gets that object back before the error propagates: a failed py4j call drops the thread's connection, and its next
+    call runs on another JVM thread, which has none of the properties the application set.
     """
     previous = own_properties(sc)
-    if pool is not None:
-        sc.setLocalProperty("spark.scheduler.pool", pool)
-    sc.setLocalProperty(JOB_PROPERTY, job)
-    # Spark's Jobs and Stages pages then name the SLAQ job (and sc.statusTracker() finds its Spark jobs by group);
-    # a group or description the application set itself is left as it is.
-    for key, value in ((JOB_GROUP_PROPERTY, JOB_GROUP_PREFIX + job), (JOB_DESCRIPTION_PROPERTY, f"SLAQ job {job}")):
-        if not sc.getLocalProperty(key):
-            sc.setLocalProperty(key, value)
+    try:
+        if pool is not None:
+            sc.setLocalProperty("spark.scheduler.pool", pool)
+        sc.setLocalProperty(JOB_PROPERTY, job)
+        # Spark's Jobs and Stages pages then name the SLAQ job (and sc.statusTracker() finds its Spark jobs by group);
+        # a group or description the application set itself is left as it is.
+        for key, value in ((JOB_GROUP_PROPERTY, JOB_GROUP_PREFIX + job), (JOB_DESCRIPTION_PROPERTY, f"SLAQ job {job}")):
+            if not sc.getLocalProperty(key):
+                sc.setLocalProperty(key, value)
+    except BaseException:
+        restore_thread(sc, previous)
+        raise
     return previous
 
 

@@ -15,7 +15,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from slaq.live.names import shown
+from slaq.names import shown
+from sparkshim.wording import counted
 
 WINDOW = 5  # iterations the split is measured over (the latest ones)
 MIN_ITERATIONS = 3  # iterations measured before a job can be called driver-bound
@@ -113,7 +114,7 @@ def driver_caps(shares: Mapping[str, DriverShare], minimum: float) -> dict[str, 
 
 def driver_bound_warning(found: Mapping[str, tuple[float, float]]) -> str:
     """The one WARN line per application: the driver-bound jobs and their measured split."""
-    parts = [f"{shown(job)} (driver {fraction:.0%} of each iteration, executors {1 - fraction:.0%}; capped at {cap:.2g} cores)"
+    parts = [f"{shown(job)} (driver {fraction:.0%} of each iteration, executors {1 - fraction:.0%}; capped at {counted(cap, 'core', f'{cap:.2g}')})"
              for job, (fraction, cap) in sorted(found.items())]
     return ("SLAQ: the driver is the bottleneck of " + ", ".join(parts) + ": more executor cores would not speed these up, "
             "so each gets what its executors use and the other jobs the rest (said once per application)")

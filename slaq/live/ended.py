@@ -1,5 +1,5 @@
 """The UI tab's view of ended jobs: each one's final row, handed to the next status once, and the
-tuning fits' rows marked pruned when their candidate is (slaq.prune)."""
+tuning fits' rows marked pruned when their candidate is (slaq.integrations.pruning)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Container, Iterable
 from dataclasses import replace
 
 from slaq.live.job import LiveJob
-from slaq.live.status import ENDED, FINISHED, PRUNED, TARGET, job_status
+from slaq.live.status import ENDED, FAILED, FINISHED, PRUNED, TARGET, job_status
 from slaq.messages import JobStatus
 from slaq.predict.forecast import job_forecast
 
@@ -25,7 +25,8 @@ def final_row(job: LiveJob, now: float, pruned: bool) -> JobStatus:
     after it): final loss and iterations, wall time, core-seconds, and its figures (:meth:`LiveJob.figures`)."""
     losses = list(job.history.losses)
     forecast = job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)
-    why = TARGET if job.satisfied else PRUNED if pruned else ENDED
+    # how its owner ended it, when it failed or was pruned, beats the target it reached before
+    why = job.ending if job.ending in (FAILED, PRUNED) else TARGET if job.satisfied else PRUNED if pruned else job.ending or ENDED
     figures = job.figures(forecast, why, now, finished=True)
     return job_status(job.name, FINISHED, len(losses), losses[-1] if losses else 0.0, 0.0, 0.0, 0.0, figures)
 

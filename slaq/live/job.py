@@ -1,6 +1,6 @@
 """One SLAQ job, the one record of it: what its owner declared and what the epoch loop learns.
 
-The user API creates it (:class:`slaq.api.Job`, a Spark Connect fit), the runtime opens and closes
+The user API creates it (:class:`slaq.jobs.Job`, a Spark Connect fit), the runtime opens and closes
 it, the epoch loop schedules on it: one loss history (:func:`slaq.live.registry.record` appends to it, the user reads
 it), the curve fits cached for it (shared by the forecasts and the target check) and whether it
 reached its target.
@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.live.driver_share import DriverShare
-from slaq.live.names import shown
 from slaq.live.status import NOT_TUNING, JobFigures, Tuning
 from slaq.live.target import Target
 from slaq.metrics import NINETY, loss_reference, seconds_to_target, time_to_reduction
+from slaq.names import shown
 from slaq.predict.forecast import CurveCache, JobForecast
 from slaq.stats.history import JobHistory
 
@@ -28,8 +28,8 @@ class LiveJob:
     name: str
     weight: float = 1.0
     target: Target = field(default_factory=Target)
-    reports: bool | None = None  # whether it will report losses, when known in advance (slaq.estimators.reports_loss)
-    owner: Any = None  # the user's object for this job (a ``slaq.api.Job``), handed back by ``SlaqRuntime.job_named``
+    reports: bool | None = None  # whether it will report losses, when known in advance (slaq.integrations.catalogue.reports_loss)
+    owner: Any = None  # the user's object for this job (a ``slaq.jobs.Job``), handed back by ``SlaqRuntime.job_named``
     history: JobHistory = field(default_factory=JobHistory)
     curves: CurveCache = field(default_factory=CurveCache)
     tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit, if any
@@ -45,6 +45,7 @@ class LiveJob:
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
     driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
     skipped: int = 0  # NaN or infinite losses its owner reported: skipped, not in the history
+    ending: str = ""  # how its owner ended it, its final row's why: FAILED, or an integration's (an Optuna trial's COMPLETE, PRUNED)
 
     @property
     def shown(self) -> str:

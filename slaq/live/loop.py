@@ -5,6 +5,8 @@ Each epoch drains the shim into the jobs (:mod:`slaq.live.registry`), allocates
 (:mod:`slaq.live.observer`; the ended jobs' rows from :mod:`slaq.live.ended`). A job's arrival or end
 wakes the loop to decide again at once, for the rest of the epoch only: the epochs keep their times,
 since at hundreds of arrivals a second a whole epoch's deposit per wake-up would lift every limit.
+Such a decision is deposited but not published: a status (UI tab, driver log line, event log) is one per
+epoch, so at hundreds of arrivals a second the tab's window still spans its epochs and the log grows per epoch.
 The loop never freezes the cluster: any failure opens every pool (fair sharing) and is logged, and if
 the loop stops depositing altogether the shim opens the pools on its own after ``fail_open_epochs`` epochs.
 """
@@ -26,6 +28,7 @@ from slaq.live.observer import LoopObserver
 from slaq.live.registry import JobRegistry, append, ended_silently
 from slaq.live.status import epoch_status, used_cores
 from slaq.messages import EpochStatus, Iteration, PoolState
+from sparkshim.wording import counted
 
 log = logging.getLogger("slaq.loop")
 user_log = logging.getLogger("slaq")  # the lines a user reads about their own jobs
@@ -60,7 +63,7 @@ class EpochLoop:
         self.jobs = JobRegistry(clock, clock_offset)  # the one record of the open and the latest finished jobs
         self._ended = EndedJobs()
         self.observers: list[LoopObserver] = list(observers)  # told of each drain, epoch and job end, in this order
-        self.epochs = 0
+        self.epochs = 0  # epochs begun, each published once (decisions between them are not counted)
         self.failures = 0
         self.last_error: str | None = None
         self.status: EpochStatus | None = None  # the latest epoch_status message (the console table reads it)
@@ -142,16 +145,18 @@ class EpochLoop:
     def step(self, seconds_left: float | None = None) -> dict[str, float]:
         """One decision: a new epoch's (``seconds_left`` None), or one for the ``seconds_left`` the current epoch has
         left, when a job arrived or ended (the pools then change only the rest of the epoch: deciding more often
-        than once an epoch must not grant more than an epoch's cores; the time the decision took is not left)."""
+        than once an epoch must not grant more than an epoch's cores; the time the decision took is not left).
+        Only a new epoch's decision is published: one status per epoch, whatever the arrivals (a job that came and
+        went between two epochs has its final row in the next one's)."""
         began = time.monotonic()
         self.poll()
         closed = self.jobs.closed_pools(new_epoch=seconds_left is None)
         capacity = self.pools.capacity()
         alloc = self.allocate(capacity, closed)
-        if seconds_left is None:
-            self.pools.deposit(alloc, self.epoch)
-        else:
+        if seconds_left is not None:
             self.pools.deposit(alloc, max(seconds_left - (time.monotonic() - began), 0.0), new_epoch=False)
+            return alloc
+        self.pools.deposit(alloc, self.epoch)
         self.epochs += 1
         self._publish(capacity)
         return alloc
@@ -212,7 +217,7 @@ class EpochLoop:
                     self.step()
                 if failing:
                     self.pools.resume()
-                    log.warning("SLAQ: epoch loop recovered after %d failed epochs", self.failures)
+                    log.warning("SLAQ: epoch loop recovered after %s", counted(self.failures, "failed epoch"))
                     failing = False
             except Exception as exc:  # a broken scheduler must never freeze the cluster
                 self.failures += 1
@@ -226,4 +231,4 @@ class EpochLoop:
                     log.exception("SLAQ: could not open the pools; the shim opens them once deposits stop")
             self._wake.wait(max(next_epoch - time.monotonic(), 0.0))
             self._wake.clear()
-        log.info("SLAQ: epoch loop stopped after %d epochs", self.epochs)
+        log.info("SLAQ: epoch loop stopped after %s", counted(self.epochs, "epoch"))

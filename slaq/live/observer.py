@@ -2,7 +2,7 @@
 allocation and status, and each job's end. Override what you need; every hook defaults to nothing.
 
 The runtime publishes each status to the Spark UI tab and the driver log through one, and tracks
-Spark Connect fits through another (:class:`slaq.connect.ConnectFits`); the lab and the tests watch
+Spark Connect fits through another (:class:`slaq.integrations.connect.ConnectFits`); the lab and the tests watch
 the loop through their own. A hook runs on the thread that caused it (the loop's for allocations and
 statuses, a user's for a job's end, either for a drain) and must not block.
 """

@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from slaq.live.job import LiveJob
-from slaq.live.names import shown
 from slaq.live.status import CoreSample
 from slaq.messages import Iteration, PoolState
+from slaq.names import shown
 from slaq.stats.history import InvalidReport
 
 log = logging.getLogger("slaq.loop")

@@ -1,6 +1,6 @@
 """One warning when cached data stops fitting the executors' storage memory while SLAQ runs several jobs.
 
-Every iterative spark.ml fit of the estimators :func:`slaq.estimators.training_caches` lists persists
+Every iterative spark.ml fit of the estimators :func:`slaq.integrations.catalogue.training_caches` lists persists
 its own copy of its training data (``MEMORY_AND_DISK``) for as long as it runs. SLAQ runs many fits at
 once, so many copies are alive together; once they exceed storage memory Spark moves blocks to disk
 and every later iteration reads them back, which can cost more than SLAQ's allocation wins

@@ -13,19 +13,20 @@ from __future__ import annotations
 import heapq
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from slaq.metrics import NINETY, reached
-from slaq.sim.replay import STOCK, ReplayResult, replay
-from slaq.sim.trace import Trace, TraceJob
+from slaq.metrics import NINETY, change_vs
+from slaq.sim.replay import CLAIRVOYANT, STOCK, ReplayResult, replay
+from slaq.sim.trace import Trace, TraceError, TraceJob, check_workload, ninety_phase
 
 TOLERANCE = 0.15  # |predicted / measured - 1| at most this for a configuration's mean time to 90%
 CONFIG_POLICIES = {"slaq": "slaq", "fair": "fair", "stock": STOCK}  # the live configurations (srlab.slaq_bench.configs) -> replay policy
-PROJECT_CORES = (16, 64, 640)
+POLICIES = ("slaq", "fair", STOCK)  # what a projection replays, beside the clairvoyant order
+PROJECT_CORES = (16, 64)  # the default projections, a few minutes; larger (640: the paper's cluster) on request
 STEP_GAP = 0.1  # projections: the loop decides on arrivals and ends at most every 0.1 s (one allocation of 4,000 jobs: ~50 ms)
 LIVE_TRACES = Path(__file__).parents[1] / "traces" / "data"  # the recorded live workloads shipped with the package: live_*.json.gz
 Progress = Callable[[str], None]
@@ -59,24 +60,36 @@ class ConfigCheck:
                 "measured_mean_time_to_90pct_s": round(self.measured_s, 2), "measured_runs": list(self.measured_runs),
                 "error": round(self.error, 4), "within_tolerance": self.ok,
                 "predicted_makespan_s": round(self.predicted_makespan_s, 1), "measured_makespan_s": round(self.measured_makespan_s, 1),
-                "mean_abs_job_error_s": round(self.job_error_s, 2)}
+                "mean_abs_job_error_s": round(self.job_error_s, 2) if math.isfinite(self.job_error_s) else None}
 
 
 def check_trace(trace: Trace, progress: Progress | None = None) -> list[ConfigCheck]:
-    """One :class:`ConfigCheck` per configuration the trace has live runs of."""
+    """One :class:`ConfigCheck` per configuration the trace has live runs of; :class:`TraceError` when it has
+    none of a configuration the check knows: a check that compared nothing has not passed."""
     work_conserving = bool(trace.setting.get("work_conserving", True))
+    compared = {config: runs for config, runs in trace.measured.items() if config in CONFIG_POLICIES and runs}
+    if not compared:
+        raise TraceError(f"{trace.name or 'trace'}: no measured runs of {', '.join(CONFIG_POLICIES)} to check the replay against "
+                         f"(measured: {', '.join(map(repr, trace.measured)) or 'none'})")
     out = []
-    for config, runs in trace.measured.items():
-        if config not in CONFIG_POLICIES or not runs:
-            continue
+    for config, runs in compared.items():
         if progress:
             progress(f"checking {trace.name or 'trace'}: replaying {config} on {trace.cores} cores")
         result = replay(trace.replayed, CONFIG_POLICIES[config], trace.cores, trace.epoch, work_conserving)
-        measured = [float(r["mean_time_to_90pct_s"]) for r in runs if r.get("mean_time_to_90pct_s") is not None]
+        measured = [float(r["mean_time_to_90pct_s"]) for r in runs]
         per_job = _job_errors(result, runs)
         out.append(ConfigCheck(trace.name, config, result.mean(NINETY), statistics.median(measured), tuple(measured),
                                result.makespan, statistics.median(float(r["makespan_s"]) for r in runs), per_job))
     return out
+
+
+def check_verdict(traces: int, checks: Sequence[ConfigCheck]) -> str:
+    """The check's one-line verdict: what it compared, whether every prediction is within :data:`TOLERANCE`, the worst."""
+    worst = max(checks, key=lambda c: abs(c.error))
+    missed = sum(not c.ok for c in checks)
+    head = f"all within {TOLERANCE:.0%}" if not missed else f"{missed} off by more than {TOLERANCE:.0%}"
+    return (f"check: {traces} trace{'s' * (traces != 1)}, {len(checks)} configuration{'s' * (len(checks) != 1)}, {head} "
+            f"(worst: {Path(worst.trace).name} {worst.config} {worst.error:+.1%})")
 
 
 def _job_errors(result: ReplayResult, runs: list[dict]) -> float:
@@ -107,15 +120,6 @@ def scaled(trace: Trace, cores: int, seed: int = 1) -> list[TraceJob]:
 def _mean_gap(jobs: Sequence[TraceJob]) -> float:
     arrivals = sorted(j.arrival for j in jobs)
     return (arrivals[-1] - arrivals[0]) / (len(arrivals) - 1) if len(arrivals) > 1 else 1.0
-
-
-def ninety_phase(job: TraceJob) -> int:
-    """The phase whose loss first covers 90% of the job's whole reduction (its last phase if none does)."""
-    first, lowest = job.losses[0], min(job.losses)
-    span = first - lowest
-    if span <= 0:
-        return len(job.losses) - 1
-    return next(k for k, v in enumerate(job.losses) if reached((v - lowest) / span, NINETY))
 
 
 def alone_seconds(job: TraceJob, cores: int, upto: int) -> float:
@@ -163,31 +167,73 @@ def clairvoyant_bound(jobs: Sequence[TraceJob], cores: int) -> dict:
                            "no driver time; (b) each job alone; the bound is the larger"}
 
 
-def project(trace: Trace, cores_list: Sequence[int] = PROJECT_CORES, policies: Sequence[str] = ("slaq", "fair", STOCK),
-            seed: int = 1, progress: Progress | None = None) -> list[dict]:
-    """Per core count: the scaled workload's mean time to 90% under each policy, SLAQ's change against fair
-    and stock (negative: less time), the clairvoyant bound and each policy's ratio to it."""
-    rows = []
-    for cores in cores_list:
-        jobs = scaled(trace, cores, seed)
-        row: dict = {"cores": cores, "jobs": len(jobs), "policies": {}}
-        for policy in policies:
+@dataclass(frozen=True)
+class Projection:
+    trace: Trace
+    cores: int
+    jobs: list[TraceJob]  # the trace's workload scaled to ``cores`` (:func:`scaled`)
+
+    @property
+    def label(self) -> str:
+        return f"{Path(self.trace.name).name or 'trace'} at {self.cores} cores ({len(self.jobs)} jobs)"
+
+
+def plan_projections(traces: Sequence[Trace], cores_list: Sequence[int], seed: int = 1) -> list[Projection]:
+    """Every trace scaled to every core count, each within the replay's bounds (:func:`slaq.sim.trace.check_workload`)
+    before any of them runs: a projection too large is refused at once, not after the others have run."""
+    plan = [Projection(t, cores, scaled(t, cores, seed)) for t in traces for cores in cores_list]
+    for p in plan:
+        check_workload(p.jobs, p.trace.epoch, f"{p.trace.name or 'trace'} at {p.cores} cores")
+    return plan
+
+
+def against_clairvoyant(means: Mapping[str, float], clairvoyant: float) -> dict:
+    """Each policy's mean time to 90%, its ratio to the clairvoyant order's (:data:`CLAIRVOYANT`), and SLAQ's
+    share of the gain over fair that the clairvoyant order achieves, (fair - slaq) / (fair - clairvoyant)
+    (None when that order gains nothing over fair, or SLAQ or fair was not replayed)."""
+    gain = means["fair"] - clairvoyant if "fair" in means else 0.0
+    return {"clairvoyant_mean_time_to_90pct_s": round(clairvoyant, 3),
+            "policies": {policy: {"mean_time_to_90pct_s": round(mean, 3), "ratio_to_clairvoyant": round(mean / clairvoyant, 3)}
+                         for policy, mean in means.items()},
+            "slaq_share_of_gain_over_fair": round((means["fair"] - means["slaq"]) / gain, 3) if gain > 0 and "slaq" in means else None}
+
+
+def check_against_clairvoyant(trace: Trace, checks: Sequence[ConfigCheck]) -> dict:
+    """:func:`against_clairvoyant` on the check's own replays (the trace on its live cores) and the clairvoyant order's."""
+    order = replay(trace.replayed, CLAIRVOYANT, trace.cores, trace.epoch, bool(trace.setting.get("work_conserving", True)))
+    return against_clairvoyant({c.config: c.predicted_s for c in checks}, order.mean(NINETY))
+
+
+def project_row(p: Projection, policies: Sequence[str] = POLICIES, announce: Progress | None = None,
+                progress: Progress | None = None) -> dict:
+    """The scaled workload's mean time to 90% under each policy and the clairvoyant order (``announce`` called before
+    each replay), SLAQ's change against fair and stock (negative: less time), the clairvoyant bound and each one's
+    ratio to it, and :func:`against_clairvoyant`."""
+    row: dict = {"cores": p.cores, "jobs": len(p.jobs), "policies": {}}
+    for policy in (*policies, CLAIRVOYANT):
+        if announce:
+            announce(policy)
+
+        def said(t: float, done: int, total: int, policy: str = policy) -> None:
             if progress:
-                progress(f"projecting {trace.name or 'trace'}: {len(jobs)} jobs on {cores} cores under {policy}")
+                progress(f"  {policy}: {done}/{total} jobs done at {t:.0f} s simulated")
 
-            def said(t: float, done: int, total: int, policy: str = policy) -> None:
-                if progress:
-                    progress(f"  {policy}: {done}/{total} jobs done at {t:.0f} s simulated")
+        result = replay(p.jobs, policy, p.cores, p.trace.epoch, progress=said, min_step_gap=STEP_GAP)
+        row["policies"][policy] = {"mean_time_to_90pct_s": round(result.mean(NINETY), 3), "makespan_s": round(result.makespan, 1)}
+    bound = clairvoyant_bound(p.jobs, p.cores)
+    row["clairvoyant_bound"] = bound
+    by = row["policies"]
+    for figures in by.values():
+        figures["ratio_to_bound"] = round(figures["mean_time_to_90pct_s"] / bound["mean_time_to_90pct_s"], 3)
+    for base in ("fair", STOCK):
+        if "slaq" in by and base in by:
+            row[f"slaq_vs_{base}"] = change_vs(by["slaq"], by[base])
+    means = {policy: figures["mean_time_to_90pct_s"] for policy, figures in by.items() if policy != CLAIRVOYANT}
+    row["vs_clairvoyant"] = against_clairvoyant(means, by[CLAIRVOYANT]["mean_time_to_90pct_s"])
+    return row
 
-            result = replay(jobs, policy, cores, trace.epoch, progress=said, min_step_gap=STEP_GAP)
-            row["policies"][policy] = {"mean_time_to_90pct_s": round(result.mean(NINETY), 3), "makespan_s": round(result.makespan, 1)}
-        bound = clairvoyant_bound(jobs, cores)
-        row["clairvoyant_bound"] = bound
-        by = row["policies"]
-        for figures in by.values():
-            figures["ratio_to_bound"] = round(figures["mean_time_to_90pct_s"] / bound["mean_time_to_90pct_s"], 3)
-        for base in ("fair", STOCK):
-            if "slaq" in by and base in by:
-                row[f"slaq_vs_{base}"] = round(by["slaq"]["mean_time_to_90pct_s"] / by[base]["mean_time_to_90pct_s"] - 1, 4)
-        rows.append(row)
-    return rows
+
+def project(trace: Trace, cores_list: Sequence[int] = PROJECT_CORES, policies: Sequence[str] = POLICIES,
+            seed: int = 1, progress: Progress | None = None) -> list[dict]:
+    """:func:`project_row` for each core count."""
+    return [project_row(p, policies, progress=progress) for p in plan_projections([trace], cores_list, seed)]

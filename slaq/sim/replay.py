@@ -17,6 +17,11 @@ can be checked against the live runs the trace came from:
   epoch only (each pool gains or gives back its change in cores times the seconds left). Running tasks
   draw the tokens down, and the pools are ordered as ``JobsPool`` orders them (pools with tokens first,
   by the fraction of their epoch's grant left; then, work-conserving, the throttled ones).
+* ``clairvoyant``: the limit of an order, for comparison: each job's future known (its losses, so its 90%
+  point, and its work), free cores go first to the job with the fewest executor seconds left to its 90%
+  point, then to jobs past that point (fewest seconds left to their end first), then to the Spark jobs
+  outside every job. Tasks stay unpreempted and driver time and latency stay, as for every policy, so the
+  distance from a policy to this order is what the policy does not know.
 * Spark jobs outside every job (``TraceJob.outside``: a CrossValidator's evaluations) run in Spark's
   ``default`` pool, first in first out, which no policy allocates: beside each job's pool under ``stock``,
   beside SLAQ's ``slaq`` pool under a policy (Spark's FAIR order at the root: fewer running tasks first,
@@ -46,9 +51,12 @@ from slaq.live.registry import NO_LOSS_EPOCHS
 from slaq.metrics import NINETY, THRESHOLDS, time_to_key, time_to_reduction
 from slaq.predict.forecast import CurveCache
 from slaq.predict.loss_curves import Curve, fit_loss_curve
-from slaq.sim.trace import TraceJob
+from slaq.sim.pools import PoolArrays, first_of, offer_order
+from slaq.sim.trace import TraceJob, ninety_phase
 
 STOCK = "stock"  # Spark's own FAIR scheduler, SLAQ off
+CLAIRVOYANT = "clairvoyant"  # the order that knows each job's future (module docstring)
+_PAST_NINETY, _OUTSIDE = 1e9, 2e9  # the clairvoyant order's key: seconds left, plus these past the 90% point / outside every job
 _ARRIVE, _DRIVER_DONE, _TASKS_DONE, _STEP = 0, 1, 2, 3
 _TICK, _WAKE = -1, -2  # a _STEP event's ``who``: the epoch's end, or a decision held back by ``min_step_gap``
 
@@ -84,23 +92,6 @@ class _Job:
     finished: float | None = None
 
 
-class PoolArrays:
-    """Each job's pool as the scheduler sees it, one array entry per job (by arrival): tasks waiting and
-    running, and its token bucket (tokens left, latest deposit). Arrays, so that what every event does to
-    every pool (tokens drawn down, the offer's order) is one numpy operation on the same float64 values."""
-
-    def __init__(self, weights: Sequence[float], outside: Sequence[bool] = ()):
-        n = len(weights)
-        self.outside = np.array(outside, dtype=bool) if len(outside) else np.zeros(n, dtype=bool)  # in Spark's default pool
-        self.has_outside = bool(self.outside.any())
-        self.pending = np.zeros(n, dtype=np.int64)
-        self.running = np.zeros(n, dtype=np.int64)
-        self.tokens = np.zeros(n)
-        self.deposit = np.zeros(n)
-        self.rate = np.zeros(n)
-        self.weight = np.array(weights, dtype=float)
-
-
 @dataclass(frozen=True)
 class ReplayResult:
     policy: str
@@ -122,13 +113,18 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     as the live loop does when its decision takes no time; at thousands of jobs a decision takes a while)."""
     if cores < 1 or epoch <= 0:
         raise ValueError("cores must be >= 1 and epoch > 0")
-    allocator = None if policy == STOCK else Allocator(policy, epoch, status=False)  # the cores, not the status's figures
+    allocator = None if policy in (STOCK, CLAIRVOYANT) else Allocator(policy, epoch, status=False)  # the cores, not the status's figures
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].arrival)
     fits: dict[bytes, Curve] = {}
     states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n),
                                        curves=SharedFits(memo=fits))) for n, i in enumerate(order)]
     pools = PoolArrays([s.spec.weight for s in states], [s.spec.outside for s in states])
-    pending, running, tokens, deposit, rate = pools.pending, pools.running, pools.tokens, pools.deposit, pools.rate
+    pending, running = pools.pending, pools.running
+    futures = [_future(s.spec) for s in states] if policy == CLAIRVOYANT else []
+
+    def clairvoyant_key(s: _Job) -> None:
+        ninety, to_ninety, to_end = futures[s.index]
+        pools.left[s.index] = (_OUTSIDE + to_end if s.spec.outside else to_ninety if s.phase <= ninety else _PAST_NINETY + to_end) - s.consumed
     events: list[tuple[float, int, int, int, int]] = []
     seq = 0
 
@@ -140,7 +136,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     for s in states:
         push(s.spec.arrival, _ARRIVE, s.index)
     active: dict[int, _Job] = {}  # by index: in arrival order, as the arrivals are popped
-    free, steps, settled, done, said, arrived = cores, 0, 0.0, 0, 0, 0
+    free, steps, epochs, done, said, arrived = cores, 0, 0, 0, 0, 0
     last_step, wake_pending, next_tick = -math.inf, False, -math.inf
 
     def start_phase(s: _Job, t: float) -> None:
@@ -154,6 +150,8 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         if s.stage >= len(stages):
             return False
         pending[s.index], running[s.index] = stages[s.stage].tasks, 0
+        if futures:
+            clairvoyant_key(s)
         return True
 
     def end_phase(s: _Job, t: float) -> bool:
@@ -170,7 +168,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         return False
 
     def step(t: float, tick: bool) -> None:
-        nonlocal steps, last_step, next_tick
+        nonlocal steps, epochs, last_step, next_tick
         assert allocator is not None
         last_step = t
         on = [s for s in active.values() if not s.spec.outside]  # SLAQ's jobs; Spark's default pool is not its to allocate
@@ -180,22 +178,16 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         rows = [s.index for s in on]
         new = np.array([alloc.get(s.live.name, 0.0) for s in on])
         if tick:
-            tokens[rows] = np.minimum(tokens[rows], 0.0) + new * epoch  # unspent surplus lost, debt carried
-            deposit[rows] = new * epoch
+            epochs += 1
             next_tick = t + epoch
             push(next_tick, _STEP, _TICK)  # the only one pending: decisions between epochs keep the epoch's end
-        else:
-            change = (new - rate[rows]) * max(next_tick - t, 0.0)
-            tokens[rows] += change
-            deposit[rows] += change
-        rate[rows] = new
+        pools.grant(np.array(rows, dtype=np.int64), new, epoch if tick else next_tick - t, epochs)
         steps += 1
 
     while events:
         t = events[0][0]
-        if allocator is not None:  # running tasks draw their pools' tokens down
-            tokens[:arrived] -= running[:arrived] * (t - settled)
-        settled = t
+        if allocator is not None:
+            pools.settle(t, arrived)
         changed = False
         while events and events[0][0] <= t:
             _, _, kind, who, count = heapq.heappop(events)
@@ -221,6 +213,8 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
                 running[who] -= count
                 free += count
                 s.consumed += count * s.spec.phases[s.phase].stages[s.stage].task_seconds
+                if futures:
+                    clairvoyant_key(s)
                 if pending[who] == 0 and running[who] == 0 and not next_stage(s, t):
                     s.stage_seconds += t - s.stage_started
                     if end_phase(s, t):
@@ -234,7 +228,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
             elif not wake_pending:
                 wake_pending = True
                 push(last_step + min_step_gap, _STEP, _WAKE)
-        free = _offer(states, pools, arrived, free, t, push, allocator is None, work_conserving)
+        free = _offer(states, pools, arrived, free, t, push, policy, work_conserving)
         if progress is not None and done >= said + 100:
             said = done
             progress(t, done, len(states))
@@ -255,40 +249,13 @@ def _report(s: _Job, loss: float, t: float) -> None:
     s.last = (t, s.consumed, s.stage_seconds)
 
 
-def first_of(keys: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
-    """The ``k`` first of ``rows`` (ascending) ordered by ``keys``, ties to the earlier row: what a stable sort
-    of them all puts first (at most ``k`` pools can take ``k`` free cores; mostly one core is free)."""
-    if k == 1 and rows.size:
-        return rows[[int(np.argmin(keys))]]  # the first of the smallest
-    return rows[np.argsort(keys, kind="stable")[:k]]
+def _future(job: TraceJob) -> tuple[int, float, float]:
+    """What the clairvoyant order knows of a job: its 90% phase, its executor seconds to that phase and to its end."""
+    ninety = ninety_phase(job)
+    return ninety, job.work_to(ninety)[0], job.work_to(len(job.phases) - 1)[0]
 
 
-def offer_order(pools: PoolArrays, waiting: np.ndarray, stock: bool, work_conserving: bool, k: int) -> np.ndarray:
-    """The first ``k`` of ``waiting`` (job indices, ascending) in the scheduler's order, ties to the earlier job.
-
-    Stock FAIR: fewest running tasks per weight first. SLAQ's ``JobsPool``: pools with tokens first, then by
-    the fraction of this epoch's grants left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``).
-    Spark's ``default`` pool (the outside Spark jobs, in order) sorts among them as one pool."""
-    outside = pools.outside[waiting] if pools.has_outside else None
-    if outside is not None and outside.any():
-        in_default = int(pools.running[pools.outside].sum())
-        if stock:  # a tie goes to the job's pool: "arrival-..." sorts before "default"
-            return first_of(np.where(outside, in_default + 0.5, pools.running[waiting] / pools.weight[waiting]), waiting, k)
-        default, mine = waiting[outside], offer_order(pools, waiting[~outside], False, work_conserving, k)
-        return np.concatenate([default, mine] if in_default <= int(pools.running[~pools.outside].sum()) else [mine, default])
-    if stock:
-        return first_of(pools.running[waiting] / pools.weight[waiting], waiting, k)
-    left, put = pools.tokens[waiting], pools.deposit[waiting]
-    has = left > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fraction = np.where(put > 0, left / put, np.where(has, 1.0, -1e9 + left))
-    first = first_of(-fraction[has], waiting[has], k)
-    if first.size == k or not work_conserving:
-        return first
-    return np.concatenate([first, first_of(-fraction[~has], waiting[~has], k - first.size)])
-
-
-def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: int, t: float, push: Callable[..., None], stock: bool,
+def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: int, t: float, push: Callable[..., None], policy: str,
            work_conserving: bool) -> int:
     """One offer round: the free cores to the waiting tasks, in the scheduler's order; returns the cores left free."""
     if free <= 0:
@@ -297,7 +264,8 @@ def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: int, t
     if not waiting.size:
         return free
     pending, running = pools.pending, pools.running
-    for i in offer_order(pools, waiting, stock, work_conserving, free).tolist():
+    order = first_of(pools.left[waiting], waiting, free) if policy == CLAIRVOYANT else offer_order(pools, waiting, policy == STOCK, work_conserving, free)
+    for i in order.tolist():
         s = states[i]
         n = min(free, int(pending[i]))
         pending[i] -= n

@@ -9,7 +9,8 @@ though a core was free: stage submission, task launch, result delivery), neither
 core, then its Spark stages, each ``tasks`` tasks sharing ``seconds`` of core time (launch to end).
 Spark jobs outside every job (a CrossValidator's evaluations) are kept apart, each as its submission and
 stages: they run in Spark's ``default`` pool, which no policy allocates. The lab writes traces
-(``--record-trace`` on the sweeps); ``measured`` holds the live runs' figures the check compares with.
+(``--record-trace`` on the sweeps), an application its own (``spark.slaq.recordTrace``, :mod:`slaq.live.trace_out`);
+``measured`` holds the live runs' figures the check compares with.
 JSON, gzip when the name ends in ``.gz``.
 """
 
@@ -17,9 +18,20 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+import re
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from slaq.live.config import EPOCH_RANGE
+from slaq.metrics import NINETY, reached
+from slaq.names import check_job_name, check_name_size
+from slaq.stats.history import InvalidReport, finite_number, positive_number
 
 FORMAT = "slaq-trace/1"
 
@@ -92,45 +104,155 @@ def outside_job(index: int, submitted: float, stages: tuple[Stage, ...]) -> Trac
     return TraceJob(f"outside-{index}", "", submitted, (1.0, 1.0), (Phase(0.0), Phase(0.0, stages)), False, outside=True)
 
 
-def _stages(raw: dict) -> tuple[Stage, ...]:
-    return tuple(Stage(int(t), float(s)) for t, s in raw.get("stages", []))
+def ninety_phase(job: TraceJob) -> int:
+    """The phase whose loss first covers 90% of the job's whole reduction (its last phase if none does)."""
+    first, lowest = job.losses[0], min(job.losses)
+    span = first - lowest
+    if span <= 0:
+        return len(job.losses) - 1
+    return next(k for k, v in enumerate(job.losses) if reached((v - lowest) / span, NINETY))
 
 
-def _phase(raw: dict) -> Phase:
-    return Phase(float(raw["driver_s"]), _stages(raw), float(raw.get("latency_s", 0.0)))
+# What a trace may hold. A trace is untrusted input (recorded elsewhere, received, edited), so every bound is
+# checked where it is read, before anything replays it: an accepted trace replays in bounded memory and time.
+MAX_FILE_BYTES = 8 * 2**20  # the file as stored, and its JSON once decompressed (the packaged traces: 74 KB of JSON at most)
+MAX_DEPTH = 32  # nesting of JSON arrays and objects (a trace needs 7); checked before parsing, which recurses
+MAX_JOBS = 20_000  # jobs in one replay (a trace's, with its Spark jobs outside them; or a projection's)
+MAX_PHASES = 10_000  # phases (and losses) of a job
+MAX_STAGES = 1_000  # stages of a phase
+MAX_TASKS = 100_000  # tasks of a stage
+MAX_SECONDS = 86_400.0  # any time in a trace: an arrival, a phase's driver time or latency, a stage's core time, a measured figure
+MAX_LOSS = 1e15  # a loss's magnitude: a job's whole reduction (first loss minus lowest) stays a finite number
+MAX_EVENTS = 4_000_000  # phases and tasks in one replay: each is at most one event
+MAX_EPOCHS = 1_000_000  # epochs of the longest replay a workload allows: (last arrival + every wait + every core-second) / epoch
+MAX_RUNS = 1_000  # measured runs of a configuration
+CORES = (1, 4096)  # a trace's executor cores, and a projection's
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
-def _invalid(job: TraceJob) -> bool:
-    """A stage without tasks, or a negative time."""
-    return any(s.tasks < 1 or s.seconds < 0 for p in job.phases for s in p.stages) or any(p.driver_s < 0 or p.latency_s < 0 for p in job.phases)
-
-
-def from_dict(doc: dict, name: str = "") -> Trace:
-    """The trace a :func:`to_dict` document describes; :class:`TraceError` names what is wrong."""
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise TraceError(f"{name or 'trace'}: not a {FORMAT} document")
+def _number(value: object, what: str, low: float, high: float) -> float:
+    """``value`` as a finite float in [low, high] (``slaq.stats.history``'s rule for a number), or TraceError."""
     try:
-        jobs = []
-        for j in doc["jobs"]:
-            phases = tuple(_phase(p) for p in j["phases"])
-            losses = tuple(float(v) for v in j["losses"])
-            if len(phases) != len(losses) or len(losses) < 2:
-                raise TraceError(f"{name or 'trace'}: job {j.get('name')!r} needs one phase per loss and two or more losses")
-            jobs.append(TraceJob(str(j["name"]), str(j.get("family", "")), float(j["arrival_s"]), losses, phases,
-                                 j.get("reports"), float(j.get("weight", 1.0))))
-        outside = tuple(outside_job(k, float(o["submitted_s"]), _stages(o)) for k, o in enumerate(doc.get("outside_spark_jobs", [])))
-        bad = next((job for job in (*jobs, *outside) if _invalid(job)), None)
-        if bad is not None:
-            raise TraceError(f"{name or 'trace'}: job {bad.name!r} has a stage without tasks or a negative time")
-        setting = dict(doc["setting"])
-        cores, epoch = int(setting["executor_cores"]), float(setting["epoch_s"])
-    except TraceError:
-        raise
-    except (KeyError, TypeError, ValueError) as exc:
-        raise TraceError(f"{name or 'trace'}: malformed {FORMAT} document ({type(exc).__name__}: {exc})") from None
-    if not jobs or cores < 1 or epoch <= 0:
-        raise TraceError(f"{name or 'trace'}: needs jobs, executor_cores >= 1 and epoch_s > 0")
-    return Trace(tuple(sorted(jobs, key=lambda j: j.arrival)), cores, epoch, setting, dict(doc.get("measured", {})), name, outside)
+        number = finite_number(value, what)
+    except InvalidReport as exc:
+        raise TraceError(str(exc)) from None
+    if not low <= number <= high:
+        raise TraceError(f"{what} must be in [{low:g}, {high:g}], got {number:g}")
+    return number
+
+
+def _count(value: object, what: str, low: int, high: int) -> int:
+    number = _number(value, what, low, high)
+    if not number.is_integer():
+        raise TraceError(f"{what} must be a whole number, got {number:g}")
+    return int(number)
+
+
+def _items(value: object, what: str, kind: type, high: int, low: int = 0) -> Any:
+    """``value`` if it is a ``kind`` (list or dict) of ``low`` to ``high`` entries, or TraceError."""
+    if not isinstance(value, kind):
+        raise TraceError(f"{what} must be a JSON {'array' if kind is list else 'object'}, got {type(value).__name__}")
+    if not low <= len(value) <= high:  # type: ignore[arg-type]
+        raise TraceError(f"{what} must hold {low} to {high} entries, got {len(value)}")  # type: ignore[arg-type]
+    return value
+
+
+def _stages(raw: object, what: str) -> tuple[Stage, ...]:
+    stages = []
+    for k, pair in enumerate(_items(raw, what, list, MAX_STAGES)):
+        tasks, seconds = _items(pair, f"{what}[{k}]", list, 2, 2)
+        stages.append(Stage(_count(tasks, f"{what}[{k}] tasks", 1, MAX_TASKS), _number(seconds, f"{what}[{k}] seconds", 0, MAX_SECONDS)))
+    return tuple(stages)
+
+
+def _phase(raw: Any, what: str) -> Phase:
+    """A phase: driver time and latency off the cores, then its stages."""
+    raw = _items(raw, what, dict, 16)
+    return Phase(_number(raw.get("driver_s"), f"{what}.driver_s", 0, MAX_SECONDS), _stages(raw.get("stages", []), f"{what}.stages"),
+                 _number(raw.get("latency_s", 0.0), f"{what}.latency_s", 0, MAX_SECONDS))
+
+
+def _job(raw: Any, index: int, where: str) -> TraceJob:
+    """Job ``index`` of the trace ``where``, its name checked as ``slaq.job`` checks one, its weight too."""
+    raw = _items(raw, f"{where}: jobs[{index}]", dict, 16)
+    try:
+        name = check_name_size(check_job_name(raw.get("name")))
+    except ValueError as exc:
+        raise TraceError(f"{where}: jobs[{index}].name: {exc}") from None
+    what = f"{where}: job {name!r}"
+    losses = tuple(_number(v, f"{what} losses[{k}]", -MAX_LOSS, MAX_LOSS)
+                   for k, v in enumerate(_items(raw.get("losses"), f"{what} losses", list, MAX_PHASES, 2)))
+    phases = tuple(_phase(p, f"{what} phases[{k}]") for k, p in enumerate(_items(raw.get("phases"), f"{what} phases", list, MAX_PHASES)))
+    if len(phases) != len(losses):
+        raise TraceError(f"{what} needs one phase per loss, got {len(phases)} phases and {len(losses)} losses")
+    reports, family = raw.get("reports"), raw.get("family", "")
+    if reports not in (None, True, False) or not isinstance(family, str):
+        raise TraceError(f"{what}: reports must be true, false or null, and family a string")
+    try:
+        weight = positive_number(raw.get("weight", 1.0), f"{what} weight")
+    except InvalidReport as exc:
+        raise TraceError(str(exc)) from None
+    return TraceJob(name, family, _number(raw.get("arrival_s"), f"{what} arrival_s", 0, MAX_SECONDS), losses, phases, reports, weight)
+
+
+def _outside(raw: Any, index: int, what: str) -> TraceJob:
+    raw = _items(raw, what, dict, 16)
+    return outside_job(index, _number(raw.get("submitted_s"), f"{what}.submitted_s", 0, MAX_SECONDS), _stages(raw.get("stages", []), f"{what}.stages"))
+
+
+def _measured(raw: object, where: str) -> dict[str, list[dict[str, Any]]]:
+    """The live runs' figures the check compares with: per configuration, runs with their mean time to 90% and makespan."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for config, runs in _items(raw, f"{where}: measured", dict, 100).items():
+        for k, run in enumerate(_items(runs, f"{where}: measured[{config!r}]", list, MAX_RUNS)):
+            what = f"{where}: measured[{config!r}][{k}]"
+            run = _items(run, what, dict, 100)
+            for key in ("mean_time_to_90pct_s", "makespan_s"):
+                _number(run.get(key), f"{what}.{key}", 0, MAX_SECONDS)
+            for name, value in _items(run.get("time_to_90pct_s", {}), f"{what}.time_to_90pct_s", dict, MAX_JOBS).items():
+                if value is not None:
+                    _number(value, f"{what}.time_to_90pct_s[{name!r}]", 0, MAX_SECONDS)
+        out[str(config)] = runs
+    return out
+
+
+def check_workload(jobs: Sequence[TraceJob], epoch: float, where: str) -> None:
+    """TraceError unless a replay of ``jobs`` stays within :data:`MAX_JOBS`, :data:`MAX_EVENTS` and :data:`MAX_EPOCHS`
+    (a trace's, and each projection's: jobs scale with the cores)."""
+    if len(jobs) > MAX_JOBS:
+        raise TraceError(f"{where}: {len(jobs)} jobs, more than a replay runs ({MAX_JOBS})")
+    events = sum(len(j.phases) + sum(s.tasks for p in j.phases for s in p.stages) for j in jobs)
+    if events > MAX_EVENTS:
+        raise TraceError(f"{where}: {events} phases and tasks, more than a replay runs ({MAX_EVENTS})")
+    horizon = max(j.arrival for j in jobs) + sum(p.waits + p.executor_s for j in jobs for p in j.phases)
+    if horizon / epoch > MAX_EPOCHS:
+        raise TraceError(f"{where}: up to {horizon:.0f} s of work in epochs of {epoch:g} s, more than a replay runs ({MAX_EPOCHS} epochs)")
+
+
+def from_dict(doc: object, name: str = "") -> Trace:
+    """The trace a :func:`to_dict` document describes, every field in its bounds; :class:`TraceError` names the
+    file, the job and the field that is wrong, and the bound."""
+    where = name or "trace"
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise TraceError(f"{where}: not a {FORMAT} document")
+    setting = dict(_items(doc.get("setting"), f"{where}: setting", dict, 100))
+    cores = _count(setting.get("executor_cores"), f"{where}: setting.executor_cores", *CORES)
+    epoch = _number(setting.get("epoch_s"), f"{where}: setting.epoch_s", *EPOCH_RANGE)
+    if setting.get("arrival_mean_s") is not None:
+        _number(setting["arrival_mean_s"], f"{where}: setting.arrival_mean_s", 1e-6, MAX_SECONDS)
+    bad = next((k for k, v in setting.items() if isinstance(v, float) and not math.isfinite(v)), None)
+    if bad is not None or not isinstance(setting.get("work_conserving", True), bool):
+        raise TraceError(f"{where}: setting.{bad or 'work_conserving'} must be {'finite' if bad else 'true or false'}")
+    jobs = [_job(j, k, where) for k, j in enumerate(_items(doc.get("jobs"), f"{where}: jobs", list, MAX_JOBS, 1))]
+    names = [j.name for j in jobs]
+    twice = next((n for k, n in enumerate(names) if n in names[:k]), None) if len(set(names)) < len(names) else None
+    if twice is not None:
+        raise TraceError(f"{where}: two jobs named {twice!r}: a job's name is its identity in the replay")
+    outside = tuple(_outside(o, k, f"{where}: outside_spark_jobs[{k}]")
+                    for k, o in enumerate(_items(doc.get("outside_spark_jobs", []), f"{where}: outside_spark_jobs", list, MAX_JOBS)))
+    trace = Trace(tuple(sorted(jobs, key=lambda j: j.arrival)), cores, epoch, setting, _measured(doc.get("measured", {}), where), name, outside)
+    check_workload(trace.replayed, epoch, where)
+    return trace
 
 
 def to_dict(trace: Trace) -> dict:
@@ -146,17 +268,43 @@ def to_dict(trace: Trace) -> dict:
                                    for o in trace.outside]}
 
 
-def load(path: str | Path) -> Trace:
-    """Read a trace file (``.gz``: gzip); :class:`TraceError` with a one-line reason when it cannot."""
-    p = Path(path)
+def _depth(raw: bytes) -> int:
+    """The deepest nesting of arrays and objects in JSON text, found without recursion: its strings removed,
+    the running count of opening minus closing brackets."""
+    codes = np.frombuffer(_STRING.sub(b'""', raw), dtype=np.uint8)
+    steps = np.isin(codes, (ord("["), ord("{"))).astype(np.int32) - np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(steps, dtype=np.int32).max(initial=0))
+
+
+def read_json(p: Path) -> object:
+    """The JSON document of a file of at most :data:`MAX_FILE_BYTES`, decompressed (``.gz``) as a stream that
+    stops past that size, and nested at most :data:`MAX_DEPTH` deep; :class:`TraceError` otherwise."""
     try:
-        raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
-        doc = json.loads(raw)
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise TraceError(f"{p}: {size} bytes, more than a trace may be ({MAX_FILE_BYTES} bytes)")
+        with gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise TraceError(f"{p}: no such trace file") from None
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise TraceError(f"{p}: not a readable trace ({type(exc).__name__}: {exc})") from None
-    return from_dict(doc, str(p))
+    if len(raw) > MAX_FILE_BYTES:
+        raise TraceError(f"{p}: decompresses to more than a trace may be ({MAX_FILE_BYTES} bytes of JSON)")
+    depth = _depth(raw)
+    if depth > MAX_DEPTH:
+        raise TraceError(f"{p}: JSON nested {depth} deep, more than a trace may be ({MAX_DEPTH})")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # not JSON, not UTF-8, an integer of more digits than Python converts
+        raise TraceError(f"{p}: not a readable trace ({type(exc).__name__}: {exc})") from None
+
+
+def load(path: str | Path) -> Trace:
+    """Read a trace file (``.gz``: gzip) within the bounds above; :class:`TraceError` with a one-line reason when it cannot."""
+    p = Path(path)
+    return from_dict(read_json(p), str(p))
+
 
 
 def save(trace: Trace, path: str | Path) -> Path:

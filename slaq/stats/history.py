@@ -31,6 +31,14 @@ def finite_number(value: object, what: str) -> float:
     return number
 
 
+def positive_number(value: object, what: str) -> float:
+    """A finite number > 0: a job's weight, whether ``slaq.job`` or a recorded trace gives it."""
+    number = finite_number(value, what)
+    if number <= 0:
+        raise InvalidReport(f"{what} must be > 0, got {number}")
+    return number
+
+
 def normalized_reductions(losses: np.ndarray | list[float]) -> np.ndarray:
     """Each iteration's loss reduction divided by the largest reduction seen up to that iteration.
 

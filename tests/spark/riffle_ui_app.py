@@ -3,12 +3,14 @@ Spark's PrometheusServlet on, bound to 127.0.0.1).
 
 argv: local dir, an up merger's address, a down merger's address. Runs one SLAQ job to its end, then
 shuffle A with both mergers listed (the up one merges every group), shuffle B with only the down one
-listed (every group falls back: merger down) and shuffle C of JVM objects (Java serialization: unsafe to
-merge, never held). A's RDD is then dropped, and Spark's ContextCleaner cleans A up, as it does in any
+listed (every group falls back: merger down), both of 7 map outputs merged 2 by 2 on 2 executors (so exactly one
+executor is left one output that fills no group), then shuffle C and UNSAFE_FLOOD more of JVM objects (Java
+serialization: unsafe to merge, never held), as spark.ml's own tiny shuffles are. A's RDD is then dropped, and
+Spark's ContextCleaner cleans A up, as it does in any
 application that runs on after a shuffle; B's RDD is kept. The test runs a copy of this file from a directory whose
 name needs HTML escaping: PySpark names each stage after its call site (this file's path), so the
-stage names the Riffle tab shows are user input. Prints {"ui": <url>, "shuffles": {"A": id, "B": id, "C": id}}
-once everything settled, and stops the app when its stdin closes.
+stage names the Riffle tab shows are user input. Prints {"ui": <url>, "shuffles": {"A": id, "B": id}, "unsafe": [C's id,
+then the flood's, in the order seen]} once everything settled, and stops the app when its stdin closes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from slaq.ml import logistic_regression, synthetic_blocks
 from srsupport.riffle_watch import on_events, use_config, wait_cleaned, wait_idle
 
 SLAQ_JOB = "short <j>"
+UNSAFE_FLOOD = 20  # unsafe shuffles after C, in one job
 NAMESPACE = "srtest"  # spark.metrics.namespace: the scrape's series are metrics_srtest_driver_<source>_<name>_Value
 
 
@@ -54,7 +57,7 @@ def main() -> int:
                           cost=CostConfig(enabled=False))
     scheduler = riffle.attach(spark, config).scheduler
     assert scheduler is not None
-    data = sc.parallelize(range(6000), 6)
+    data = sc.parallelize(range(6000), 7)
     shuffles = {}
     kept = []
     for key, mergers in (("A", (up, down)), ("B", (down,))):
@@ -75,10 +78,20 @@ def main() -> int:
         deadline = time.monotonic() + 30
         while not (unheld and unheld[0] in scheduler.shuffles) and time.monotonic() < deadline:
             time.sleep(0.02)  # the scheduler registers C when the listener's event reaches it
-    (shuffles["C"],) = unheld
+        gw = sc._gateway
+        flood = gw.new_array(gw.jvm.org.apache.spark.api.java.JavaRDD, UNSAFE_FLOOD)
+        for i in range(UNSAFE_FLOOD):
+            one = gw.jvm.java.util.ArrayList()
+            one.add(f"f{i}")
+            flood[i] = sc._jsc.parallelize(one, 1).repartition(1)
+        kept.append(sc._jsc.union(flood))
+        assert kept[-1].count() == UNSAFE_FLOOD
+        while not (len(unheld) == 1 + UNSAFE_FLOOD and all(sid in scheduler.shuffles for sid in unheld)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert len(unheld) == 1 + UNSAFE_FLOOD, unheld
     assert wait_cleaned(scheduler, shuffles["A"], 60), "Spark did not clean shuffle A up"
     scheduler.publish()
-    print(json.dumps({"ui": sc.uiWebUrl, "shuffles": shuffles}), flush=True)
+    print(json.dumps({"ui": sc.uiWebUrl, "shuffles": shuffles, "unsafe": unheld}), flush=True)
     sys.stdin.read()  # the test closes stdin when it is done
     spark.stop()
     return 0

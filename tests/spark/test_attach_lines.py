@@ -16,6 +16,7 @@ def test_an_explicit_attach_switches_each_system_on_and_says_so_in_one_info_line
     riffle.detach(spark)
     try:
         with caplog.at_level(logging.INFO):
+            caplog.clear()  # what the detaches said (the driver log takes SLAQ's INFO lines, so Python makes them)
             s, r = slaq.attach(spark), riffle.attach(spark)
             assert slaq.attach(spark) is s and riffle.attach(spark) is r
         assert (s.enabled, s.reason, r.enabled, r.reason) == (True, None, True, None) and r.scheduler is not None

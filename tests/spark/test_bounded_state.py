@@ -61,15 +61,16 @@ def test_many_shuffles_leave_bounded_driver_state(spark, scheduler):
         time.sleep(0.5)  # the last events reach the scheduler
         sizes.append((jvm_state_sizes(scheduler), state_sizes(scheduler)))
     del kept  # now Spark may clean every round's shuffles
-    assert any(r.state == "unmerged" for r in scheduler.status().shuffles) and any(s.merges_committed > 0 for s in scheduler.settled.values())
+    assert scheduler.status().unmerged and any(s.merges_committed > 0 for s in scheduler.settled.values())
     for java, python in sizes:
         # nothing held or mid-job survives a finished job; per-shuffle history is capped
         assert java["stage_graph"] == 0 and java["held_shuffles"] == 0 and java["held_partitions"] == 0, sizes
         assert java["pending_events"] < 100, sizes
         assert max(python["shuffles"], python["settled"], python["rows"]) <= MAX_SETTLED_SHUFFLES, sizes
         assert python["local_dirs"] <= 3, sizes
-    # the caps were reached, with every shuffle still Spark's: the first round's oldest went
-    assert sizes[-1][1]["rows"] == sizes[-1][1]["shuffles"] == MAX_SETTLED_SHUFFLES, sizes
+    # the cap was reached, with every shuffle still Spark's: the first round's oldest went; the tab lists the merged
+    # shuffles only (the JVM ones, unsafe, are one summary line)
+    assert sizes[-1][1]["shuffles"] == MAX_SETTLED_SHUFFLES and sizes[-1][1]["rows"] == ROUNDS * PYTHON_SHUFFLES, sizes
     # merged files stay tracked (for deletion) only for shuffles Spark still has
     assert sizes[-1][1]["merged_where"] <= ROUNDS * PYTHON_SHUFFLES
     deadline = time.monotonic() + 30

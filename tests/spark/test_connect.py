@@ -27,10 +27,10 @@ import numpy as np
 import pytest
 
 from riffle.merger.node_status import probe
-from slaq.sparkml import fit_job_name
+from slaq.names import fit_job_name
 from sparkshim.build import PACKAGED_JAR
 from srsupport.daemons import DaemonProcess, free_port
-from tests.fixtures import QUICK_EXECUTORS
+from tests.fixtures import QUICK_EXECUTORS, stop_child
 from tests.spark.ui_support import get_json
 
 HERE = Path(__file__).parent
@@ -39,7 +39,7 @@ CONNECT_FIT = re.compile(r"^LogisticRegression\[[^\]]*\]@[0-9a-f-]{36}$")  # a C
 
 
 def connect_name(params: dict[str, Any]) -> str:
-    """A Connect LogisticRegression fit's job name but its operation id: the classic path's name (slaq.sparkml)."""
+    """A Connect LogisticRegression fit's job name but its operation id: the classic path's name (slaq.names)."""
     return fit_job_name("LogisticRegression", params, 0).removesuffix("#0") + "@"
 pytestmark = pytest.mark.timeout(900)
 
@@ -111,13 +111,7 @@ class ConnectClient:
         return out["result"]
 
     def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
+        stop_child(self.proc)
 
 
 def launch_connect_server(local_dir: Path, port: int, log: Path) -> subprocess.Popen[str]:
@@ -138,13 +132,7 @@ def connect_server_ready(proc: subprocess.Popen[str], log: Path, client: Connect
 
 
 def stop_connect_server(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdin is not None
-    proc.stdin.close()
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
+    stop_child(proc)
 
 
 def _by_reg(fits: list[dict[str, Any]]) -> dict[float, dict[str, Any]]:

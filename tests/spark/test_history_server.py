@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from riffle import messages as riffle_messages
+from riffle.driver.tab_rows import MAX_FINISHED
 from slaq import messages as slaq_messages
 from srlab.shim_bench.history_server import event_log_files, history_server
 from srlab.shim_bench.ui import long_log
@@ -28,6 +29,7 @@ from tests.spark.ui_support import assert_riffle_page_reads, dom, get, get_json,
 APP = Path(__file__).with_name("riffle_ui_app.py")
 TAB_EVENT = '"Event":"io.slaqriffle.seam.TabEvent"'
 LONG_EPOCHS, LONG_JOBS = 20_000, 15  # about 150 MB of SLAQ events: 2.8 hours at a 0.5 s epoch
+FORGED_CHANGES, FORGED_ROWS = 12, 100  # 1,200 settled shuffles in a forged log: the Riffle model lists the latest MAX_FINISHED
 FORGED = [TAB_EVENT.join(["{", ',"tab":"slaq","message":{"type":"epoch_status","epoch":"x"}}\n'])] * 2
 
 
@@ -85,6 +87,7 @@ def test_history_riffle_json_equals_the_live_one(replayed):
     assert [r.shuffle for r in history.shuffles] == [r.shuffle for r in live.shuffles]
     assert {r.shuffle for r in live.shuffles} == set(replayed["shuffles"].values()) and live.totals.groups_merged > 0
     assert history.shuffles == live.shuffles and history.totals == live.totals
+    assert history.unmerged == live.unmerged and live.unmerged[0].shuffles == live.totals.unmerged["unsafe"] > 1  # the summary, not rows
     assert {m.address for m in history.mergers} == {m.address for m in live.mergers}
     cleaned = next(r for r in history.shuffles if r.shuffle == replayed["shuffles"]["A"])  # Spark cleaned it up: its row stays
     assert cleaned.cleaned and cleaned.state == "settled" and cleaned.groups_merged > 0
@@ -141,3 +144,34 @@ def test_a_wide_applications_log_is_replayed_in_bounded_memory(replayed, tmp_pat
         assert last.epoch == 99 and len(last.jobs) == 1000
         assert 'id="slaq-jobs"' in get(url + "/slaq/", timeout=300)
     assert "OutOfMemoryError" not in (tmp_path / "history.log").read_text()
+
+
+def forged_riffle_changes(events: Path, changes: int, rows: int, first: int) -> list[str]:
+    """``changes`` logged Riffle changes, each adding ``rows`` settled shuffles (ids from ``first`` on), made from the
+    app's own last change in ``events`` (its encoding) and its last settled row."""
+    logged = [json.loads(line) for log in event_log_files(events) for line in log.read_text().splitlines()
+              if TAB_EVENT in line and '"tab":"riffle"' in line]
+    template = next(e for e in reversed(logged) if any(r["state"] == "settled" for r in e["message"]["shuffles"]))
+    row = next(r for r in reversed(template["message"]["shuffles"]) if r["state"] == "settled")
+    forged = []
+    for c in range(changes):
+        shuffles = [{**row, "shuffle": first + c * rows + k} for k in range(rows)]
+        forged.append(json.dumps({**template, "message": {**template["message"], "reset": False, "removed": [], "shuffles": shuffles}}) + "\n")
+    return forged
+
+
+def test_a_forged_log_of_many_settled_shuffles_is_replayed_to_the_live_bound(replayed, tmp_path):
+    """A forged log of 60,000 settled shuffles once made the History Server keep them all and serve a 22 MB Riffle page:
+    replayed, the model is bounded as the live one is, to every merging shuffle and the latest MAX_FINISHED finished."""
+    logs = tmp_path / "events"
+    logs.mkdir()
+    first = 1_000_000
+    forged = forged_riffle_changes(replayed["events"], FORGED_CHANGES, FORGED_ROWS, first)
+    forged_id = long_log(replayed["events"], logs, replayed["app"], 0, 0, forged)
+    with history_server(logs, forged_id, tmp_path / "history.log", {"SPARK_DAEMON_JAVA_OPTS": QUICK_JVM}) as url:
+        status = riffle_messages.decode(get(url + "/riffle/json/"))
+        page = get(url + "/riffle/")
+    last = first + FORGED_CHANGES * FORGED_ROWS
+    assert MAX_FINISHED == riffle_messages.MAX_FINISHED_SHUFFLES < FORGED_CHANGES * FORGED_ROWS
+    assert [r.shuffle for r in status.shuffles if r.state != "merging"] == list(range(last - MAX_FINISHED, last))  # the newest
+    assert page.count('class="riffle-shuffle"') == len(status.shuffles)

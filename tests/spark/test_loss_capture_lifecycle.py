@@ -17,6 +17,7 @@ import pytest
 
 CHILD = Path(__file__).with_name("loss_capture_lifecycle_child.py")
 CONSOLE_CHILD = Path(__file__).with_name("console_lines_child.py")
+GBT = "org.apache.spark.ml.tree.impl.GradientBoostedTrees"
 
 # The user's file: root at WARN into user.log (so breeze.optimize.LBFGS and LBFGSB inherit WARN from root);
 # breeze.optimize.OWLQN (L1 fits) explicitly at WARN, additive, with its own file that only takes ERROR.
@@ -93,18 +94,19 @@ def _lines(file: str, levels_by_logger: dict[str, tuple[str, ...]]) -> list[str]
 
 def test_the_users_appenders_receive_exactly_what_they_did_before(lifecycle):
     both = ("warn", "error")
-    expected = sorted(_lines("user.log", {f"breeze.optimize.{c}": both for c in ("LBFGS", "LBFGSB", "OWLQN")})
+    expected = sorted(_lines("user.log", {f"breeze.optimize.{c}": both for c in ("LBFGS", "LBFGSB", "OWLQN")} | {GBT: both})
                       + _lines("breeze.log", {"breeze.optimize.OWLQN": ("error",)}))
     assert lifecycle["probe_before"] == expected
     for phase in ("probe_during_first", "probe_during_second", "probe_after_first", "probe_after_second"):
         assert lifecycle[phase] == expected, phase
-    assert lifecycle["below_warn"] == []  # no captured INFO iteration line leaked to the user's files
+    assert lifecycle["below_warn"] == []  # no captured INFO or DEBUG iteration line leaked to the user's files
+    assert len(lifecycle["first_gbt"]) == len(lifecycle["second_gbt"]) == 4  # while each GBT fit's 4 errors were captured
 
 
 def test_a_root_level_change_during_capture_applies_as_it_would_without(lifecycle):
     """setLogLevel("ERROR") while capturing: the user's appenders follow the new root level live."""
     expected = sorted(_lines("user.log", {"breeze.optimize.LBFGS": ("error",), "breeze.optimize.LBFGSB": ("error",),
-                                          "breeze.optimize.OWLQN": ("warn", "error")})
+                                          "breeze.optimize.OWLQN": ("warn", "error"), GBT: ("error",)})
                       + _lines("breeze.log", {"breeze.optimize.OWLQN": ("error",)}))
     assert lifecycle["probe_before_root_error"] == expected
     assert lifecycle["probe_during_root_error_first"] == expected
@@ -118,7 +120,7 @@ def test_each_context_routes_breeze_to_its_own_appender_while_it_runs(lifecycle)
     for phase, appender in (("during_first", "slaq-loss-capture-1"), ("during_second", "slaq-loss-capture-2")):
         during = lifecycle[phase]
         assert during["loggers"] == before["loggers"] and during["levels"] == before["levels"], phase
-        assert during["filter"] == f"slaq-breeze-route[{appender}]", phase
+        assert during["filter"] == f"slaq-loss-route[{appender}]", phase
 
 
 def test_stop_restores_the_log4j_configuration_exactly(lifecycle):
@@ -145,9 +147,12 @@ def console(console_child):
     return console_child.result(300)
 
 
+def _phase_text(stderr: str, phase: str) -> str:
+    return stderr.split(f"CONSOLE-PHASE {phase} start", 1)[1].split(f"CONSOLE-PHASE {phase} end", 1)[0]
+
+
 def _breeze_console_lines(stderr: str, phase: str) -> list[str]:
-    text = stderr.split(f"CONSOLE-PHASE {phase} start", 1)[1].split(f"CONSOLE-PHASE {phase} end", 1)[0]
-    return [line for line in text.splitlines() if BREEZE_CONSOLE_LINE.search(line)]
+    return [line for line in _phase_text(stderr, phase).splitlines() if BREEZE_CONSOLE_LINE.search(line)]
 
 
 def test_the_console_shows_the_same_breeze_lines_with_slaq_on_as_off(console):
@@ -160,3 +165,17 @@ def test_the_console_shows_the_same_breeze_lines_with_slaq_on_as_off(console):
     expected = result["on"]["objective_history"]
     assert len(result["on"]["captured"]) == len(expected) - 1 >= 3
     np.testing.assert_allclose(result["on"]["captured"], expected[1:], rtol=1e-5)
+
+
+@pytest.mark.parametrize(("level", "printed"), [("WARN", 0), ("INFO", 0), ("GBT-DEBUG", 5)])
+def test_gbt_fits_print_the_same_console_lines_and_models_with_slaq_on_as_off(console, level, printed):
+    """The GBT error line is DEBUG: capture makes Spark build it, and the console prints it only where the user's
+    logging shows DEBUG for that logger (then the same 5 lines, SLAQ on or off). The model is the same."""
+    result, stderr = console
+    on, off = result["on"][f"gbt_{level}"], result["off"][f"gbt_{level}"]
+    lines = {phase: [line for line in _phase_text(stderr, f"{phase}-gbt-{level}").splitlines() if "error of gbt" in line]
+             for phase in ("on", "off")}
+    assert len(lines["on"]) == len(lines["off"]) == printed, lines
+    assert len(on["captured"]) == 5 and off["captured"] == []  # one loss per tree, with SLAQ on only
+    assert on["captured"][-1] < on["captured"][0]
+    assert (on["predictions"], on["trees"], on["tree_weights"]) == (off["predictions"], off["trees"], off["tree_weights"])

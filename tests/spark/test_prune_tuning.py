@@ -18,6 +18,7 @@ import pytest
 import slaq
 from slaq.runtime import SlaqRuntime
 from tests.fixtures import linear_labels
+from tests.spark.pipeline_tuning import check_roles, pipeline_cross_validator, roles
 
 FIT_JOB = re.compile(r"^LogisticRegression\[(?P<params>[^\]]*)\]#\d+$")
 STRONG_L1 = 10.0  # regParam with elasticNetParam=1 that zeroes every coefficient: AUC 0.5, hopeless
@@ -120,3 +121,12 @@ def test_the_users_own_folds_are_never_pruned_so_the_first_fold_cannot_hide_the_
     assert all(math.isfinite(m) for m in model.avgMetrics), model.avgMetrics
     assert model.avgMetrics[1] < model.avgMetrics[0]
     assert model.bestModel.getFeaturesCol() == "fb"
+
+
+def test_a_tuned_pipelines_fit_is_one_job_of_its_candidate_and_fold_with_pruning_on(runtime, data, caplog):
+    cv = pipeline_cross_validator([0.001, 0.002], folds=2)  # alike candidates: neither is pruned
+    before = len(runtime.jobs.finished())
+    with caplog.at_level(logging.INFO, logger="slaq.prune"):
+        model = cv.fit(data)
+    assert not any("pruned candidate" in r.getMessage() for r in caplog.records)
+    check_roles(roles(runtime, before), cv, candidates=2, folds=2, best=int(np.argmax(model.avgMetrics)))

@@ -1,6 +1,7 @@
 """The Riffle tab of a real running app (tests/spark/riffle_ui_app.py: local-cluster Spark, one real
 merger daemon up and one merger address down; a merged shuffle Spark then cleaned up, a fallen-back one,
-an unsafe one never held), Spark's PrometheusServlet scrape of the SLAQ and Riffle metric sources, and the
+both with one output left in a group that never filled, and 21 unsafe ones never held), Spark's PrometheusServlet
+scrape of the SLAQ and Riffle metric sources, and the
 one summary block per system in the driver log at application end."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import urllib.parse
 from collections import Counter
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -21,8 +23,8 @@ import pytest
 from riffle import messages as riffle_messages
 from slaq import messages as slaq_messages
 from srsupport.daemons import DaemonProcess
-from tests.fixtures import QUICK_DEFAULTS
-from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB
+from tests.fixtures import QUICK_DEFAULTS, stop_child
+from tests.spark.riffle_ui_app import NAMESPACE, SLAQ_JOB, UNSAFE_FLOOD
 from tests.spark.ui_support import assert_riffle_page_reads, dom, get, log4j2, riffle_summary, screenshot
 
 APP = Path(__file__).with_name("riffle_ui_app.py")
@@ -63,23 +65,17 @@ def app(tmp_path_factory):
         ui = started["ui"]
         riffle = riffle_messages.decode(get(ui + "/riffle/json/"))
         slaq = slaq_messages.decode(get(ui + "/slaq/json/"))
-        yield {"ui": ui, "shuffles": started["shuffles"], "riffle": riffle, "slaq": slaq, "up": up.address, "down": down, "proc": proc,
-               "log": tmp / "driver.log"}
+        yield {"ui": ui, "shuffles": started["shuffles"], "unsafe": started["unsafe"], "riffle": riffle, "slaq": slaq, "up": up.address,
+               "down": down, "proc": proc, "log": tmp / "driver.log"}
     finally:
-        if not proc.stdin.closed:
-            proc.stdin.close()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc)
         log.close()
         up.stop()
 
 
 def rows(app) -> dict[str, object]:
-    """The app's shuffle A (both mergers listed; cleaned by Spark since), B (only the down one) and C (unsafe, never
-    held) as the tab's JSON shows them."""
+    """The app's shuffle A (both mergers listed; cleaned by Spark since) and B (only the down one) as the tab's JSON
+    shows them."""
     return {key: next(r for r in app["riffle"].shuffles if r.shuffle == sid) for key, sid in app["shuffles"].items()}
 
 
@@ -87,7 +83,7 @@ def test_json_shows_merged_and_fallen_back_groups_with_their_cause(app):
     status = app["riffle"]
     a, b = rows(app)["A"], rows(app)["B"]
     assert MARK in a.name and a.name.startswith("reduceByKey at ")
-    assert a.state == b.state == "settled" and a.policy == "nway 2" and (a.maps, a.reducers) == (6, 4)
+    assert a.state == b.state == "settled" and a.policy == "nway 2" and (a.maps, a.reducers) == (7, 4)
     assert a.groups_merged > 0 and a.groups_fell_back == {} and a.bytes_merged > 0 and a.blocks_merged < a.blocks_unmerged
     assert b.groups_merged == 0 and set(b.groups_fell_back) == {"merger_down"} and b.groups_fell_back["merger_down"] > 0
     assert b.blocks_merged == b.blocks_unmerged and b.bytes_merged == 0
@@ -96,7 +92,8 @@ def test_json_shows_merged_and_fallen_back_groups_with_their_cause(app):
     assert mergers[app["up"]].health == "up" and mergers[app["up"]].merges_done >= a.groups_merged
     assert mergers[app["down"]].health == "down" and mergers[app["down"]].merges_done == 0
     t = status.totals
-    assert (t.shuffles, t.settled, t.merged, t.groups_merged, t.groups_fell_back) == (3, 2, 1, a.groups_merged, b.groups_fell_back)
+    assert (t.shuffles, t.settled, t.merged, t.groups_merged, t.groups_fell_back) == (
+        2 + 1 + UNSAFE_FLOOD, 2, 1, a.groups_merged, b.groups_fell_back)
     assert (t.bytes_merged, t.blocks_unmerged - t.blocks_merged) == (a.bytes_merged, a.blocks_unmerged - a.blocks_merged)
 
 
@@ -111,21 +108,40 @@ def test_a_shuffle_spark_cleaned_keeps_its_row_and_outcome(app):
     assert row and 'data-cleaned="true"' in row.group(0) and "cleaned" in re.sub(r"<[^>]+>", " ", row.group(1)), html
 
 
-def test_counts_add_up_and_every_unmerged_shuffle_says_why(app):
-    status = app["riffle"]
-    unmerged = [r for r in status.shuffles if r.state == "unmerged"]
-    assert unmerged and all(r.reason for r in unmerged), unmerged
-    c = rows(app)["C"]
-    assert c.state == "unmerged" and "serializer" in c.reason and c.policy == "none"
+def test_counts_add_up_and_the_unsafe_shuffles_are_one_summary_not_rows(app):
+    """Tiny unsafe shuffles (as spark.ml's treeAggregate makes) once filled the list one row each and pushed the merged
+    shuffles off it: now they are one summary line with their count, the latest ids and why, and the list keeps A and B."""
+    status, unsafe = app["riffle"], app["unsafe"]
+    assert len(unsafe) == 1 + UNSAFE_FLOOD
     t = status.totals
     states = Counter(r.state for r in status.shuffles)
-    assert set(states) <= {"merging", "settled", "unmerged"}
-    assert t.shuffles == t.merging + t.settled + sum(t.unmerged.values()) == len(status.shuffles)  # nothing dropped from the list yet
-    assert (states["merging"], states["settled"], states["unmerged"]) == (t.merging, t.settled, sum(t.unmerged.values()))
-    assert t.unmerged == {"unsafe": 1} and t.merged == sum(1 for r in status.shuffles if r.state == "settled" and r.groups_merged > 0)
-    summary = riffle_summary(get(app["ui"] + "/riffle/"))
-    assert summary.startswith(f"{t.shuffles} shuffles seen: {t.merging} merging · {t.settled} settled ({t.merged} with groups merged) · "
-                              f"{sum(t.unmerged.values())} unmerged (unsafe 1) · {t.groups_merged} groups merged"), summary
+    assert set(states) <= {"merging", "settled"} and (states["merging"], states["settled"]) == (t.merging, t.settled)
+    assert t.shuffles == t.merging + t.settled + sum(t.unmerged.values()) and len(status.shuffles) == t.merging + t.settled
+    assert not set(unsafe) & {r.shuffle for r in status.shuffles}
+    (summary,) = status.unmerged
+    assert (summary.cause, summary.shuffles, list(summary.latest)) == ("unsafe", len(unsafe), unsafe[-riffle_messages.MAX_UNMERGED_LATEST:])
+    assert "serializer" in summary.reason and summary.stage >= 0 and summary.name
+    assert t.unmerged == {"unsafe": len(unsafe)} and t.merged == sum(1 for r in status.shuffles if r.state == "settled" and r.groups_merged > 0)
+    html = get(app["ui"] + "/riffle/")
+    (row,) = re.findall(r'<tr class="riffle-unmerged"[^>]*>.*?</tr>', html)
+    assert f'data-cause="unsafe" data-shuffles="{len(unsafe)}"' in row and ", ".join(map(str, unsafe[-5:])) in row, row
+    assert html.count('class="riffle-shuffle"') == len(status.shuffles) and 'data-state="unmerged"' not in html
+    summary_line = riffle_summary(html)
+    assert summary_line.startswith(f"{t.shuffles} shuffles seen: {t.merging} merging · {t.settled} settled ({t.merged} with groups merged) · "
+                                   f"{len(unsafe)} unmerged (unsafe {len(unsafe)}) · {t.groups_merged} groups merged"), summary_line
+
+
+def test_a_partly_merged_shuffle_says_why_its_outputs_stayed_unmerged(app):
+    """A's 7 outputs on 2 executors, merged 2 by 2: one executor is left an odd one that fills no group. Its row read
+    "all merges finished" and nothing counted that output; now the row counts it and says why."""
+    a, b = rows(app)["A"], rows(app)["B"]
+    assert (a.outputs, a.groups_merged, a.outputs_unmerged, a.reason) == (7, 3, {"unfilled": 1}, "all merges finished")
+    assert a.unmerged_why == "1 of 7 outputs unmerged: 1 in a group that never filled (alone on its executor at the map stage's end)"
+    assert (b.outputs, b.outputs_unmerged) == (7, {"unfilled": 1, "merger_down": 6}), b
+    assert b.unmerged_why.startswith("7 of 7 outputs unmerged: 1 in a group that never filled") and "6 in groups that fell back (merger down)" in b.unmerged_why
+    html = get(app["ui"] + "/riffle/")
+    row = re.search(rf'<tr class="riffle-shuffle" data-shuffle="{a.shuffle}"[^>]*>(.*?)</tr>', html)
+    assert row and f'<span class="riffle-outputs-unmerged">{a.unmerged_why}</span>' in unescape(row.group(1)), row
 
 
 def test_page_renders_the_model_escaped_in_sparks_page(app):
@@ -164,6 +180,9 @@ def test_prometheus_scrape_has_slaq_and_riffle_series_matching_the_json(app):
     assert riffle["merges_fellBack_refused"] == 0 and riffle["shuffles"] == t.shuffles
     assert riffle["bytes_merged"] == t.bytes_merged and riffle["blocks_saved"] == t.blocks_unmerged - t.blocks_merged > 0
     assert riffle["gate_waitSeconds"] == pytest.approx(t.gate_wait_seconds)
+    driver = {k: v for k, v in riffle.items() if k.startswith("driver_")}  # the driver JVM's own state: nothing held at the end
+    assert set(driver) == {"driver_shufflesHeld", "driver_shufflesTracked", "driver_stagesTracked", "driver_eventsPending"}
+    assert driver["driver_shufflesHeld"] == driver["driver_shufflesTracked"] == 0
     slaq = {k.removeprefix(f"{NAMESPACE}_driver_slaq_"): v for k, v in series.items() if k.startswith(f"{NAMESPACE}_driver_slaq_")}
     report = app["slaq"]
     last = report.history[-1]

@@ -1,17 +1,26 @@
 """The JVM's store behind the SLAQ UI tab (SlaqStatus), driven through py4j with real messages: finished
-jobs, a bounded window, idle epochs, strict decoding, the summary's figures and the loss chart. Runs in the
-shared session's driver JVM."""
+jobs, a bounded window, idle epochs, strict decoding, the summary's figures (in the shared session's driver JVM);
+the loss chart and inert names as users read them, the tab's page over HTTP and the driver log, of a driver with
+Spark's UI (tests/spark/slaq_tab_child.py)."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from slaq import messages
 from sparkshim.bridge import new_instance
-from srsupport.slaq_watch import slaq_page_html
+from tests.fixtures import stop_child
+from tests.spark.ui_support import get, log4j2
+
+CHILD = Path(__file__).with_name("slaq_tab_child.py")
 
 
 def job(name, iterations=3, cores=1.0, state="running", why="predicted gain per core", loss=0.5, first=1.0, floor=0.0, to_target=-1.0,
@@ -22,6 +31,42 @@ def job(name, iterations=3, cores=1.0, state="running", why="predicted gain per 
 
 def epoch(n, *jobs, finished=()):
     return messages.EpochStatus(n, n * 0.5, "slaq", 2.0, list(jobs), list(finished))
+
+
+class Tab:
+    """The SLAQ tab of a driver with Spark's UI: epochs published to it as the loop publishes them, and what users read."""
+
+    def __init__(self, proc: subprocess.Popen, ui: str, log: Path):
+        self.proc, self.ui, self.log = proc, ui, log
+
+    def publish(self, status: messages.EpochStatus) -> None:
+        self.proc.stdin.write(messages.encode(status) + "\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "published", self.log.read_text()[-3000:]
+
+    def page(self) -> str:
+        return get(self.ui + "/slaq/")
+
+    def log_lines(self) -> list[str]:
+        """The driver log's SLAQ epoch lines so far."""
+        return [line for line in self.log.read_text().splitlines() if "io.slaqriffle.slaq.SlaqStatus: SLAQ epoch " in line]
+
+
+@pytest.fixture(scope="module")
+def tab(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("slaq-tab")
+    (tmp / "log4j2.properties").write_text(log4j2("io.slaqriffle.slaq.SlaqStatus"))
+    env = {**os.environ, "SPARK_CONF_DIR": str(tmp), "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    log = tmp / "driver.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, str(CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line, f"the driver exited early:\n{log.read_text()[-4000:]}"
+        yield Tab(proc, json.loads(line)["ui"], log)
+    finally:
+        stop_child(proc)
 
 
 @pytest.fixture
@@ -99,6 +144,29 @@ def test_the_summary_reports_each_jobs_figures_as_its_latest_row_has_them(store)
     assert (r.summary.reached_ninety, r.summary.mean_seconds_to_ninety) == (3, pytest.approx(2.0))
 
 
+def test_the_summary_says_a_job_reported_no_loss_not_that_it_missed_its_time_to_90(gateway):
+    status = new_instance(gateway, "slaq.SlaqStatus")
+    status.publish(messages.encode(epoch(1, job("fit", 4), job("kmeans", 0, state="waiting", why="no loss yet"), job("flat", 3))))
+    status.publish(messages.encode(epoch(2, finished=[job("fit", 4, state="finished", why="ended", to_ninety=2.5),
+                                                      job("kmeans", 0, state="finished", why="ended"),
+                                                      job("flat", 3, state="finished", why="ended")])))
+    text = status.summaryText()
+    assert "\n  fit: no target, time to 90% 2.5 s, " in text
+    assert "\n  kmeans: no target, no loss reported, " in text  # it has no reduction to reach 90% of
+    assert "\n  flat: no target, time to 90% not reached, " in text  # losses that never fell short of it
+    report = messages.decode(status.reportJson())
+    assert {j.job: j.iterations for j in report.summary.jobs} == {"fit": 4, "kmeans": 0, "flat": 3}
+
+
+def test_the_page_says_what_a_trials_loss_is_and_how_jobs_ended(tab):
+    ends = [job(f"trial#{n}", 2, state="finished", why=why) for n, why in enumerate(("complete", "pruned", "failed"))]
+    tab.publish(epoch(1, job("running"), finished=ends))
+    page = tab.page()
+    assert "<dt>Loss</dt><dd>the latest loss as reported" in page and "1 &minus; that value when it maximizes" in page
+    for why in ("complete", "pruned", "failed"):
+        assert f"<td>{why}</td>" in page and f"<li><em>{why}</em>: " in page  # the row's why, and what it means
+
+
 def chart_values(html: str, job_name: str) -> list[float]:
     """The normalized losses job ``job_name``'s line in the loss chart is drawn at (the chart's frame: 10 px top,
     220 px plot height, 0 to 1.1)."""
@@ -107,15 +175,14 @@ def chart_values(html: str, job_name: str) -> list[float]:
     return [1.1 * (1 - (float(p.split(",")[1]) - 10) / 220) for p in points.split()]
 
 
-def test_the_loss_chart_draws_a_jobs_whole_line_against_its_latest_floor(gateway):
+def test_the_loss_chart_draws_a_jobs_whole_line_against_its_latest_floor(tab):
     """Each epoch's row has its normalized loss against the floor known then (a floor fitted through two losses
     put the second at 0.5, the third back at 0.91); drawn as they came the line rose while the loss fell."""
-    status = new_instance(gateway, "slaq.SlaqStatus")
     floors = [0.0, 0.6627, 0.3780, 0.60]  # the floor each epoch's fit gave
     losses = [0.6931, 0.6779, 0.6650, 0.6540]
     for n, (loss, floor) in enumerate(zip(losses, floors), 1):
-        status.publish(messages.encode(epoch(n, job("a", n, loss=loss, first=0.6931, floor=floor))))
-    drawn = chart_values(slaq_page_html(gateway, status), "a")
+        tab.publish(epoch(n, job("floor", n, loss=loss, first=0.6931, floor=floor)))
+    drawn = chart_values(tab.page(), "floor")
     expected = [(v - 0.60) / (0.6931 - 0.60) for v in losses]
     assert drawn == pytest.approx(expected, abs=1e-3) and drawn == sorted(drawn, reverse=True)
 
@@ -125,39 +192,25 @@ def points(html: str) -> list[float]:
     return [float(v) for p in re.findall(r' points="([^"]*)"', html) for xy in p.split() for v in xy.split(",")]
 
 
-def test_losses_swinging_between_the_largest_doubles_draw_finite_points(gateway):
+def test_losses_swinging_between_the_largest_doubles_draw_finite_points(tab):
     """(loss - floor) / (first - floor) with losses of ±1e308 was inf / inf: NaN in the chart's points (issue #47, 11)."""
-    status = new_instance(gateway, "slaq.SlaqStatus")
     for n, loss in enumerate([1e308, -1e308, 1e308, -1e308, 1.0], 1):
-        row = messages.JobStatus("a", "running", n, loss, 0.5, 0.0, 1.0, 1.0, "predicted gain per core", 1.0, 1.0, -1.0, "", -1, -1,
+        row = messages.JobStatus("swing", "running", n, loss, 0.5, 0.0, 1.0, 1.0, "predicted gain per core", 1.0, 1.0, -1.0, "", -1, -1,
                                  False, -1.0, -1.0, "", 1e308, -1e308)
-        status.publish(messages.encode(epoch(n, row, job("b", n))))
-    drawn = points(slaq_page_html(gateway, status))
-    assert drawn and all(math.isfinite(v) for v in drawn)
-
-
-def log_line(gateway, status) -> str:
-    """The driver log's line for the latest epoch (``SlaqLines.epoch``, package-private: by reflection)."""
-    from sparkshim.bridge import shim_class
-
-    params = gateway.new_array(gateway.jvm.java.lang.Class, 1)
-    params[0] = shim_class(gateway, "slaq.SlaqMessages$EpochStatus")
-    method = shim_class(gateway, "slaq.SlaqLines").getDeclaredMethod("epoch", params)
-    method.setAccessible(True)
-    args = gateway.new_array(gateway.jvm.java.lang.Object, 1)
-    args[0] = status.report(1).history().get(0)
-    return str(method.invoke(None, args))
+        tab.publish(epoch(n, row, job("steady", n)))
+    page = tab.page()
+    drawn = points(page)
+    assert 'data-job="swing"' in page and drawn and all(math.isfinite(v) for v in drawn)
 
 
 CONTROLS = "\x1b\x0b\x0c\x85\u2028\x00\x07\x7f"  # ESC, VT, FF, NEL, LINE SEPARATOR, NUL, BEL, DEL (issue #47, 10)
 
 
-def test_control_characters_in_a_name_are_inert_in_the_log_line_and_the_page(gateway):
-    status = new_instance(gateway, "slaq.SlaqStatus")
+def test_control_characters_in_a_name_are_inert_in_the_log_line_and_the_page(tab):
     name = f"forged{CONTROLS[0]}[31m{CONTROLS[1:]}INFO fake"
-    status.publish(messages.encode(epoch(1, job(name), job("new", 0, state="waiting", why="exploring a new job"))))
-    line = log_line(gateway, status)
-    page = slaq_page_html(gateway, status)
+    tab.publish(epoch(1, job(name), job("new", 0, state="waiting", why="exploring a new job")))
+    (line,) = [x for x in tab.log_lines() if "forged" in x]
+    page = tab.page()
     for text in (line, page):
         assert not set(CONTROLS) & set(text), repr(text)
     assert "forged\\u001B[31m\\u000B\\u000C\\u0085\\u2028\\u0000\\u0007\\u007FINFO fake" in line

@@ -4,6 +4,7 @@ driver JVM with the UI on (the shared test session has it off), bound to 127.0.0
 
 from __future__ import annotations
 
+import html
 import ipaddress
 import json
 import os
@@ -19,8 +20,9 @@ import pytest
 
 from slaq import messages
 from slaq.live.status import WHYS
-from tests.spark.ui_app import CV_FOLDS, CV_PARAMS, JOBS, SHOWN_ITERATIONS
-from tests.spark.ui_support import CHROMIUM, ChartLabels, dom, get_json, illegible_labels, log4j2, screenshot, shown
+from tests.fixtures import stop_child
+from tests.spark.ui_app import CV_FOLDS, CV_PARAMS, JOBS, LONG_NAME, SHOWN_ITERATIONS
+from tests.spark.ui_support import CHROMIUM, ChartLabels, chromium, dom, get, get_json, illegible_labels, log4j2, screenshot, shown
 
 APP = Path(__file__).with_name("ui_app.py")
 # The driver log the way a user sets it up: log4j2.properties in SPARK_CONF_DIR, SLAQ's logger at INFO.
@@ -62,12 +64,7 @@ def app(tmp_path_factory):
             time.sleep(0.25)
         yield {"ui": ui, "report": report, "tmp": tmp, "proc": proc}
     finally:
-        proc.stdin.close()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc)
         log.close()
 
 
@@ -211,6 +208,26 @@ def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
     screenshot(url, tmp / "slaq-tab-live.png", tmp / "chromium-profile")
 
 
+FIT_PROBE = """<script>window.addEventListener("load", () => {
+  const table = document.getElementById("slaq-jobs").getBoundingClientRect();
+  document.body.setAttribute("data-fit", JSON.stringify({viewport: window.innerWidth, page: document.scrollingElement.scrollWidth,
+                                                          table: Math.ceil(table.right)}));
+});</script>"""
+
+
+def test_the_jobs_table_fits_a_1400_pixel_window(app):
+    """At 1400 px the page scrolls no sideways and the jobs table ends inside the window (long names wrap). The page
+    is the tab's own HTML with a probe script added, loaded from a file whose base is the UI (its styles and scripts)."""
+    tmp = app["tmp"]
+    page = get(app["ui"] + "/slaq/")
+    page = page.replace("<head>", f'<head><base href="{app["ui"]}/slaq/">', 1).replace("</body>", FIT_PROBE + "</body>", 1)
+    probe = tmp / "slaq-fit.html"
+    probe.write_text(page)
+    rendered = chromium(tmp / "chromium-profile", "--window-size=1400,900", "--dump-dom", probe.as_uri())
+    fit = json.loads(html.unescape(re.search(r'data-fit="([^"]*)"', rendered).group(1)))
+    assert fit["viewport"] == 1400 and fit["page"] <= fit["viewport"] and fit["table"] <= fit["viewport"], fit
+
+
 def test_driver_log_has_one_info_line_per_epoch(app):
     epochs = app["report"].history
     history = [e.epoch for e in epochs]
@@ -223,7 +240,7 @@ def test_driver_log_has_one_info_line_per_epoch(app):
     # CrossValidator's folds, only the first idle epoch is kept and logged)
     assert all(b.epoch == a.epoch + 1 for a, b in zip(epochs, epochs[1:]) if a.jobs), history
     last = lines[numbers.index(history[-1])]
-    assert "policy slaq" in last and "svm-1 [running] it=" in last and "cores=" in last
+    assert "policy slaq" in last and f"{LONG_NAME} [running] it=" in last and "cores=" in last
 
 
 def test_names_are_capped_and_their_bidi_controls_made_inert(gateway):

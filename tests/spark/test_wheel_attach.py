@@ -33,11 +33,11 @@ sc = spark.sparkContext
 t0 = time.monotonic()
 rdd = sorted(sc.parallelize(range(4000), 12).map(lambda x: (x % 41, x)).reduceByKey(add, 6).collect())
 # read only: the app never calls slaq or riffle
-import riffle.runtime, slaq.api, sparkshim.bridge
+import riffle.runtime, slaq.runtime, sparkshim.bridge
 from slaq import messages
 from srsupport.riffle_watch import wait_idle
 r = riffle.runtime.current()
-s = slaq.api._runtimes.current()
+s = slaq.runtime.runtimes.current()
 wait_idle(r.scheduler, 60)
 committed = sum(st.merges_committed for st in r.scheduler.settled.values())  # before Spark may clean the shuffle up
 rows = [(float(i % 2), Vectors.dense([i % 7 - 3.0, (i * 13) % 5 - 2.0])) for i in range(200)]

@@ -1,6 +1,6 @@
 """Zero-change tuning on a real local-cluster Spark: every leaf spark.ml fit of CrossValidator /
 TrainValidationSplit (and of any thread) is its own SLAQ job with its own captured loss history, and
-the results equal those of the same run with SLAQ off."""
+the results equal those of the same run with SLAQ off; a tuned Pipeline's fit is one job of its candidate and fold."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import pytest
 from pyspark import InheritableThread, inheritable_thread_target
 
 import slaq
-from slaq import sparkml
+from slaq.integrations import sparkml
 from tests.fixtures import linear_labels
+from tests.spark.pipeline_tuning import check_roles, pipeline_cross_validator, roles
 
 FIT_JOB = re.compile(r"^LogisticRegression\[(?P<params>[^\]]*)\]#\d+$")
 
@@ -208,3 +209,10 @@ def test_a_fit_without_per_iteration_loss_is_a_job_and_says_so_once(scheduler, d
     assert len(jobs) == 1 and jobs[0].history.losses == []
     said = [r.getMessage() for r in caplog.records if jobs[0].name in r.getMessage() and "loss" in r.getMessage()]
     assert len(said) == 1, said
+
+
+def test_a_tuned_pipelines_fit_is_one_job_of_its_candidate_and_fold_and_only_the_refit_is_the_refit(scheduler, data):
+    cv = pipeline_cross_validator([0.01, 0.1], folds=2)
+    before = len(scheduler.jobs.finished())
+    model = cv.fit(data)
+    check_roles(roles(scheduler, before), cv, candidates=2, folds=2, best=int(np.argmax(model.avgMetrics)))

@@ -87,6 +87,28 @@ def test_simulate_json_and_plot(capsys, tmp_path):
     assert png.stat().st_size > 10_000
 
 
+def test_simulate_reports_changes_negative_for_less_time_as_projections_and_the_readme_do(capsys):
+    out = run(capsys, "simulate", "--policy", "slaq", "--policy", "fair", "--jobs", "12", "--cores", "64", "--arrival-mean", "10", "--cost-scale", "40")
+    change = out["slaq_vs_fair"]["time_to_90pct_change"]
+    slaq, fair = (out["policies"][p]["mean_time_to_90pct_s"] for p in ("slaq", "fair"))
+    assert change == pytest.approx(slaq / fair - 1, abs=1e-4) and not any("reduction" in k for k in out["slaq_vs_fair"])
+
+
+def test_plot_without_the_lab_or_matplotlib_says_in_one_line_what_it_needs(capsys, monkeypatch):
+    import slaq.cli
+    import sparkshim.commands
+
+    argv = ["simulate", "--jobs", "4", "--cores", "16", "--plot", "out.png"]
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # the lab installed, matplotlib not
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--plot needs matplotlib" in err and "lab[plot]" in err
+    monkeypatch.setattr(sparkshim.commands.metadata, "entry_points", lambda **kw: [])  # an installed wheel: no lab
+    assert slaq.cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--plot needs matplotlib and the project's lab" in err and "unrecognized" not in err
+
+
 def test_bad_arguments_are_rejected(capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--jobs", "0"])

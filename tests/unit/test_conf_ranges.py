@@ -27,7 +27,7 @@ RANGES = {
     "spark.riffle.cost.mergeTime": ("0.0000001ms", "[0.001ms, 60s]"),
     "spark.riffle.cost.mergeInputTime": ("2min", "[0.001ms, 60s]"),
 }
-NOT_NUMERIC = {"enabled", "policy", "workConserving", "prune", "mergers", "authToken", "authTokenFile", "tlsCa", "cost.enabled"}
+NOT_NUMERIC = {"enabled", "policy", "workConserving", "prune", "recordTrace", "mergers", "authToken", "authTokenFile", "tlsCa", "cost.enabled"}
 PARSERS = {"spark.slaq.": SlaqConfig.from_conf, "spark.riffle.": RiffleConfig.from_conf}
 
 

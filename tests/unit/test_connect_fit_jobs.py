@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from slaq import messages
-from slaq.connect import estimator_kind, fit_job, param_value
+from slaq.integrations.connect import estimator_kind, fit_job, param_value
 
 
 def test_param_values_come_back_as_python_values():
@@ -27,7 +27,7 @@ def test_connect_fit_messages_round_trip():
 
 
 def test_connect_fits_join_the_loop_before_the_drain_with_their_first_losses_and_leave_after_it_with_their_last():
-    from slaq.connect import ConnectFits
+    from slaq.integrations.connect import ConnectFits
     from slaq.live.loop import EpochLoop
     from tests.fixtures import FakePools
 

@@ -1,11 +1,11 @@
-"""The estimator catalogue (slaq/estimators.py) is the one list: the docs' tables show exactly its entries."""
+"""The estimator catalogue (slaq/integrations/catalogue.py) is the one list: the docs' tables show exactly its entries."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from slaq.estimators import ALWAYS, BY_NAME, CATALOGUE, NEVER, markdown_table, reports_loss, training_caches
+from slaq.integrations.catalogue import ALWAYS, BY_NAME, CATALOGUE, NEVER, markdown_table, reports_loss, training_caches
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -36,7 +36,7 @@ def _estimators(rows: list[str]) -> set[str]:
 
 def test_the_catalogue_table_in_the_docs_is_generated_from_it():
     text = (DOCS / "mllib.md").read_text()
-    assert markdown_table() in text, "docs/mllib.md: regenerate the catalogue table with `python -m slaq.estimators`"
+    assert markdown_table() in text, "docs/mllib.md: regenerate the catalogue table with `python -m slaq.integrations.catalogue`"
 
 
 def test_the_capture_docs_tables_list_exactly_the_catalogue():

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from slaq.enforce.pools import Iteration, PoolState, check_job_name
+from slaq.enforce.pools import Iteration, PoolState
 from slaq.live.allocation import fixed_shares
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.registry import NO_LOSS_EPOCHS
 from slaq.live.target import Target
-from slaq.sparkml import MAX_NAME, fit_job_name
+from slaq.names import MAX_NAME, check_job_name, fit_job_name
 from tests.fixtures import FakePools
 
 
@@ -117,7 +117,7 @@ def test_a_fit_known_to_report_stays_with_the_policy_until_its_first_loss_one_kn
 
 
 def test_which_spark_ml_fits_report_a_loss_is_known_from_the_estimator_and_its_params():
-    from slaq.sparkml import reports_loss
+    from slaq.integrations.catalogue import reports_loss
 
     assert reports_loss("LogisticRegression", {}) is True
     assert reports_loss("LinearSVC", {"regParam": 0.1}) is True
@@ -127,7 +127,8 @@ def test_which_spark_ml_fits_report_a_loss_is_known_from_the_estimator_and_its_p
     assert reports_loss("LinearRegression", {"solver": "normal"}) is False
     assert reports_loss("LinearRegression", {"solver": "normal", "elasticNetParam": 0.5, "regParam": 0.1}) is True
     assert reports_loss("LinearRegression", {}) is None  # "auto": the normal equation or l-bfgs, by the data
-    assert reports_loss("KMeans", {"k": 3}) is False and reports_loss("GBTClassifier", {}) is False
+    assert reports_loss("KMeans", {"k": 3}) is False and reports_loss("RandomForestClassifier", {}) is False
+    assert reports_loss("GBTClassifier", {}) is True and reports_loss("GBTRegressor", {"maxIter": 5}) is True  # training error per tree
     assert reports_loss("SomeThirdPartyEstimator", {}) is None
 
 

@@ -11,11 +11,12 @@ import pytest
 
 import slaq
 from slaq import messages
-from slaq.enforce.pools import Iteration, allocation_message, check_job_name, split_drain
+from slaq.enforce.pools import Iteration, allocation_message, split_drain
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.registry import JobRegistry, append, record
+from slaq.names import check_job_name
 from tests.fixtures import FakePools
 
 
@@ -219,18 +220,18 @@ class _StandInContext(_ConfOnly):
 def test_slaq_and_riffle_attach_alike_one_runtime_per_context_detached_when_it_stops():
     import riffle
     import riffle.runtime
-    from slaq.api import _runtimes
+    from slaq.runtime import runtimes
 
     sc = _StandInContext({})
     s, r = slaq.attach(sc), riffle.attach(sc)
     assert (type(s).__name__, s.enabled, type(r).__name__, r.enabled) == ("SlaqRuntime", False, "RiffleRuntime", False)
-    assert slaq.attach(sc) is s and riffle.attach(sc) is r and _runtimes.current(sc) is s and riffle.runtime.current(sc) is r
+    assert slaq.attach(sc) is s and riffle.attach(sc) is r and runtimes.current(sc) is s and riffle.runtime.current(sc) is r
     sc.stop()  # wrapped once for both packages
-    assert sc.stopped and _runtimes.current(sc) is None and riffle.runtime.current(sc) is None
+    assert sc.stopped and runtimes.current(sc) is None and riffle.runtime.current(sc) is None
     other = _StandInContext({})
     assert slaq.attach(other) is not s
     slaq.detach(other)
-    assert _runtimes.current(other) is None
+    assert runtimes.current(other) is None
 
 
 def _warnings(caplog, logger):
@@ -252,11 +253,11 @@ def test_an_explicit_attach_that_cannot_switch_on_says_why_in_one_warn_line(capl
 
 
 def test_an_explicit_attach_switches_slaq_on_unless_it_cannot_the_confs_alone_do_not(caplog):
-    from slaq.api import _runtimes
+    from slaq.runtime import runtimes
 
     fifo = _StandInContext({"spark.slaq.enabled": None})  # unset
     with caplog.at_level(logging.INFO):
-        quiet = _runtimes.attach(fifo, explicit=False)  # what slaq.job and the start-up hook do: nothing switched on, nothing said
+        quiet = runtimes.attach(fifo, explicit=False)  # what slaq.job and the start-up hook do: nothing switched on, nothing said
         assert not quiet.config.enabled and _warnings(caplog, "slaq") == []
         s = slaq.attach(fifo)  # the user's call switches SLAQ on: it tries anew, and FIFO scheduling stops it
     assert s is not quiet and s.config.enabled and not s.enabled
@@ -264,22 +265,22 @@ def test_an_explicit_attach_switches_slaq_on_unless_it_cannot_the_confs_alone_do
     fifo.stop()
     on_by_conf = _StandInContext({"spark.slaq.enabled": "true"})  # switched on by the conf: FIFO is the user's config error
     with pytest.raises(ConfigError, match="spark.scheduler.mode=FAIR"):
-        _runtimes.attach(on_by_conf, explicit=False)
+        runtimes.attach(on_by_conf, explicit=False)
     on_by_conf.stop()
 
 
 def test_an_explicit_attach_without_a_spark_context_says_so(caplog, monkeypatch):
     from pyspark import SparkContext
 
-    from slaq.api import _runtimes
+    from slaq.runtime import runtimes
 
     monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # the full suite's shared session may be running
-    _runtimes.detach(None)
+    runtimes.detach(None)
     with caplog.at_level(logging.INFO):
         s = slaq.attach()
         assert slaq.attach() is s
     assert not s.enabled and "no active SparkContext" in s.reason and _warnings(caplog, "slaq") == [f"SLAQ is off: {s.reason}"]
-    _runtimes.detach(None)
+    runtimes.detach(None)
 
 
 def test_unknown_keys_name_the_closest_known_one():
@@ -295,7 +296,7 @@ def test_unknown_keys_name_the_closest_known_one():
     assert said[1].endswith("did you mean spark.riffle.enabled?")
     assert "known keys: spark.riffle.authToken, " in said[2] and len(said) == 3
     assert keys_read(SlaqConfig.from_conf) == tuple("spark.slaq." + k for k in (
-        "enabled", "policy", "epoch", "workConserving", "failOpenEpochs", "reserveCores", "prune"))
+        "enabled", "policy", "epoch", "workConserving", "failOpenEpochs", "reserveCores", "prune", "recordTrace"))
 
 
 def test_a_removed_key_gets_the_unknown_key_warn(caplog):

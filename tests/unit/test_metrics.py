@@ -1,6 +1,6 @@
 import pytest
 
-from slaq.metrics import THRESHOLDS, loss_reference, mean_time_to_key, mean_times, reached, reduction_vs, seconds_to_target, time_to_key, time_to_reduction
+from slaq.metrics import THRESHOLDS, change_vs, loss_reference, mean_time_to_key, mean_times, reached, seconds_to_target, time_to_key, time_to_reduction
 from slaq.stats.history import normalized_loss
 
 
@@ -43,7 +43,7 @@ def test_mean_times_skips_missing():
     assert mean_times([], 2) == {"mean_time_to_90pct_s": None, "mean_time_to_95pct_s": None}
 
 
-def test_reduction_vs_baseline():
+def test_change_vs_baseline_is_negative_for_less_time_as_every_report_and_table_shows_it():
     ours = {"mean_normalized_loss": 0.05, "mean_time_to_90pct_s": 20.0, "mean_time_to_95pct_s": 40.0}
     base = {"mean_normalized_loss": 0.1, "mean_time_to_90pct_s": 80.0, "mean_time_to_95pct_s": 0.0}
-    assert reduction_vs(ours, base) == {"mean_normalized_loss_reduction": pytest.approx(0.5), "time_to_90pct_reduction": pytest.approx(0.75)}
+    assert change_vs(ours, base) == {"mean_normalized_loss_change": pytest.approx(-0.5), "time_to_90pct_change": pytest.approx(-0.75)}

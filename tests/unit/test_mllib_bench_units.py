@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from slaq.sim.record import union_length
 from srlab.slaq_bench.configs import CONFIGS, PRUNE, check_configs, session_conf, stock_pool_name
-from srlab.slaq_bench.fit_timing import union_length
 from srlab.slaq_bench.mllib import REASSOCIATION_RTOL, FitRecord, cores_before_first_loss, objective_agreement
 from srlab.slaq_bench.mllib_workload import FAMILIES, GRIDS, cv_groups, make_fits
 
@@ -110,3 +110,29 @@ def test_a_fits_task_time_is_split_at_its_first_loss():
     # started at 0, first loss at 4, ended at 10: two tasks before (1 + 2 s), one across it (1 s before, 2 after), one after (3 s)
     before, cores_before, cores_after = cores_split([(0.0, 1.0), (1.0, 3.0), (3.0, 6.0), (7.0, 10.0)], 0.0, 4.0, 10.0)
     assert before == 4.0 and cores_before == 1.0 and cores_after == 5.0 / 6.0
+
+
+def test_the_gbt_sweep_interleaves_two_gbt_fits_per_linear_fit_through_their_grids():
+    from srlab.slaq_bench.mllib_workload import GBT_FAMILIES, GBT_GRIDS, GBT_LINEAR, make_gbt_fits
+
+    fits = make_gbt_fits(8, 2.0, 1)
+    assert [f.family in GBT_FAMILIES for f in fits] == [True, True, False] * 4
+    assert [f.family for f in fits if f.family not in GBT_FAMILIES] == [*GBT_LINEAR, GBT_LINEAR[0]]
+    gbt = [(f.family, f.grid_index) for f in fits if f.family in GBT_FAMILIES]
+    assert sorted(gbt) == sorted((fam, i) for fam, grid in GBT_GRIDS.items() for i in range(len(grid)))  # each entry once
+    assert fits[0].arrival == 0.0 and all(a.arrival <= b.arrival for a, b in zip(fits, fits[1:])) and len({f.name for f in fits}) == 12
+    assert [f.arrival for f in fits] == [f.arrival for f in make_fits(12, 2.0, 1)]  # the plain sweep's arrivals
+    assert [f.family for f in make_gbt_fits(2, 0.3, 1)] == ["gbt-c", "gbt-r", "lr-l2"]
+
+
+def test_a_gbt_fits_history_is_the_empty_models_error_then_one_logged_error_per_tree():
+    from srlab.slaq_bench.gbt_fits import histories, reference_totals
+
+    empty = {"gbt-c": 1.386, "gbt-r": 40.0}
+    assert histories({"a": ("gbt-r", 3)}, {"a": [30.0, 22.0, 17.0], "other": [1.0]}, empty) == {"a": [40.0, 30.0, 22.0, 17.0]}
+    with pytest.raises(RuntimeError, match="2 logged training errors for a model of 3 trees"):
+        histories({"a": ("gbt-c", 3)}, {"a": [1.2, 1.1]}, empty)
+    runs = [{"fits": 2, "trees": 10, "values_checked": True, "values_off": 0, "max_relative_difference": 1e-15},
+            {"fits": 2, "trees": 10, "values_checked": False, "values_off": 0, "max_relative_difference": None}]
+    assert reference_totals(runs) == {"fits": 4, "trees": 20, "values_checked": False, "values_off": 0, "max_relative_difference": 1e-15}
+    assert reference_totals([]) is None

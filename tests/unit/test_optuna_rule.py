@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from slaq.optuna.rule import MAX_NAME, as_loss, final_index, judge, trial_job_name
+from slaq.integrations.optuna.rule import as_loss, final_index, judge
+from slaq.names import MAX_NAME, trial_job_name
 
 
 def test_a_trials_job_name_is_its_study_number_and_params_on_one_bounded_line():
@@ -181,7 +182,7 @@ def test_the_pruner_waits_for_a_completed_trial_and_for_enough_steps():
 def test_optuna_imported_after_attach_is_patched_then_and_given_back_at_detach():
     script = (
         "import sys\n"
-        "from slaq.optuna import trials\n"
+        "from slaq.integrations.optuna import trials\n"
         "trials.install()\n"
         "assert 'optuna' not in sys.modules and not trials.installed()\n"
         "import optuna\n"

@@ -1,4 +1,4 @@
-"""The pruning rule for CrossValidator candidates (slaq.prune) and how the loop marks pruned fits."""
+"""The pruning rule for CrossValidator candidates (slaq.integrations.pruning) and how the loop marks pruned fits."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import math
 
 import pytest
 
+from slaq.integrations.pruning import SIGMA_FLOOR, Z, hopeless, worst
 from slaq.live.config import SlaqConfig
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.status import ENDED, PRUNED, Tuning
-from slaq.prune import SIGMA_FLOOR, Z, hopeless, worst
 from srsupport.slaq_watch import Statuses
 from tests.fixtures import FakePools
 
@@ -104,8 +104,8 @@ def test_a_pyspark_without_cache_spark_dataset_still_prunes_caching_folds_as_pys
     """pyspark 4.0's CrossValidator._fit caches each fold inline; 4.1 moved that into ``_cache_spark_dataset``."""
     from pyspark.ml import tuning as pyspark_tuning
 
-    from slaq import pyspark_private
-    from slaq.pyspark_private import TuningHelpers, tuning_helpers
+    from slaq.integrations import pyspark_private
+    from slaq.integrations.pyspark_private import TuningHelpers, tuning_helpers
 
     monkeypatch.delattr(pyspark_tuning, "_cache_spark_dataset")
     tuning_helpers.cache_clear()
@@ -121,8 +121,8 @@ def test_a_pyspark_without_cache_spark_dataset_still_prunes_caching_folds_as_pys
 def test_pyspark_private_helpers_resolve_here_and_a_missing_one_turns_pruning_off_with_one_warning(monkeypatch, caplog):
     from pyspark.ml import tuning as pyspark_tuning
 
-    from slaq import tuning
-    from slaq.pyspark_private import TuningHelpers, tuning_helpers
+    from slaq.integrations import tuners
+    from slaq.integrations.pyspark_private import TuningHelpers, tuning_helpers
 
     tuning_helpers.cache_clear()
     assert isinstance(tuning_helpers(), TuningHelpers)
@@ -130,11 +130,11 @@ def test_pyspark_private_helpers_resolve_here_and_a_missing_one_turns_pruning_of
     tuning_helpers.cache_clear()
     try:
         assert "lacks _parallelFitTasks" in str(tuning_helpers())
-        tuning.install(prune=lambda uid, stopped: None)
+        tuners.install(prune=lambda uid, stopped: None)
         try:
             assert [r.levelname for r in caplog.records if "run unpruned" in r.getMessage()] == ["WARNING"]
         finally:
-            tuning.uninstall()
+            tuners.uninstall()
     finally:
         monkeypatch.undo()
         tuning_helpers.cache_clear()

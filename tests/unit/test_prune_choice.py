@@ -1,5 +1,5 @@
 """When CrossValidator pruning stays off (the user's own folds) and the line that says a choice was made among
-pruned candidates (slaq.prune)."""
+pruned candidates (slaq.integrations.pruning)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pyspark.ml.tuning import CrossValidator
 
-from slaq.prune import Pruned, chosen_among_pruned, not_prunable
+from slaq.integrations.pruning import Pruned, chosen_among_pruned, not_prunable
 
 
 def test_a_cross_validator_with_the_users_own_folds_is_not_pruned():

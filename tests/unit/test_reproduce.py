@@ -19,7 +19,7 @@ def test_reproduce_figure_small(figure, tmp_path, capsys):
     if figure == "fig6":
         assert data["methods"]["weighted-fit"]["overall"]["10_ahead"] < data["methods"]["strawman"]["overall"]["10_ahead"]
     if figure == "fig7":
-        assert data["slaq_vs_fair"]["time_to_90pct_reduction"] > 0
+        assert data["slaq_vs_fair"]["time_to_90pct_change"] < 0
     if figure == "fig8":
         assert data["overall"]["slaq"]["high_25pct"] > data["overall"]["fair"]["high_25pct"]
     if figure == "fig9":

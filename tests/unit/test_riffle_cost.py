@@ -56,7 +56,7 @@ def test_reduce_tasks_without_parallelism_first_use_the_advisory_size():
 
 def test_summary_is_one_line_with_counts():
     text = cost.summary([cost.decide([1 << 10] * 4, 1000, DISK), cost.decide([1 << 10] * 4, 1, DISK)])
-    assert text.startswith("1 groups worth merging, 1 skipped as not worth it") and "\n" not in text
+    assert text.startswith("1 group worth merging, 1 skipped as not worth it") and "\n" not in text
 
 
 def test_probe_measures_positive_costs(tmp_path):
@@ -129,8 +129,9 @@ def test_a_sql_exchange_that_cannot_pay_is_never_held():
     assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.merges == [] and s.finalized and not s.held
     assert tracker.holds == [] and tracker.released == [3] and s.reduce_tasks == 1
     assert (sched.status().totals.merging, sched.status().totals.unmerged) == (0, {NOT_WORTH_IT: 1})
-    row = sched.status().shuffles[0]
-    assert (row.state, row.policy, row.gate_wait_seconds) == ("unmerged", "none", 0.0) and "at its first output" in row.reason
+    (summary,) = sched.status().unmerged  # never held: counted by cause, not listed
+    assert (summary.cause, summary.shuffles, tuple(summary.latest)) == (NOT_WORTH_IT, 1, (3,)) and "at its first output" in summary.reason
+    assert not sched.status().shuffles
 
 
 def test_an_rdd_shuffle_is_priced_by_its_partitions_even_when_sql_exchanges_coalesce():
@@ -146,7 +147,7 @@ def test_a_shuffle_that_cannot_pay_whatever_its_bytes_and_node_is_declined_at_it
 
     s, tracker, sched = _scheduler_run(CostConfig(), partitions=3, nbytes=1 << 20, outputs=0, mergers=(closed_port(),))
     assert [d.reason for d in s.decisions] == [NOT_WORTH_IT] and s.finalized and tracker.holds == [] and tracker.released == [3]
-    assert sched.status().totals.unmerged == {NOT_WORTH_IT: 1} and "submission" in sched.status().shuffles[0].reason
+    assert sched.status().totals.unmerged == {NOT_WORTH_IT: 1} and "submission" in sched.status().unmerged[0].reason
     sched.fleet.close()
     s, tracker, sched = _scheduler_run(CostConfig(), partitions=3, nbytes=1 << 20, outputs=0)
     assert s.decisions == [] and not s.finalized and not s.held and tracker.holds == []
@@ -287,7 +288,7 @@ def test_a_merger_reporting_a_storage_bandwidth_of_0_is_priced_with_the_conf_and
         assert sched.errors == 0 and s.decisions and s.held  # priced with the conf's DISK: worth merging
         warnings = [r.getMessage() for r in caplog.records if "storage" in r.getMessage()]  # (it merges nothing: Merge unimplemented)
         assert warnings == [f"Riffle: merger {address} reports storage figures out of range: time per request 0.0 (expected 1e-06..60); "
-                            f"bytes per second 0.0 (expected 1024..1.09951e+12); merges on its node are priced with spark.riffle.cost.* "
+                            f"bytes per second 0.0 (expected 1024..1099511627776); merges on its node are priced with spark.riffle.cost.* "
                             "instead"], warnings
         sched.fleet.close()
     finally:
@@ -304,8 +305,8 @@ def test_a_shuffle_declined_at_its_first_output_counts_every_map_tasks_blocks():
     tracker.events = [messages.MapOutput(3, 5, 0, i, i, "1", "127.0.0.1", 1 << 20) for i in range(1, 4)]
     tracker.events.append(messages.MapStageDone(3, 5, True))
     sched.step()
-    row = sched.status().shuffles[0]
-    assert (row.state, row.maps, row.blocks_unmerged, row.blocks_merged) == ("unmerged", 4, 800, 800)
+    record = sched.settled[3]
+    assert (record.held, record.maps, record.blocks_before, record.blocks_after) == (False, 4, 800, 800)
     totals = sched.status().totals
     assert (totals.blocks_unmerged, totals.blocks_merged) == (800, 800)
     sched.fleet.close()

@@ -171,14 +171,15 @@ def test_observers_see_each_event_before_it_is_handled_and_each_settled_shuffle(
     s.fleet.close()
 
 
-def test_the_tab_keeps_the_latest_finished_shuffles_after_spark_cleans_them_and_counts_every_one():
-    """Every shuffle seen is counted in one state; the rows keep the latest MAX_SETTLED_SHUFFLES finished ones, each with
-    its outcome and why, after Spark cleaned them up (marked cleaned), and every merging one."""
+def test_the_tab_keeps_the_latest_settled_shuffles_after_spark_cleans_them_and_counts_every_one():
+    """Every shuffle seen is counted in one state; the rows keep the latest MAX_SETTLED_SHUFFLES settled ones, each with
+    its outcome and why, after Spark cleaned them up (marked cleaned), and every merging one; the ones never held are
+    counted in one summary per cause, not listed."""
     from riffle.driver.scheduler import MAX_SETTLED_SHUFFLES, MergeScheduler
 
     tracker = TrackerStandIn()
     s = MergeScheduler(None, tracker, HOLD_ALL)
-    n = MAX_SETTLED_SHUFFLES + 40
+    n = MAX_SETTLED_SHUFFLES * 3 // 2 + 60  # more held than listed
     for sid in range(n):  # every third never held (unsafe), the others held until the hold expires; all cleaned up
         held = sid % 3 != 0
         tracker.events.append(messages.MapStageSubmitted(sid, sid, f"stage {sid}", 0, 2, 3, held, False, {}, "" if held else "unsafe",
@@ -190,11 +191,15 @@ def test_the_tab_keeps_the_latest_finished_shuffles_after_spark_cleans_them_and_
                        messages.ShuffleCleaned(n + 1)]  # still merging; cleaned up before it settled
     s.step()
     model = tracker.published
-    assert [r.shuffle for r in model.shuffles] == [*range(n - MAX_SETTLED_SHUFFLES + 1, n + 2)]  # in the order seen
+    held_ids = [sid for sid in range(n) if sid % 3 != 0]
+    assert [r.shuffle for r in model.shuffles] == [*held_ids[-MAX_SETTLED_SHUFFLES + 1:], n, n + 1]  # in the order seen
     assert all(r.cleaned and r.reason for r in model.shuffles if r.shuffle != n), model.shuffles
     held, gone = model.shuffles[-2], model.shuffles[-1]
     assert (held.state, held.cleaned, gone.state, gone.reason) == ("merging", False, "settled", "Spark cleaned the shuffle up before it settled")
     unsafe = len(range(0, n, 3))
+    last = range(0, n, 3)[-1]
+    assert model.unmerged == (messages.RiffleUnmerged("unsafe", unsafe, tuple(range(0, n, 3))[-messages.MAX_UNMERGED_LATEST:], last,
+                                                      f"stage {last}", "unsafe to merge: serializer X"),)
     t = model.totals
     assert (t.shuffles, t.merging, t.settled, t.merged, t.unmerged) == (n + 2, 1, n + 1 - unsafe, 0, {"unsafe": unsafe})
     assert t.shuffles == t.merging + t.settled + sum(t.unmerged.values())

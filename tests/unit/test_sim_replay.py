@@ -49,10 +49,11 @@ def test_a_spark_job_outside_every_job_runs_in_the_default_pool_beside_the_jobs_
 
 @pytest.mark.parametrize("content, reason", [(None, "no such trace file"), (b"garbage", "not a readable trace"),
                                              (b'{"format": "other"}', "not a slaq-trace/1"),
-                                             (b'{"format": "slaq-trace/1", "jobs": []}', "malformed"),
+                                             (b'{"format": "slaq-trace/1", "jobs": []}', "setting must be a JSON object, got NoneType"),
                                              (b'{"format": "slaq-trace/1", "setting": {"executor_cores": 2, "epoch_s": 1}, "jobs": [{"name": "a", '
                                               b'"arrival_s": 0, "losses": [1, 0], "phases": [{"driver_s": 0}, {"driver_s": 0}]}], '
-                                              b'"outside_spark_jobs": [{"submitted_s": 0, "stages": [[0, 1.0]]}]}', "'outside-0' has a stage without tasks")])
+                                              b'"outside_spark_jobs": [{"submitted_s": 0, "stages": [[0, 1.0]]}]}',
+                                              r"outside_spark_jobs\[0\].stages\[0\] tasks must be in \[1, 100000\], got 0")])
 def test_a_bad_trace_file_is_one_line_naming_it(tmp_path, content, reason):
     path = tmp_path / "bad.json"
     if content is not None:
@@ -98,6 +99,19 @@ def test_every_policy_finishes_every_job_and_never_beats_the_clairvoyant_bound(p
     assert result.mean() >= check.clairvoyant_bound(jobs, 2)["mean_time_to_90pct_s"] - 1e-9
 
 
+def test_the_clairvoyant_order_reaches_90_percent_no_later_on_average_than_any_policy_and_slaqs_share_is_as_defined():
+    # staggered jobs of unequal work: the order that knows each job's work to its 90% point runs the shortest first
+    jobs = [job(f"j{i}", arrival=0.3 * i, tasks=4, seconds=0.4 * (1 + i % 3), driver=0.05 * (i % 2)) for i in range(8)]
+    means = {policy: replay.replay(jobs, policy, 2).mean() for policy in ("slaq", "fair", replay.STOCK)}
+    clairvoyant = replay.replay(jobs, replay.CLAIRVOYANT, 2).mean()
+    assert all(clairvoyant <= mean + 1e-9 for mean in means.values()) and clairvoyant < means["fair"]
+    limit = check.against_clairvoyant(means, clairvoyant)
+    assert limit["slaq_share_of_gain_over_fair"] == pytest.approx((means["fair"] - means["slaq"]) / (means["fair"] - clairvoyant), abs=1e-3)
+    assert limit["policies"]["fair"]["ratio_to_clairvoyant"] == pytest.approx(means["fair"] / clairvoyant, abs=1e-3)
+    assert check.against_clairvoyant({"slaq": 5.0, "fair": 9.0}, 4.0)["slaq_share_of_gain_over_fair"] == 0.8
+    assert check.against_clairvoyant({"slaq": 5.0, "fair": 4.0}, 4.0)["slaq_share_of_gain_over_fair"] is None  # no gain to share
+
+
 def test_the_cores_never_run_more_than_the_recorded_work():
     jobs = [job(f"j{i}", arrival=0.5 * i, tasks=3, seconds=0.9) for i in range(5)]
     result = replay.replay(jobs, "slaq", 2)
@@ -123,7 +137,7 @@ def test_projections_scale_jobs_and_arrival_rate_with_the_cores():
     assert len(jobs) == 32 and len({j.name for j in jobs}) == 32
     assert jobs[-1].arrival < 32 * 1.0 / 8 * 2  # mean gap 1 s / 8
     rows = check.project(t, (4,))
-    assert rows[0]["jobs"] == 8 and set(rows[0]["policies"]) == {"slaq", "fair", "stock"}
+    assert rows[0]["jobs"] == 8 and set(rows[0]["policies"]) == {"slaq", "fair", "stock", "clairvoyant"}
     assert all(p["ratio_to_bound"] >= 1.0 for p in rows[0]["policies"].values())
 
 
@@ -136,7 +150,7 @@ def test_the_check_compares_each_configuration_with_the_median_of_its_runs():
 
 
 def test_the_recorder_splits_a_run_into_phases_by_submission():
-    from srlab.slaq_bench.trace_record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split
+    from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split
 
     sj = [SparkJob(0.1, 0.5, (Stage(4, 0.8),), 0.15, 0.45), SparkJob(0.7, 1.0, (Stage(4, 0.6),), 0.75, 0.95)]
     phases = phases_of(0.0, [0.6, 1.1], sj, busy_cores([]), 2)
@@ -156,10 +170,20 @@ def test_the_recorder_splits_a_run_into_phases_by_submission():
 def test_simulate_check_and_project_print_json_and_exit_1_on_a_miss(tmp_path, capsys):
     jobs = [job("a"), job("b", arrival=1.0)]
     path = trace.save(make_trace(jobs, {"stock": [{"mean_time_to_90pct_s": 100.0, "makespan_s": 9.0}]}), tmp_path / "t.json.gz")
-    assert main(["simulate", "--check", str(path), "--project", str(path), "--project-cores", "4"]) == 1
-    out = json.loads(capsys.readouterr().out)
+    assert main(["simulate", "--check", str(path), "--project", str(path), "--project-cores", "4,8"]) == 1
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert out["check"]["configs"][0]["within_tolerance"] is False
-    assert out["projection"]["traces"][0]["rows"][0]["cores"] == 4
+    assert [row["cores"] for row in out["projection"]["traces"][0]["rows"]] == [4, 8]
+    # one key per trace and core count, each policy against the clairvoyant order
+    assert set(out["check"]["vs_clairvoyant"]) == {f"{path}@2"} and set(out["projection"]["vs_clairvoyant"]) == {f"{path}@4", f"{path}@8"}
+    assert set(out["projection"]["vs_clairvoyant"][f"{path}@4"]["policies"]) == {"slaq", "fair", "stock"}
+    assert out["projection"]["traces"][0]["rows"][0]["slaq_vs_fair"]["time_to_90pct_change"] is not None
+    # stderr: the check's verdict first, then each projection's replays counted
+    lines = captured.err.splitlines()
+    assert lines[0].startswith("check: 1 trace, 1 configuration, 1 off by more than 15% (worst: t.json.gz stock ")
+    assert [line.split(":")[0] for line in lines if line.startswith("projection")] == [f"projection {k}/8" for k in range(1, 9)]
+    assert "projection 8/8: t.json.gz at 8 cores (8 jobs) under clairvoyant" in lines
     assert main(["simulate", "--check", str(tmp_path / "missing.json")]) == 2
     assert "no such trace file" in capsys.readouterr().err
 
@@ -198,8 +222,8 @@ def test_the_replay_predicts_each_recorded_configuration_within_15_percent(path)
 
 
 def test_the_mllib_sweep_writes_one_trace_per_variant(tmp_path):
+    from slaq.sim.record import RunJob, RunPhase
     from srlab.slaq_bench.mllib import record_traces
-    from srlab.slaq_bench.trace_record import RunJob, RunPhase
 
     fit = RunJob("lr-00", "logreg", 0.0, (1.0, 0.4, 0.1), tuple(RunPhase(Phase(0.2, (Stage(8, 1.6),)), 0.05) for _ in range(3)), True)
     summary = {"trace_jobs": [fit], "executor_cores": 2, "mean_time_to_90pct_s": 4.0, "mean_time_to_95pct_s": 5.0, "makespan_s": 6.0,

@@ -14,11 +14,12 @@ from slaq.live.job import LiveJob
 from slaq.predict.forecast import CurveCache, forecast, job_forecast
 from slaq.predict.loss_curves import fit_loss_curve
 from slaq.sim import check, replay
+from slaq.sim.pools import PoolArrays, offer_order
 from slaq.sim.trace import Phase, Stage, Trace, TraceJob
 from slaq.stats.history import JobHistory
 
 
-def reference_order(pools: replay.PoolArrays, stock: bool, work_conserving: bool) -> list[int]:
+def reference_order(pools: PoolArrays, stock: bool, work_conserving: bool) -> list[int]:
     """The waiting pools in the order one Python sort over every job gives (the replay's order before numpy)."""
     tokens, deposit, running, weight = (a.tolist() for a in (pools.tokens, pools.deposit, pools.running, pools.weight))
     waiting = [i for i, p in enumerate(pools.pending.tolist()) if p > 0]
@@ -38,7 +39,7 @@ def reference_order(pools: replay.PoolArrays, stock: bool, work_conserving: bool
 def test_the_offer_order_is_what_a_full_stable_sort_puts_first_ties_included(seed, stock, work_conserving):
     rng = np.random.default_rng(seed)
     n = 60
-    pools = replay.PoolArrays(rng.choice([1.0, 2.0], n).tolist())
+    pools = PoolArrays(rng.choice([1.0, 2.0], n).tolist())
     pools.pending[:] = rng.choice([0, 1, 3], n)
     pools.running[:] = rng.choice([0, 1, 2], n)
     pools.tokens[:] = rng.choice([-1.5, -0.0, 0.0, 0.5, 1.0, 2.0], n)  # many ties, both zeros
@@ -46,7 +47,7 @@ def test_the_offer_order_is_what_a_full_stable_sort_puts_first_ties_included(see
     expected = reference_order(pools, stock, work_conserving)
     waiting = np.flatnonzero(pools.pending > 0)
     for k in (1, 2, 3, 7, n):
-        assert replay.offer_order(pools, waiting, stock, work_conserving, k).tolist() == expected[:k]
+        assert offer_order(pools, waiting, stock, work_conserving, k).tolist() == expected[:k]
 
 
 def test_a_reused_forecast_is_the_one_a_fresh_fit_would_give_and_a_report_renews_it():

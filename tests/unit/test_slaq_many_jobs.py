@@ -10,8 +10,8 @@ import pytest
 import slaq
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
-from slaq.live.names import MAX_NAME_BYTES, shown
 from slaq.live.status import MAX_STATUS_JOBS
+from slaq.names import MAX_NAME_BYTES, shown
 from tests.fixtures import FakeClock, FakePools
 
 

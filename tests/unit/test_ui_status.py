@@ -190,6 +190,57 @@ def test_a_job_ending_between_a_decision_and_its_status_gets_its_final_row_in_th
     assert not after.jobs and [(j.job, j.state, j.iterations) for j in after.finished] == [("a", "finished", 2)]
 
 
+class WindowPools(FakePools):
+    """The fake shim (4 cores), keeping each deposit with its window: (grants, seconds, new epoch)."""
+
+    def __init__(self):
+        super().__init__()
+        self.windows: list[tuple[dict[str, float], float, bool]] = []
+
+    def deposit(self, alloc, seconds, new_epoch=True):
+        super().deposit(alloc, seconds, new_epoch)
+        self.windows.append((dict(alloc), seconds, new_epoch))
+
+
+def test_many_arrivals_and_ends_between_epochs_publish_one_status_per_epoch():
+    """1,500 short trials in 51 epochs once published 1,705 statuses (one per decision: each arrival and end woke
+    the loop), so the tab's 600-epoch window held 9 s. Decisions between epochs still grant the rest of the epoch;
+    only the epoch's is published, and every job that came and went has its final row in the next status."""
+    clock = FakeClock(100.0)
+    statuses = Statuses()
+    pools = WindowPools()
+    loop = EpochLoop(pools, "fair", 0.5, observers=[statuses], clock=clock)
+    loop.add(LiveJob("steady", reports=False))
+    epochs, per_epoch = 5, 12
+    ended: list[str] = []
+    decisions = 0
+    for e in range(epochs):
+        clock.now += 0.5
+        loop.step()
+        for k in range(per_epoch):
+            name = f"trial-{e}-{k}"
+            loop.add(LiveJob(name, reports=False))
+            if k % 3:  # most end after a decision granted them cores, the others before any decision saw them
+                loop.step(0.4)  # woken by the arrival
+                grants, seconds, new_epoch = pools.windows[-1]
+                assert not new_epoch and seconds <= 0.4 and grants[name] == pytest.approx(2.0)  # 4 cores: steady and it
+                decisions += 1
+            loop.remove(name)
+            ended.append(name)
+            loop.step(0.3)  # woken by the end
+            decisions += 1
+            assert name not in pools.windows[-1][0]
+    clock.now += 0.5
+    loop.step()
+    published = statuses.published
+    assert len(published) == loop.epochs == epochs + 1
+    assert [s.epoch for s in published] == list(range(1, epochs + 2))
+    finished = [(r.job, r.state) for s in published for r in s.finished]
+    assert finished == [(name, "finished") for name in ended]  # each once, in the order they ended
+    assert all([j.job for j in s.jobs] == ["steady"] for s in published)
+    assert sum(not new_epoch for _, _, new_epoch in pools.windows) == decisions  # every decision deposited
+
+
 def test_normalized_loss_falls_with_the_raw_loss_and_is_no_floor_fit_to_two_points():
     """A job's second loss read exactly 0.500 (a floor fitted through two points), its third 0.902, while the raw
     loss fell. Each row's normalized loss is the loss against the row's own reference, the loss over the first

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from slaq.metrics import THRESHOLDS, mean_time_to_key, pct, reduction_vs
+from slaq.metrics import THRESHOLDS, change_vs, mean_time_to_key, pct
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def fig7(size: Size, png: Path) -> dict:
     from srlab.plot import plot_summaries
 
     summaries, _ = _simulate(size, ("slaq", "fair"), size.arrival_mean)
-    out: dict = {"policies": summaries, "slaq_vs_fair": reduction_vs(summaries["slaq"], summaries["fair"])}
+    out: dict = {"policies": summaries, "slaq_vs_fair": change_vs(summaries["slaq"], summaries["fair"])}
     out["png"] = str(plot_summaries(list(summaries.values()), png))
     return out
 
@@ -163,16 +163,16 @@ def fig9(size: Size, png: Path) -> dict:
         summaries, _ = _simulate(size, ("slaq", "fair"), mean)
         rows[str(mean)] = {"fair": {k: summaries["fair"][k] for k in ("mean_normalized_loss", *map(mean_time_to_key, THRESHOLDS))},
                            "slaq": {k: summaries["slaq"][k] for k in ("mean_normalized_loss", *map(mean_time_to_key, THRESHOLDS))},
-                           "slaq_vs_fair": reduction_vs(summaries["slaq"], summaries["fair"])}
+                           "slaq_vs_fair": change_vs(summaries["slaq"], summaries["fair"])}
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     labels = list(rows)
     for i, thr in enumerate(THRESHOLDS):
-        ax.bar([x + i * 0.4 for x in range(len(labels))], [rows[m]["slaq_vs_fair"].get(f"time_to_{pct(thr)}pct_reduction", 0) * 100 for m in labels],
+        ax.bar([x + i * 0.4 for x in range(len(labels))], [rows[m]["slaq_vs_fair"].get(f"time_to_{pct(thr)}pct_change", 0) * 100 for m in labels],
                0.4, label=f"time to {pct(thr)}%")
     ax.set_xticks([x + 0.2 for x in range(len(labels))], [f"{m} s" for m in labels])
     ax.set_xlabel("mean time between arrivals")
-    ax.set_ylabel("reduction vs fair (%)")
+    ax.set_ylabel("change vs fair (%), negative: less time")
     ax.legend()
     return {"arrival_mean_s": rows, "png": _save(fig, png)}
 

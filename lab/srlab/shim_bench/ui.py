@@ -72,7 +72,8 @@ def epoch(e: int, jobs: int) -> str:
 def shuffle_row(s: int) -> str:
     return json.dumps(synthetic("riffle_shuffle", shuffle=s, stage=2 * s, name=f"reduceByKey at /app/job.py:{s}", maps=64, reducers=32,
                                 policy="nway 4", state="settled", groups_merged=16, groups_fell_back={"merger_down": 1},
-                                bytes_merged=1 << 20, blocks_unmerged=2048, blocks_merged=512, gate_wait_seconds=0.04, reason="all merges finished"))
+                                bytes_merged=1 << 20, blocks_unmerged=2048, blocks_merged=512, gate_wait_seconds=0.04, reason="all merges finished",
+                                outputs=64, unmerged_why=""))
 
 
 def riffle_status(rows: list[str], settled: int) -> str:
@@ -82,7 +83,7 @@ def riffle_status(rows: list[str], settled: int) -> str:
     totals = synthetic("riffle_totals", shuffles=settled, groups_merged=16 * settled, groups_fell_back={"merger_down": settled},
                        bytes_merged=settled << 20, blocks_unmerged=2048 * settled, blocks_merged=512 * settled, gate_wait_seconds=0.04 * settled)
     head = json.dumps({"type": "riffle_status", "t": 0.1 * settled})[:-1]
-    return f'{head}, "shuffles": [{", ".join(rows)}], "mergers": {json.dumps(mergers)}, "totals": {json.dumps(totals)}}}'
+    return f'{head}, "shuffles": [{", ".join(rows)}], "unmerged": [], "mergers": {json.dumps(mergers)}, "totals": {json.dumps(totals)}}}'
 
 
 def tab_event_bytes(logs: list[Path]) -> Counter[str]:

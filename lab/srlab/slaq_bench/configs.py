@@ -3,7 +3,7 @@
 * ``slaq``: SLAQ on, policy ``slaq``.
 * ``fair``: SLAQ's machinery (pools, epoch loop, token buckets) with the ``fair`` policy.
 * ``slaq-prune`` (opt-in, not run by default): ``slaq`` with ``spark.slaq.prune=true``: a
-  CrossValidator skips the remaining folds of candidates that cannot beat the best (slaq.prune).
+  CrossValidator skips the remaining folds of candidates that cannot beat the best (slaq.integrations.pruning).
 * ``stock``: SLAQ off; Spark's own FAIR scheduler with one pool per job (what a user runs without
   SLAQ). Spark creates a pool the first time a job names it, with weight 1 and minShare 0.
 """

@@ -3,10 +3,11 @@
 Two sources, neither of which touches scheduling:
 
 * **When each iteration ended**: breeze logs one INFO line per L-BFGS/OWLQN iteration on the thread
-  that called ``fit()``. :class:`IterationClock` adds a log4j2 file appender on ``breeze.optimize``
-  whose layout writes only the event's wall-clock millis, the fit's name (a log4j ThreadContext entry
-  the fit's thread sets, see :func:`tag_thread`) and the message. The objective values themselves
-  are taken from the fitted model's ``objectiveHistory``, not from these lines.
+  that called ``fit()``, and gradient-boosted trees one DEBUG line per tree with its training error.
+  :class:`IterationClock` adds a log4j2 file appender on both loggers whose layout writes only the
+  event's wall-clock millis, the fit's name (a log4j ThreadContext entry the fit's thread sets, see
+  :func:`tag_thread`) and the message. A breeze fit's objective values are taken from the fitted model's
+  ``objectiveHistory``, not from these lines; a GBT model keeps no history, so its line's error is the value.
 * **Where a fit's time went**: every Spark job a fit submits carries the fit's name as its job group;
   after the run, :func:`job_split` reads Spark's own status store (kept whether or not the UI runs)
   for those jobs' intervals, their stages' summed executor run time and task counts.
@@ -17,26 +18,29 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.enforce.pools import own_properties, restore_thread
-from slaq.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER
+from slaq.live.status_store import ALL_TASKS, scala_list
+from slaq.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER, GBT_ITERATION_LINE, GBT_LOGGER
+from slaq.sim.record import union_length
 
 FIT_KEY = "srlab.slaq_bench.fit"  # log4j ThreadContext key naming the fit a thread runs
 # breeze's FirstOrderMinimizer logs a line starting with BREEZE_ITERATION_LINE once per finished iteration
 # on the BREEZE_LOGGER hierarchy: the same names SLAQ's loss capture uses (slaq/messages.json)
 _APPENDER = "slaq-bench-iteration-clock"
-_ALL_TASKS = 2**31 - 1  # taskList's maxTasks: every task of a stage
-# the status store forgets old jobs after spark.ui.retainedJobs (default 1000): keep every job of a run
-RETAIN_CONF = {"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"}
 
 
 class IterationClock:
-    """A log4j2 appender on ``breeze.optimize`` that writes ``millis<TAB>fit<TAB>message`` lines to a file.
+    """A log4j2 appender on ``breeze.optimize`` (INFO) and the GBT logger (DEBUG) that writes
+    ``millis<TAB>fit<TAB>message`` lines to a file.
 
-    If a ``breeze.optimize`` logger config exists (SLAQ's loss capture adds one), the appender joins
-    it; otherwise it gets its own non-additive INFO config, so nothing reaches the console.
+    If a config of either logger exists, the appender joins it; otherwise it gets its own non-additive
+    config, so nothing reaches the console. The GBT logger at DEBUG makes every GBT fit compute its training
+    error after each tree (Spark builds the line only when DEBUG is enabled), as SLAQ's capture does for a
+    fit in a SLAQ job: with the clock on, that cost is the same in every configuration.
     """
 
     def __init__(self, sc: Any):
@@ -52,37 +56,52 @@ class IterationClock:
                           .setLayout(layout).setImmediateFlush(True).build())
         self._appender.start()
         config.addAppender(self._appender)
-        existing = config.getLoggerConfig(BREEZE_LOGGER)
-        if existing.getName() == BREEZE_LOGGER:
-            existing.addAppender(self._appender, log4j.Level.INFO, None)
-            if not existing.getLevel().isLessSpecificThan(log4j.Level.INFO):
-                existing.setLevel(log4j.Level.INFO)
-            self._own_config = False
-        else:
-            mine = log4j.core.config.LoggerConfig(BREEZE_LOGGER, log4j.Level.INFO, False)
-            mine.addAppender(self._appender, log4j.Level.INFO, None)
-            config.addLogger(BREEZE_LOGGER, mine)
-            self._own_config = True
+        self._own_configs: list[str] = []
+        for name, level in ((BREEZE_LOGGER, log4j.Level.INFO), (GBT_LOGGER, log4j.Level.DEBUG)):
+            existing = config.getLoggerConfig(name)
+            if existing.getName() == name:
+                existing.addAppender(self._appender, level, None)
+                if not existing.getLevel().isLessSpecificThan(level):
+                    existing.setLevel(level)
+            else:
+                mine = log4j.core.config.LoggerConfig(name, level, False)
+                mine.addAppender(self._appender, level, None)
+                config.addLogger(name, mine)
+                self._own_configs.append(name)
         ctx.updateLoggers()
         self._ctx = ctx
 
-    def iteration_times(self) -> dict[str, list[float]]:
-        """Seconds since the epoch at which each tagged fit's iterations ended, per fit name."""
-        out: dict[str, list[float]] = defaultdict(list)
+    def _lines(self) -> Iterator[tuple[float, str, str]]:
         with open(self.path, encoding="utf-8") as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t", 2)
-                if len(parts) == 3 and parts[1] and parts[2].startswith(BREEZE_ITERATION_LINE):
-                    out[parts[1]].append(int(parts[0]) / 1000.0)
+                if len(parts) == 3 and parts[1]:
+                    yield int(parts[0]) / 1000.0, parts[1], parts[2]
+
+    def iteration_times(self) -> dict[str, list[float]]:
+        """Seconds since the epoch at which each tagged fit's iterations (a GBT's trees) ended, per fit name."""
+        out: dict[str, list[float]] = defaultdict(list)
+        for t, fit, message in self._lines():
+            if message.startswith((BREEZE_ITERATION_LINE, GBT_ITERATION_LINE)):
+                out[fit].append(t)
+        return dict(out)
+
+    def gbt_errors(self) -> dict[str, list[float]]:
+        """The training error each tagged GBT fit logged after each tree (Spark prints every digit), per fit name."""
+        out: dict[str, list[float]] = defaultdict(list)
+        for _, fit, message in self._lines():
+            if message.startswith(GBT_ITERATION_LINE):
+                out[fit].append(float(message[len(GBT_ITERATION_LINE):]))
         return dict(out)
 
     def close(self) -> None:
-        """Detach the appender (and its logger config, if it added one) and delete the file."""
+        """Detach the appender (and the logger configs it added) and delete the file."""
         config = self._ctx.getConfiguration()
-        if self._own_config:
-            config.removeLogger(BREEZE_LOGGER)
-        else:
-            config.getLoggerConfig(BREEZE_LOGGER).removeAppender(_APPENDER)
+        for name in (BREEZE_LOGGER, GBT_LOGGER):
+            if name in self._own_configs:
+                config.removeLogger(name)
+            else:
+                config.getLoggerConfig(name).removeAppender(_APPENDER)
         self._ctx.updateLoggers()
         self._appender.stop()
         os.unlink(self.path)
@@ -111,11 +130,6 @@ def restore_tag(sc: Any, previous: tuple[Any, str | None]) -> None:
         thread_context.put(FIT_KEY, entry)
 
 
-def scala_list(sc: Any, scala_seq: Any) -> list[Any]:
-    """A Scala collection py4j handed back (the status store's answers), as a Python list."""
-    return list(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_seq))
-
-
 def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
     """Per fit (job group): its Spark jobs' intervals, its tasks' summed executor run, CPU and GC time,
     tasks per stage and how many of its tasks ran at each locality level (a cached partition read
@@ -136,7 +150,7 @@ def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
         cost.cpu_ms += s.executorCpuTime() / 1e6
         cost.gc_ms += float(s.jvmGcTime())
         cost.tasks = max(cost.tasks, int(s.numTasks()))
-        for task in scala_list(sc, store.taskList(s.stageId(), s.attemptId(), _ALL_TASKS)):
+        for task in scala_list(sc, store.taskList(s.stageId(), s.attemptId(), ALL_TASKS)):
             cost.locality[task.taskLocality()] += 1
             duration = task.duration()
             if duration.isDefined():
@@ -195,12 +209,3 @@ def cores_split(intervals: list[tuple[float, float]], start: float, first_loss: 
     after = sum(max(b - max(a, first_loss), 0.0) for a, b in intervals)
     return before, before / max(first_loss - start, 1e-9), after / max(end - first_loss, 1e-9)
 
-
-def union_length(intervals: list[tuple[float, float]]) -> float:
-    """Total length covered by possibly overlapping ``(start, end)`` intervals."""
-    total, reach = 0.0, float("-inf")
-    for start, end in sorted(intervals):
-        if end > reach:
-            total += end - max(start, reach)
-            reach = end
-    return total

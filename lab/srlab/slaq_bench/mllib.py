@@ -1,10 +1,11 @@
-"""``slaq bench mllib``: unmodified spark.ml fits with Poisson arrivals, run as plain fits and through
-``CrossValidator(parallelism=4)``, under three configurations (``srlab.slaq_bench.configs``), each in a
+"""``slaq bench mllib``: unmodified spark.ml fits with Poisson arrivals, run as plain fits, through
+``CrossValidator(parallelism=4)`` and as a GBT-heavy sweep, under three configurations (``srlab.slaq_bench.configs``), each in a
 fresh local-cluster session, repeated with the configuration order rotated; medians reported.
 
 Per fit the figure needs when each iteration ended and its objective: both are taken passively
 (``srlab.slaq_bench.fit_timing``): breeze's per-iteration log line gives the time, the fitted model's
-``objectiveHistory`` the values. SLAQ's scheduling never sees either.
+``objectiveHistory`` the values (a GBT's line gives both: ``srlab.slaq_bench.gbt_fits``). SLAQ's scheduling
+never sees either.
 
 How each configuration scopes one fit (``FitRecorder.scope``):
 
@@ -31,17 +32,21 @@ from typing import Any
 from pyspark.ml import Estimator
 
 import slaq
+from slaq.integrations.sparkml import hyperparameters
 from slaq.live.job import LiveJob
 from slaq.live.loop import LOOP_THREAD
+from slaq.live.status_store import RETAIN_CONF, spark_jobs_by_group
 from slaq.live.storage import MB
-from slaq.metrics import mean_time_to_key, mean_times, reduction_vs
+from slaq.metrics import change_vs, mean_time_to_key, mean_times
+from slaq.names import fit_job_name
+from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split
 from slaq.sim.trace import TraceJob, outside_job
 from slaq.sim.trace import save as save_trace
-from slaq.sparkml import fit_job_name, hyperparameters
 from srlab.slaq_bench.capture_check import check_capture
 from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
 from srlab.slaq_bench.cpu import cpu_delta, session_cpu, thread_cpu_s
-from srlab.slaq_bench.fit_timing import RETAIN_CONF, IterationClock, cores_split, job_split, restore_tag, tag_thread
+from srlab.slaq_bench.fit_timing import IterationClock, cores_split, job_split, restore_tag, tag_thread
+from srlab.slaq_bench.gbt_fits import empty_model_errors, histories, is_gbt, reference_check, reference_totals
 from srlab.slaq_bench.mllib_workload import (
     DataSpec,
     FitSpec,
@@ -50,16 +55,16 @@ from srlab.slaq_bench.mllib_workload import (
     make_data,
     make_estimator,
     make_fits,
+    make_gbt_fits,
     param_map,
 )
 from srlab.slaq_bench.storage_watch import StorageWatch
 from srlab.slaq_bench.sweep import job_metrics
-from srlab.slaq_bench.trace_record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split, spark_jobs_by_group
 from srsupport.session import executor_memory, spark_session
 from srsupport.slaq_watch import FirstLossCores
 
 log = logging.getLogger("srlab.slaq_bench.mllib")
-VARIANTS = ("fits", "cv")
+VARIANTS = ("fits", "cv", "gbt")
 ATTRIBUTIONS = ("explicit", "zero-change")
 CV_PARALLELISM = 4
 CV_FOLDS = 2
@@ -75,6 +80,7 @@ class Workload:
     max_iter: int
     arrival_mean: float
     seed: int
+    gbt_fits: list[FitSpec] = field(default_factory=list)  # the gbt variant's fits (GBT and linear)
 
 
 @dataclass
@@ -85,6 +91,8 @@ class FitRecord:
     losses: list[float] = field(default_factory=list)
     job_prefix: str | None = None  # the SLAQ job name zero-change tuning gives the fit, without its "#N"
     cache_prefix: str = ""  # how its training cache RDD's name starts ("": unnamed; training_cache_prefix)
+    trees: int | None = None  # a GBT fit's: its model's trees (its losses come from the iteration clock: set_gbt_losses)
+    model: Any = None  # a GBT fit's model, for gbt_reference
 
 
 class FitRecorder:
@@ -122,14 +130,18 @@ class FitRecorder:
             record.job_prefix = zero_change_prefix(estimator, params)
             record.cache_prefix = training_cache_prefix(estimator)
             model = estimator.fit(dataset, params)
-        record.losses = objective_history(model)
+        if is_gbt(model):  # no summary: its history is the error it logged per tree (set_gbt_losses)
+            record.trees, record.model = len(model.trees), model
+        else:
+            record.losses = objective_history(model)
         return model
 
 
 def training_cache_prefix(estimator: Any) -> str:
     """How the name of a fit's training cache RDD starts: spark.ml names it ``<estimator uid>: training blocks (...)``;
-    "" for the multilayer perceptron, whose stacked data is left unnamed."""
-    return "" if type(estimator).__name__ == "MultilayerPerceptronClassifier" else f"{estimator.uid}: training "
+    "" for the multilayer perceptron, whose stacked data is left unnamed, and GBT, whose every fit names it alike."""
+    shared = ("MultilayerPerceptronClassifier", "GBTClassifier", "GBTRegressor")
+    return "" if type(estimator).__name__ in shared else f"{estimator.uid}: training "
 
 
 def zero_change_prefix(estimator: Any, params: dict[Any, Any]) -> str:
@@ -217,15 +229,20 @@ def _run_threads(targets: list[tuple[str, float, Any]]) -> float:
     return start
 
 
-def run_fits(recorder: FitRecorder, work: Workload, data: Any) -> float:
-    """Every fit of the sweep, plain ``estimator.fit(data, params)`` in a thread of its own at its arrival."""
+def run_fits(recorder: FitRecorder, work: Workload, data: Any, fits: list[FitSpec] | None = None) -> float:
+    """Every fit of the sweep (or ``fits``), plain ``estimator.fit(data, params)`` in a thread of its own at its arrival."""
     f = work.data.features
 
     def fit_one(spec: FitSpec) -> None:
         est = make_estimator(spec.family, f, work.max_iter, work.seed)
         recorder.fit(spec.name, spec.family, est, data, param_map(est, spec.family, spec.grid_index, f))
 
-    return _run_threads([(s.name, s.arrival, lambda s=s: fit_one(s)) for s in work.fits])
+    return _run_threads([(s.name, s.arrival, lambda s=s: fit_one(s)) for s in (work.fits if fits is None else fits)])
+
+
+def run_gbt(recorder: FitRecorder, work: Workload, data: Any) -> float:
+    """The GBT sweep's GBT and linear fits, each run as :func:`run_fits` runs a fit."""
+    return run_fits(recorder, work, data, work.gbt_fits)
 
 
 def run_cv(recorder: FitRecorder, work: Workload, data: Any) -> float:
@@ -242,6 +259,22 @@ def run_cv(recorder: FitRecorder, work: Workload, data: Any) -> float:
                             parallelism=CV_PARALLELISM, seed=work.seed)
         targets.append((cv_name, arrival, cv.fit))
     return _run_threads([(name, arrival, lambda fn=fn: fn(data)) for name, arrival, fn in targets])
+
+
+RUNNERS = {"fits": run_fits, "cv": run_cv, "gbt": run_gbt}
+
+
+def set_gbt_losses(recorder: FitRecorder, clock: IterationClock, empty: dict[str, float]) -> None:
+    """Each GBT fit's history: the empty model's error, then the error it logged after each tree (one per tree)."""
+    fits = {name: (r.family, r.trees) for name, r in recorder.records.items() if r.trees is not None}
+    for name, losses in histories(fits, clock.gbt_errors(), empty).items():
+        recorder.records[name].losses = losses
+
+
+def gbt_reference(recorder: FitRecorder, clock: IterationClock, data: Any, rows: int) -> dict[str, object]:
+    """The GBT fits' logged errors against their models (:func:`srlab.slaq_bench.gbt_fits.reference_check`)."""
+    models = {name: (r.family, r.model) for name, r in recorder.records.items() if r.trees is not None}
+    return reference_check(models, clock.gbt_errors(), data, rows)
 
 
 def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split: dict[str, dict[str, Any]],
@@ -328,12 +361,14 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     first_loss = FirstLossCores()
                     if scheduler.loop is not None:
                         scheduler.loop.observers.append(first_loss)
+                    empty = empty_model_errors(data) if variant == "gbt" else {}  # before the clock starts: one Spark job
                     cpu = session_cpu(sc)
                     earlier = scheduler.jobs.finished()  # held, so no new job can reuse an earlier one's id
                     seen = {id(job) for job in earlier}
                     with StorageWatch(sc) as storage:
-                        start = (run_fits if variant == "fits" else run_cv)(recorder, work, data)
+                        start = RUNNERS[variant](recorder, work, data)
                     cpu = cpu_delta(cpu, session_cpu(sc))
+                    set_gbt_losses(recorder, clock, empty)
                     before = None
                     if scheduler.loop is not None:
                         scheduler.loop.observers.remove(first_loss)
@@ -349,6 +384,8 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                         out[variant]["capture"] = capture_figures(recorder, [j for j in scheduler.jobs.finished() if id(j) not in seen])
                         out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
                                                       "cpu_s": round(thread_cpu_s(LOOP_THREAD) - loop_cpu, 2)}
+                    if variant == "gbt":  # Spark jobs of its own, after everything above was measured
+                        out[variant]["gbt_reference"] = gbt_reference(recorder, clock, data, work.data.rows)
             finally:
                 clock.close()
             data.unpersist()
@@ -482,7 +519,8 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
                               "arrival_mean_s": work.arrival_mean, "max_iter": work.max_iter, "rows": work.data.rows,
                               "features": work.data.features, "partitions": work.data.partitions, "seed": work.seed,
                               "master": master, "executor_memory_mb": executor_memory_mb, "epoch_s": epoch, "repeats": repeats, "attribution": attribution,
-                              "cv": {"parallelism": CV_PARALLELISM, "folds": CV_FOLDS}, "warmup_s": warmup_s},
+                              "cv": {"parallelism": CV_PARALLELISM, "folds": CV_FOLDS},
+                              "gbt": {"fits": len(work.gbt_fits), "families": sorted({f.family for f in work.gbt_fits})}, "warmup_s": warmup_s},
                  "variants": {}}
     for variant in variants:
         per_config = {c: [run[c][variant] for run in runs] for c in configs}
@@ -490,12 +528,14 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         v: dict = {"median": medians,
                    "per_repeat": {c: [{k: s[k] for k in s if k not in ("fits", "trace_jobs", "outside_spark_jobs")} for s in per_config[c]] for c in configs},
                    "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs]),
-                   "capture": capture_totals([run[c][variant] for run in runs for c in configs])}
+                   "capture": capture_totals([run[c][variant] for run in runs for c in configs]),
+                   "gbt_reference": reference_totals([run[c][variant]["gbt_reference"] for run in runs for c in configs
+                                                      if "gbt_reference" in run[c][variant]])}
         for c in configs:
             if c != STOCK and STOCK in medians:
-                v[f"{c}_vs_stock"] = reduction_vs(medians[c], medians[STOCK])
+                v[f"{c}_vs_stock"] = change_vs(medians[c], medians[STOCK])
         if "slaq" in medians and "fair" in medians:
-            v["slaq_vs_fair"] = reduction_vs(medians["slaq"], medians["fair"])
+            v["slaq_vs_fair"] = change_vs(medians["slaq"], medians["fair"])
         v["last_repeat_fits"] = {c: runs[-1][c][variant]["fits"] for c in configs}
         out["variants"][variant] = v
     if record_trace is not None:
@@ -504,7 +544,7 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
 
 
 def headline(result: dict) -> list[str]:
-    """Human-readable lines: mean time to 90% per configuration and SLAQ's reduction vs stock."""
+    """Human-readable lines: mean time to 90% per configuration and SLAQ's change vs stock (negative: less time)."""
     lines = []
     key = mean_time_to_key(0.9)
     for variant, v in result["variants"].items():
@@ -518,17 +558,23 @@ def headline(result: dict) -> list[str]:
                          f"{m['storage']['storage_memory_capacity_mb']:.0f} MB, cached on disk peak {m['storage']['cached_on_disk_peak_mb']:.0f} MB")
             lines.append(line)
         if "slaq_vs_stock" in v:
-            lines.append(f"{variant:>4} SLAQ vs stock Spark FAIR, time to 90%: {v['slaq_vs_stock'].get('time_to_90pct_reduction', 0):+.1%}")
+            lines.append(f"{variant:>4} SLAQ vs stock Spark FAIR, time to 90%: {v['slaq_vs_stock'].get('time_to_90pct_change', 0):+.1%}")
         o = v["objectives"]
         lines.append(f"{variant:>4} final objectives: max relative difference {o['max_relative_difference']:.3g} ({o['fit']})")
         if v.get("capture"):
             c = v["capture"]
             lines.append(f"{variant:>4} SLAQ's captured histories: {c['lost_iterations']} of {c['iterations']} iterations lost, "
                          f"{c['misattributed_iterations']} misattributed")
+        if v.get("gbt_reference"):
+            g = v["gbt_reference"]
+            values = f"{g['values_off']} off their recomputation" if g["values_checked"] else "values not recomputed (too many rows)"
+            lines.append(f"{variant:>4} GBT training errors logged: one per tree of {g['trees']} trees, {values}")
     return lines
 
 
-def make_workload(fits: int, arrival_mean: float, seed: int, max_iter: int, rows: int, features: int, partitions: int) -> Workload:
+def make_workload(fits: int, arrival_mean: float, seed: int, max_iter: int, rows: int, features: int, partitions: int,
+                  gbt_fits: int = 8) -> Workload:
     if max_iter < 2 or rows < 1 or features < 1 or partitions < 1:
         raise ValueError("max-iter must be >= 2 and rows, features, partitions >= 1")
-    return Workload(make_fits(fits, arrival_mean, seed), DataSpec(rows, features, partitions, seed), max_iter, arrival_mean, seed)
+    return Workload(make_fits(fits, arrival_mean, seed), DataSpec(rows, features, partitions, seed), max_iter, arrival_mean, seed,
+                    make_gbt_fits(gbt_fits, arrival_mean, seed))

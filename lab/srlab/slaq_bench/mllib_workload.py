@@ -1,4 +1,4 @@
-"""The spark.ml sweep the ``slaq bench mllib`` figure runs: which fits, with which hyperparameters,
+"""The spark.ml sweeps ``slaq bench mllib`` runs: which fits, with which hyperparameters,
 arriving when, on what data. Pure description plus the two builders that touch Spark (the cached
 data set and the estimators); running and timing them is ``srlab.slaq_bench.mllib``.
 """
@@ -21,7 +21,19 @@ GRIDS: dict[str, tuple[dict[str, Any], ...]] = {
     "mlp": ({"hidden": 8}, {"hidden": 16}),
 }
 FAMILIES = tuple(GRIDS)
-REGRESSION = {"linreg"}
+# The GBT sweep (variant ``gbt``): gradient-boosted trees of different depth and step size, each with its own
+# number of trees (``trees``: maxIter, capped by the sweep's max_iter), beside linear fits drawn from GRIDS.
+# Two GBT fits arrive for every linear one. Depth sets a tree's cost, step size how fast the loss falls: loss
+# curves of different shape and cost, which is what SLAQ schedules on.
+GBT_GRIDS: dict[str, tuple[dict[str, Any], ...]] = {
+    "gbt-c": ({"maxDepth": 3, "stepSize": 0.1, "trees": 40}, {"maxDepth": 5, "stepSize": 0.3, "trees": 20},
+              {"maxDepth": 3, "stepSize": 0.05, "trees": 30}, {"maxDepth": 5, "stepSize": 0.1, "trees": 30}),
+    "gbt-r": ({"maxDepth": 5, "stepSize": 0.1, "trees": 30}, {"maxDepth": 3, "stepSize": 0.3, "trees": 20},
+              {"maxDepth": 5, "stepSize": 0.05, "trees": 40}, {"maxDepth": 3, "stepSize": 0.1, "trees": 30}),
+}
+GBT_FAMILIES = tuple(GBT_GRIDS)
+GBT_LINEAR = ("lr-l2", "svc", "lr-l1")  # the linear fits beside them, cycling
+REGRESSION = {"linreg", "gbt-r"}
 
 
 @dataclass(frozen=True)
@@ -42,16 +54,34 @@ class DataSpec:
 
 def make_fits(fits: int, arrival_mean: float, seed: int) -> list[FitSpec]:
     """``fits`` fits cycling through the families and their grids, with Poisson arrivals."""
-    if fits < 1 or arrival_mean < 0:
-        raise ValueError(f"need at least one fit and a non-negative mean arrival gap; got {fits} fits, {arrival_mean} s")
-    gaps = np.random.default_rng(seed).exponential(arrival_mean, size=fits) if arrival_mean > 0 else np.zeros(fits)
-    gaps[0] = 0.0
-    arrivals = np.cumsum(gaps)
+    arrivals = _poisson(fits, arrival_mean, seed)
     out = []
     for i in range(fits):
         family = FAMILIES[i % len(FAMILIES)]
-        out.append(FitSpec(f"{family}-{i:02d}", family, (i // len(FAMILIES)) % len(GRIDS[family]), round(float(arrivals[i]), 3)))
+        out.append(FitSpec(f"{family}-{i:02d}", family, (i // len(FAMILIES)) % len(GRIDS[family]), arrivals[i]))
     return out
+
+
+def make_gbt_fits(gbt: int, arrival_mean: float, seed: int) -> list[FitSpec]:
+    """``gbt`` GBT fits (classifier and regressor alternating, each through its grid) and ``gbt // 2`` linear
+    fits (:data:`GBT_LINEAR`), in the order GBT, GBT, linear, ..., with Poisson arrivals."""
+    out, counts = [], {"gbt": 0, "linear": 0}
+    for i, arrival in enumerate(_poisson(gbt + gbt // 2, arrival_mean, seed)):
+        kind = "linear" if i % 3 == 2 else "gbt"
+        families, grids = (GBT_LINEAR, GRIDS) if kind == "linear" else (GBT_FAMILIES, GBT_GRIDS)
+        k, counts[kind] = counts[kind], counts[kind] + 1
+        family = families[k % len(families)]
+        out.append(FitSpec(f"{family}-{i:02d}", family, (k // len(families)) % len(grids[family]), arrival))
+    return out
+
+
+def _poisson(n: int, mean: float, seed: int) -> list[float]:
+    """``n`` arrival times (s) with exponential gaps of ``mean``, the first at 0."""
+    if n < 1 or mean < 0:
+        raise ValueError(f"need at least one fit and a non-negative mean arrival gap; got {n} fits, {mean} s")
+    gaps = np.random.default_rng(seed).exponential(mean, size=n) if mean > 0 else np.zeros(n)
+    gaps[0] = 0.0
+    return [round(float(a), 3) for a in np.cumsum(gaps)]
 
 
 def cv_groups(fits: list[FitSpec], arrival_mean: float, seed: int) -> list[tuple[str, str, list[int], float]]:
@@ -86,8 +116,8 @@ def make_data(spark: Any, spec: DataSpec) -> Any:
 
 def make_estimator(family: str, features: int, max_iter: int, seed: int) -> Any:
     """The family's stock spark.ml estimator (hyperparameters come from :func:`param_map`)."""
-    from pyspark.ml.classification import LinearSVC, LogisticRegression, MultilayerPerceptronClassifier
-    from pyspark.ml.regression import LinearRegression
+    from pyspark.ml.classification import GBTClassifier, LinearSVC, LogisticRegression, MultilayerPerceptronClassifier
+    from pyspark.ml.regression import GBTRegressor, LinearRegression
 
     if family in ("lr-l2", "lr-l1"):
         return LogisticRegression(maxIter=max_iter)
@@ -97,11 +127,20 @@ def make_estimator(family: str, features: int, max_iter: int, seed: int) -> Any:
         return LinearSVC(maxIter=max_iter)
     if family == "mlp":
         return MultilayerPerceptronClassifier(maxIter=max_iter, layers=[features, 8, 2], seed=seed)
-    raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    if family == "gbt-c":
+        return GBTClassifier(maxIter=max_iter, seed=seed)
+    if family == "gbt-r":
+        return GBTRegressor(maxIter=max_iter, labelCol="y", seed=seed)
+    raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILIES + GBT_FAMILIES)}")
 
 
 def param_map(estimator: Any, family: str, grid_index: int, features: int) -> dict[Any, Any]:
-    """The grid entry as a spark.ml ParamMap of ``estimator`` (what CrossValidator's grid holds)."""
+    """The grid entry as a spark.ml ParamMap of ``estimator`` (what CrossValidator's grid holds); a GBT entry's
+    trees are capped by the estimator's maxIter (the sweep's)."""
+    if family in GBT_GRIDS:
+        entry = dict(GBT_GRIDS[family][grid_index])
+        entry["maxIter"] = min(entry.pop("trees"), estimator.getMaxIter())
+        return {estimator.getParam(k): v for k, v in entry.items()}
     entry = GRIDS[family][grid_index]
     if family == "mlp":
         return {estimator.layers: [features, entry["hidden"], 2]}

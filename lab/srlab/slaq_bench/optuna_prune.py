@@ -9,7 +9,7 @@ param points drawn from the seed (``regParam`` log-uniform in [1e-4, 1], ``elast
 ``iterations·(s+1)`` L-BFGS iterations (spark.ml has no warm start) and reports the validation log
 loss. ``n_jobs`` trials run at once. Configurations:
 
-* ``slaq``: SLAQ on (each trial a SLAQ job, :mod:`slaq.optuna.trials`) with :class:`slaq.optuna.Pruner`;
+* ``slaq``: SLAQ on (each trial a SLAQ job, :mod:`slaq.integrations.optuna.trials`) with :class:`slaq.optuna.Pruner`;
 * ``median``: SLAQ off, each trial in a FAIR pool of its own (stock Spark), ``MedianPruner()``;
 * ``none``: SLAQ off, the same pools, no pruner;
 * ``slaq-nopruner`` (opt-in): SLAQ on, no pruner: SLAQ's scheduling alone.

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from slaq.live.status_store import scala_list
 from slaq.live.storage import MB
-from srlab.slaq_bench.fit_timing import scala_list
 
 
 class StorageWatch:

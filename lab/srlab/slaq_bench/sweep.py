@@ -20,11 +20,12 @@ import numpy as np
 
 import slaq
 from slaq.live.loop import LOOP_THREAD
+from slaq.live.status_store import RETAIN_CONF, spark_jobs_by_group
 from slaq.metrics import THRESHOLDS, mean_times, time_to_key, time_to_reduction
 from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
+from slaq.sim.record import RunJob, busy_cores, phases_of
 from srlab.slaq_bench.configs import STOCK, session_conf, stock_pool
 from srlab.slaq_bench.cpu import thread_cpu_s
-from srlab.slaq_bench.trace_record import RETAIN_CONF, RunJob, busy_cores, phases_of, spark_jobs_by_group
 from srsupport.session import spark_session
 
 log = logging.getLogger("slaq.sweep")
@@ -104,7 +105,7 @@ def run_policy(policy: str, sweep: list[SweepJob], master: str, epoch: float, pa
     """Run the whole sweep under ``policy`` (a configuration of ``srlab.slaq_bench.configs``: ``slaq``, ``fair``
     or ``stock``) in a fresh Spark session; returns per-job metrics. ``partitions=None``:
     :func:`default_partitions` of the session. ``progress`` gets a line every 10 s; ``record`` adds each
-    job's phases (``"trace_jobs"``: :class:`~srlab.slaq_bench.trace_record.RunJob`) for a trace."""
+    job's phases (``"trace_jobs"``: :class:`~slaq.sim.record.RunJob`) for a trace."""
     conf = (extra_conf or {}) | session_conf(policy, epoch) | (RETAIN_CONF if record else {})
     with spark_session(f"slaq-sweep-{policy}", master, conf, executors) as spark:
         return _run_sweep(spark, policy, sweep, epoch, partitions, rows, features, bucket, progress, record)

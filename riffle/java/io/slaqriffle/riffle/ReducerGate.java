@@ -30,6 +30,11 @@ final class ReducerGate {
     this.graph = graph;
   }
 
+  /** Shuffles whose reducers are held now. */
+  int heldCount() {
+    return held.size();
+  }
+
   void setTimeout(double seconds) {
     timeoutNanos = (long) (seconds * 1e9);
   }

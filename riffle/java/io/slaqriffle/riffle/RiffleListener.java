@@ -210,6 +210,11 @@ final class RiffleListener extends SparkListener implements CleanerListener {
   public void checkpointCleaned(long rddId) {}
 
   /** Reduce partitions of a mergeable shuffle (-1 when unknown). */
+  /** Mergeable shuffles whose reduce partitions are kept until they settle. */
+  int tracked() {
+    return partitions.size();
+  }
+
   int partitions(int shuffle) {
     return partitions.getOrDefault(shuffle, -1);
   }

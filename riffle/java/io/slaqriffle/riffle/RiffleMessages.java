@@ -53,13 +53,22 @@ public final class RiffleMessages {
   public record Commit(int shuffle, List<MergeGroup> groups) implements Messages.Message {}
 
   /**
-   * One shuffle as the merge scheduler saw it: {@code state} merging, settled or unmerged (never held; {@code reason} says why);
-   * {@code groupsFellBack} counts unmerged groups by cause; {@code cleaned} once Spark cleaned it up (its outcome stays).
+   * One shuffle as the merge scheduler saw it: {@code state} merging or settled ({@code reason}: why its reducers were released);
+   * {@code groupsFellBack} counts unmerged groups by cause; {@code cleaned} once Spark cleaned it up (its outcome stays). Of its
+   * {@code outputs} (map outputs seen), {@code outputsUnmerged} counts those a settled one left unmerged by cause
+   * ({@code names.output_causes}) and {@code unmergedWhy} says so in words (empty when every output merged).
    */
   @JsonTypeName("riffle_shuffle")
   public record RiffleShuffle(int shuffle, int stage, String name, int maps, int reducers, String policy, String state, int groupsMerged,
       Map<String, Integer> groupsFellBack, long bytesMerged, long blocksUnmerged, long blocksMerged, double gateWaitSeconds, String reason,
-      boolean cleaned) implements Messages.Message {}
+      boolean cleaned, int outputs, Map<String, Integer> outputsUnmerged, String unmergedWhy) implements Messages.Message {}
+
+  /**
+   * The shuffles never held for one {@code cause} ({@link RiffleNames#NOT_HELD_CAUSES}), summarized instead of listed: how many,
+   * the ids of the latest ({@link RiffleNames#MAX_UNMERGED_LATEST}, oldest first), and the latest one's stage, name and why.
+   */
+  @JsonTypeName("riffle_unmerged")
+  public record RiffleUnmerged(String cause, int shuffles, List<Integer> latest, int stage, String name, String reason) implements Messages.Message {}
 
   /** One merger daemon: its health as the driver sees it, its queue at the last status call, and what its merges came to. */
   @JsonTypeName("riffle_merger")
@@ -78,5 +87,6 @@ public final class RiffleMessages {
 
   /** The Riffle tab's whole model, pushed by the Python merge scheduler: one serialisable object. */
   @JsonTypeName("riffle_status")
-  public record RiffleStatus(double t, List<RiffleShuffle> shuffles, List<RiffleMerger> mergers, RiffleTotals totals) implements Messages.Message {}
+  public record RiffleStatus(double t, List<RiffleShuffle> shuffles, List<RiffleUnmerged> unmerged, List<RiffleMerger> mergers, RiffleTotals totals)
+      implements Messages.Message {}
 }

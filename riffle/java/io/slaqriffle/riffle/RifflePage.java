@@ -3,6 +3,7 @@ package io.slaqriffle.riffle;
 import io.slaqriffle.seam.Html;
 import io.slaqriffle.seam.TabPage;
 import io.slaqriffle.seam.TabView;
+import io.slaqriffle.seam.Words;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -37,8 +38,10 @@ final class RifflePage {
     b.append(TabPage.reloadScript(refreshSeconds));
     long cleaned = s.shuffles().stream().filter(RiffleMessages.RiffleShuffle::cleaned).count();
     b.append(String.format(Locale.ROOT, "<p id=\"riffle-listed\">Listed below: %d of the %d shuffles seen (every merging one and the latest "
-        + "finished ones, in the order seen), %d of them cleaned up by Spark since: a cleaned shuffle keeps its row and outcome.</p>",
-        s.shuffles().size(), t.shuffles(), cleaned));
+        + "settled ones, in the order seen), %d of them cleaned up by Spark since: a cleaned shuffle keeps its row and outcome. "
+        + "%s never held %s counted by cause in the table after it, not listed.</p>",
+        s.shuffles().size(), t.shuffles(), cleaned, Words.counted(RiffleStatus.sum(t.unmerged()), "shuffle"),
+        RiffleStatus.sum(t.unmerged()) == 1 ? "is" : "are"));
     b.append(Html.tableStart("Shuffles", "riffle-shuffles"))
         .append("<th>Shuffle</th><th>Stage</th><th>Maps</th><th>Reducers</th><th>Merge policy</th><th>State</th><th>Groups merged</th>")
         .append("<th title=\"groups left unmerged, by cause\">Groups fell back</th>");
@@ -52,10 +55,12 @@ final class RifflePage {
               + "<td style=\"overflow-wrap:anywhere\">%d: %s</td><td>%d</td><td>%d</td><td>%s</td><td>%s%s</td><td>%d</td><td>%s</td>",
           r.shuffle(), Html.escape(r.state()), r.cleaned(), r.shuffle(), r.stage(), Html.name(r.name()), r.maps(), r.reducers(),
           Html.escape(r.policy()), Html.escape(r.state()), r.cleaned() ? CLEANED : "", r.groupsMerged(), fellBack(r.groupsFellBack())));
-      b.append(String.format(Locale.ROOT, "<td>%s</td><td>%d</td><td>%d</td><td>%.3f</td><td style=\"overflow-wrap:anywhere\">%s</td></tr>",
-          bytes(r.bytesMerged()), r.blocksUnmerged(), r.blocksMerged(), r.gateWaitSeconds(), Html.escape(r.reason())));
+      b.append(String.format(Locale.ROOT, "<td>%s</td><td>%d</td><td>%d</td><td>%.3f</td><td style=\"overflow-wrap:anywhere\">%s%s</td></tr>",
+          bytes(r.bytesMerged()), r.blocksUnmerged(), r.blocksMerged(), r.gateWaitSeconds(), Html.escape(r.reason()),
+          r.unmergedWhy().isEmpty() ? "" : "<br><span class=\"riffle-outputs-unmerged\">" + Html.escape(r.unmergedWhy()) + "</span>"));
     }
     b.append("</tbody></table>");
+    b.append(neverHeld(s.unmerged()));
     b.append(Html.tableStart("Mergers", "riffle-mergers"))
         .append("<th>Merger</th><th>Health</th><th>Queued</th><th>Running</th><th>Merges done</th><th>Failed</th><th>Cancelled</th>")
         .append(Html.HEAD_END);
@@ -67,6 +72,29 @@ final class RifflePage {
     }
     b.append("</tbody></table><h4>Blocks fetched saved per shuffle</h4>").append(savedChart(s.shuffles())).append("</div>");
     return b.toString();
+  }
+
+  /**
+   * The shuffles never held, one row per cause: how many, the latest ids and the latest one's stage and why. An application's
+   * own tiny shuffles may all be such (spark.ml's of JVM objects are unsafe to merge); one row each, they would bury the rest.
+   */
+  static String neverHeld(List<RiffleMessages.RiffleUnmerged> summaries) {
+    StringBuilder b = new StringBuilder(Html.tableStart("Shuffles never held, by cause", "riffle-unmerged"))
+        .append("<th>Cause</th><th>Shuffles</th><th title=\"the ids of the latest, oldest first\">Latest</th>")
+        .append("<th title=\"the latest one's map stage\">Latest stage</th><th title=\"why the latest one was never held\">Why</th>")
+        .append(Html.HEAD_END);
+    for (RiffleMessages.RiffleUnmerged u : summaries) {
+      StringBuilder latest = new StringBuilder();
+      for (int id : u.latest()) {
+        latest.append(latest.length() == 0 ? "" : ", ").append(id);
+      }
+      b.append(String.format(Locale.ROOT,
+          "<tr class=\"riffle-unmerged\" data-cause=\"%s\" data-shuffles=\"%d\"><td>%s</td><td>%d</td><td>%s</td>"
+              + "<td style=\"overflow-wrap:anywhere\">%d: %s</td><td style=\"overflow-wrap:anywhere\">%s</td></tr>",
+          Html.escape(u.cause()), u.shuffles(), Html.escape(u.cause().replace('_', ' ')), u.shuffles(), latest, u.stage(), Html.name(u.name()),
+          Html.escape(u.reason())));
+    }
+    return b.append("</tbody></table>").toString();
   }
 
   /** One bar per shuffle (the latest {@link #CHART_SHUFFLES}): blocks its reducers did not fetch thanks to merging. */

@@ -20,7 +20,7 @@ import java.util.function.ToDoubleFunction;
  */
 public final class RiffleStatus {
   static final RiffleMessages.RiffleStatus EMPTY =
-      new RiffleMessages.RiffleStatus(0.0, List.of(), List.of(), new RiffleMessages.RiffleTotals(0, 0, 0, 0, Map.of(), 0, Map.of(), 0L, 0L, 0L, 0.0));
+      new RiffleMessages.RiffleStatus(0.0, List.of(), List.of(), List.of(), new RiffleMessages.RiffleTotals(0, 0, 0, 0, Map.of(), 0, Map.of(), 0L, 0L, 0L, 0.0));
 
   private volatile RiffleMessages.RiffleStatus latest = EMPTY;
   private final AtomicBoolean summarized = new AtomicBoolean();
@@ -32,7 +32,7 @@ public final class RiffleStatus {
    * log): so {@code t} is when the model last changed, here and in the History Server alike.
    */
   public synchronized void publish(String riffleStatusJson) {
-    RiffleDelta delta = RiffleDelta.between(latest, Messages.decode(riffleStatusJson, RiffleMessages.RiffleStatus.class));
+    RiffleDelta delta = RiffleDelta.between(latest, RiffleBounds.bounded(Messages.decode(riffleStatusJson, RiffleMessages.RiffleStatus.class)));
     if (delta != null) {
       record(delta);
       recorded.accept(delta);
@@ -44,15 +44,18 @@ public final class RiffleStatus {
     recorded = consumer;
   }
 
-  /** Applies one change: the one path into the model, from the live driver's {@link #publish} and the History Server's replay. */
+  /**
+   * Applies one change: the one path into the model, from the live driver's {@link #publish} and the History Server's replay,
+   * held to {@link RiffleBounds} whatever the change says (a logged one may be forged).
+   */
   synchronized void record(RiffleDelta delta) {
-    latest = delta.applyTo(latest);
+    latest = RiffleBounds.bounded(delta.applyTo(latest));
   }
 
   /** The model whose {@link #report} is {@code saved} (the History Server's, kept in its store). */
   static RiffleStatus restored(RiffleMessages.RiffleStatus saved) {
     RiffleStatus s = new RiffleStatus();
-    s.latest = saved;
+    s.latest = RiffleBounds.bounded(saved);
     return s;
   }
 

@@ -1,5 +1,7 @@
 package io.slaqriffle.riffle;
 
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.MetricRegistry;
 import io.slaqriffle.seam.Backstop;
 import io.slaqriffle.seam.Feature;
 import io.slaqriffle.seam.Features;
@@ -16,6 +18,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.IntSupplier;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.Pool;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
@@ -81,7 +84,16 @@ public final class RiffleTracker implements Shim.FailOpen {
     SparkHooks.attachCleanerListener(sc, listener);
     SparkHooks.attachTab(sc, ui -> new StatusTab<>(ui, RifflePage.VIEW, status));
     status.onRecorded(delta -> SparkHooks.postEvent(sc, TabEvent.of(TAB, delta)));
-    SparkHooks.registerSource(sc, "riffle", status.metrics());
+    MetricRegistry metrics = status.metrics();
+    gauge(metrics, "driver.shufflesHeld", this::heldShuffles);
+    gauge(metrics, "driver.shufflesTracked", this::trackedShuffles);
+    gauge(metrics, "driver.stagesTracked", this::trackedStages);
+    gauge(metrics, "driver.eventsPending", this::pendingEvents);
+    SparkHooks.registerSource(sc, "riffle", metrics);
+  }
+
+  private static void gauge(MetricRegistry r, String name, IntSupplier value) {
+    r.register(name, (Gauge<Double>) () -> (double) value.getAsInt());
   }
 
   /** The tracker of {@code sc}, created (and its listener registered) on first use; the Python bridge calls this. */
@@ -128,6 +140,27 @@ public final class RiffleTracker implements Shim.FailOpen {
     if (ts != null) {
       SparkScheduler.reviveOffers(ts);
     }
+  }
+
+  // ---------------------------------------------------------------- the driver's own state (the driver.* gauges)
+  /** Shuffles whose reducers the gate holds now. */
+  public int heldShuffles() {
+    return gate.heldCount();
+  }
+
+  /** Mergeable shuffles this driver tracks until the merge scheduler settles them (their reducers' partitions). */
+  public int trackedShuffles() {
+    return listener.tracked();
+  }
+
+  /** Entries of the stage graph: the running jobs' stages and the shuffles they write and read (none once all ended). */
+  public int trackedStages() {
+    return graph.size();
+  }
+
+  /** Events queued for the merge scheduler, not drained yet (bounded: the oldest dropped past {@code MAX_PENDING_EVENTS}). */
+  public int pendingEvents() {
+    return events.pending();
   }
 
   /** Why merging cannot work on this Spark, or null when it can. */

@@ -21,6 +21,11 @@ final class StageGraph {
   private final Map<Integer, int[]> jobStages = new HashMap<>(); // running job -> its stages
   private final Map<Integer, Integer> users = new HashMap<>(); // stage -> running jobs using it
 
+  /** Entries in all four maps (the driver's state for the running jobs' stages: none once every job ended). */
+  synchronized int size() {
+    return writes.size() + reads.size() + jobStages.size() + users.size();
+  }
+
   synchronized void jobStarted(int jobId, List<StageInfo> stages) {
     for (StageInfo info : stages) {
       if (info.shuffleDepId().isDefined()) {

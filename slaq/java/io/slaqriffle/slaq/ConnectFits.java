@@ -36,7 +36,7 @@ final class ConnectFits {
   private static final String JOB_TAGS = "spark.job.tags";  // SparkContext.SPARK_JOB_TAGS (public since 3.5)
   private static final int MAX_OTHER_OPERATIONS = 4096;
   private static final int MAX_PENDING_FITS = 4096;  // fits opened or ended and not yet polled (bounded like every outbox)
-  /** slaq.sparkml.MAX_NAME: characters of a job name's params, before its suffix. */
+  /** slaq.names.MAX_NAME: characters of a job name's params, before its suffix. */
   static final int MAX_NAME = 160;
 
   private final SparkContext sc;
@@ -131,7 +131,7 @@ final class ConnectFits {
 
   /**
    * {@code LogisticRegression[maxIter=10,regParam=0.1]@<operation id>}: the name a classic fit's job gets
-   * ({@code slaq.sparkml.fit_job_name}: the estimator's class name and its explicitly set params but the
+   * ({@code slaq.names.fit_job_name}: the estimator's class name and its explicitly set params but the
    * column ones, sorted, each value as Python writes it, the list cut at {@link #MAX_NAME} characters),
    * with the Connect operation's id in place of the classic sequence number: unique without a counter
    * shared with the driver's Python, and the id Spark Connect's own UI and log show.
@@ -148,7 +148,7 @@ final class ConnectFits {
         + operationId;
   }
 
-  /** A param's value as slaq.sparkml's {@code _format_value} writes the same Python value (a float as {@code %g}). */
+  /** A param's value as slaq.names's {@code _format_value} writes the same Python value (a float as {@code %g}). */
   static String pythonText(Object value) {
     if (value instanceof Double || value instanceof Float) {
       return pythonG(((Number) value).doubleValue());
@@ -176,7 +176,7 @@ final class ConnectFits {
     return d.stripTrailingZeros().toPlainString();
   }
 
-  /** slaq.sparkml.one_line: runs of whitespace become one space; cut to {@code limit} characters, the last an ellipsis. */
+  /** slaq.names.one_line: runs of whitespace become one space; cut to {@code limit} characters, the last an ellipsis. */
   static String oneLine(String text, int limit) {
     String t = String.join(" ", text.trim().split("\\s+"));
     return t.length() <= limit ? t : t.substring(0, limit - 1) + "\u2026";

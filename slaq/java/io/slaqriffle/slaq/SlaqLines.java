@@ -1,6 +1,7 @@
 package io.slaqriffle.slaq;
 
 import io.slaqriffle.seam.Html;
+import io.slaqriffle.seam.Words;
 import java.util.Locale;
 
 /**
@@ -25,18 +26,20 @@ final class SlaqLines {
       reachedTargets += j.secondsToTarget() >= 0 ? 1 : 0;
     }
     StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
-        "SLAQ summary: %d jobs, %s; mean time to 90%% of the loss reduction: %s (%d jobs)", s.jobs().size(),
-        targets == 0 ? "no targets" : String.format(Locale.ROOT, "%d of %d targets reached", reachedTargets, targets),
-        seconds(s.reachedNinety() > 0 ? s.meanSecondsToNinety() : -1, "n/a"), s.reachedNinety()));
+        "SLAQ summary: %s, %s; mean time to 90%% of the loss reduction: %s (%s)", Words.counted(s.jobs().size(), "job"),
+        targets == 0 ? "no targets" : String.format(Locale.ROOT, "%d of %s reached", reachedTargets, Words.counted(targets, "target")),
+        seconds(s.reachedNinety() > 0 ? s.meanSecondsToNinety() : -1, "n/a"), Words.counted(s.reachedNinety(), "job")));
     int shown = 0;
     for (SlaqMessages.SlaqJobSummary j : s.jobs()) {
       if (shown++ == SUMMARY_JOBS) {
-        b.append(String.format(Locale.ROOT, "%n  ... %d more jobs", s.jobs().size() - SUMMARY_JOBS));
+        b.append(String.format(Locale.ROOT, "%n  ... %s", Words.counted(s.jobs().size() - SUMMARY_JOBS, "more job")));
         break;
       }
       String target = j.target().isEmpty() ? "no target" : "time to target (" + Html.plain(j.target()) + ") " + seconds(j.secondsToTarget(), "not reached");
-      b.append(String.format(Locale.ROOT, "%n  %s: %s, time to 90%% %s, %.1f core-seconds allocated (%.1f%% of all)", Html.plain(j.job()),
-          target, seconds(j.secondsToNinety(), "not reached"), j.coreSeconds(), 100 * j.share()));
+      // a job that reported no loss has no reduction to reach 90% of: say so, not that it fell short
+      String ninety = j.iterations() == 0 ? "no loss reported" : "time to 90% " + seconds(j.secondsToNinety(), "not reached");
+      b.append(String.format(Locale.ROOT, "%n  %s: %s, %s, %.1f core-seconds allocated (%.1f%% of all)", Html.plain(j.job()),
+          target, ninety, j.coreSeconds(), 100 * j.share()));
     }
     return b.toString();
   }
@@ -74,7 +77,7 @@ final class SlaqLines {
 
   /** "N jobs", or for an epoch at {@link SlaqBounds#MAX_EPOCH_JOBS} that more may be running than it lists. */
   static String jobCount(SlaqMessages.EpochStatus s) {
-    return s.jobs().size() < SlaqBounds.MAX_EPOCH_JOBS ? s.jobs().size() + " jobs"
+    return s.jobs().size() < SlaqBounds.MAX_EPOCH_JOBS ? Words.counted(s.jobs().size(), "job")
         : String.format(Locale.ROOT, "%d jobs listed (the longest-running; more may be running)", s.jobs().size());
   }
 }

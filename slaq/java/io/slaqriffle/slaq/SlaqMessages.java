@@ -45,10 +45,13 @@ public final class SlaqMessages {
   @JsonTypeName("epoch_status")
   public record EpochStatus(long epoch, double t, String policy, double capacity, List<JobStatus> jobs, List<JobStatus> finished) implements Messages.Message {}
 
-  /** One job over the whole application: its target, time to target and to 90% of its loss reduction from its latest row (-1: none), its core-seconds and their share. */
+  /**
+   * One job over the whole application: its target, time to target and to 90% of its loss reduction from its latest row
+   * (-1: none), its core-seconds and their share, and the losses it reported (0: none, so it has no time to 90% to reach).
+   */
   @JsonTypeName("slaq_job_summary")
-  public record SlaqJobSummary(String job, String target, double secondsToTarget, double secondsToNinety, double coreSeconds, double share)
-      implements Messages.Message {}
+  public record SlaqJobSummary(String job, String target, double secondsToTarget, double secondsToNinety, double coreSeconds, double share,
+      int iterations) implements Messages.Message {}
 
   /** What SLAQ did over the application (logged once at its end): per job, and the mean time to 90% over the jobs that reached it. */
   @JsonTypeName("slaq_summary")

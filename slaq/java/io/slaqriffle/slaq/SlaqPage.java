@@ -46,10 +46,13 @@ final class SlaqPage {
     for (int i = 0; i < jobs.size(); i++) {
       number.put(jobs.get(i), i);
     }
-    b.append(Html.tableStart("Jobs", "slaq-jobs"))
+    // The table fits the window: a long name breaks anywhere (a name without spaces would widen the table past it), and a
+    // window too narrow for the figures scrolls the table, not the page.
+    b.append(Html.tableStart("Jobs", "slaq-jobs").replace("<table ", "<div id=\"slaq-jobs-box\" style=\"overflow-x:auto\"><table "))
         .append("<th title=\"the job's number and line style in the charts\">#</th><th>Job</th>")
         .append("<th title=\"a tuning candidate's param map and fold, or the tuner's refit on the best param map\">Tuning</th>")
-        .append("<th>State</th><th title=\"why the job got its share this epoch (see below)\">Why</th><th>Iterations</th><th>Loss</th>")
+        .append("<th>State</th><th title=\"why the job got its share this epoch (see below)\">Why</th><th>Iterations</th>")
+        .append("<th title=\"").append(LOSS_DEFINITION).append("\">Loss</th>")
         .append("<th title=\"").append(NORMALIZED_DEFINITION).append("\">Normalized loss</th>")
         .append("<th title=\"").append(GAIN_DEFINITION).append("\">Predicted gain</th>")
         .append("<th>Cores allocated</th><th title=\"cores the job's tasks ran on over the last epoch\">Cores used</th>")
@@ -59,14 +62,14 @@ final class SlaqPage {
     for (Group g : groups(rows)) {
       if (!g.name.isEmpty()) {
         b.append(String.format(Locale.ROOT,
-            "<tr class=\"slaq-group\" data-group=\"%s\"><th colspan=\"15\">%s &middot; %d fits</th></tr>",
-            escape(g.name), Html.name(g.name), g.rows.size()));
+            "<tr class=\"slaq-group\" data-group=\"%s\"><th colspan=\"15\" style=\"%s\">%s &middot; %d fits</th></tr>",
+            escape(g.name), BREAK_ANYWHERE, Html.name(g.name), g.rows.size()));
       }
       for (SlaqMessages.JobStatus j : g.rows) {
         b.append(row(j, number.get(j.job())));
       }
     }
-    b.append("</tbody></table>");
+    b.append("</tbody></table></div>");
     b.append("<h4>Normalized loss over time</h4>").append(SlaqCharts.lossChart(history, report.finished(), jobs))
         .append("<h4>Cores allocated over time</h4>").append(SlaqCharts.allocationChart(history, jobs))
         .append("<div id=\"slaq-legend\">");
@@ -77,6 +80,7 @@ final class SlaqPage {
     b.append("<p>Thick black: mean normalized loss; dashed black: cores used by all jobs. Each job keeps its number, colour and "
         + "line style in both charts; its number is drawn at its loss line's end and in its band.</p></div>");
     b.append("<h4>Reading the table</h4><dl id=\"slaq-definitions\">")
+        .append("<dt>Loss</dt><dd>").append(LOSS_DEFINITION).append("</dd>")
         .append("<dt>Normalized loss</dt><dd>").append(NORMALIZED_DEFINITION).append("</dd>")
         .append("<dt>Predicted gain</dt><dd>").append(GAIN_DEFINITION).append("</dd>")
         .append("<dt>Time to target</dt><dd>").append(TARGET_DEFINITION).append("</dd>")
@@ -89,11 +93,16 @@ final class SlaqPage {
         .append("<li><em>target reached</em>: it reached its target loss or reduction; the minimum share from then on</li>")
         .append("<li><em>policy's share</em>: the policy does not rank by predicted gain (fair, fifo, ...)</li>")
         .append("<li><em>ended</em>: a finished job that did not reach a target</li>")
-        .append("<li><em>pruned</em>: a finished fit of a CrossValidator candidate that cannot beat the best one; its remaining folds are not fitted (spark.slaq.prune)</li>")
+        .append("<li><em>pruned</em>: a finished fit of a CrossValidator candidate that cannot beat the best one; its remaining folds are not fitted (spark.slaq.prune); "
+            + "or an Optuna trial that raised TrialPruned</li>")
+        .append("<li><em>failed</em>: a finished job whose block, fit or Optuna trial ended with an exception</li>")
+        .append("<li><em>complete</em>: an Optuna trial that returned its value</li>")
         .append("</ul></dd></dl></div>");
     return b.toString();
   }
 
+  static final String LOSS_DEFINITION = "the latest loss as reported (a finished job's final one); an Optuna trial's is the value it "
+      + "reported when its study minimizes, and 1 &minus; that value when it maximizes (SLAQ schedules on a falling loss)";
   static final String NORMALIZED_DEFINITION = "1 at the job's first loss, 0 at the floor its fitted loss curve predicts; before it has "
       + "4 losses (too few to fit a floor), its loss over its first loss. The charts draw each job's whole line against its latest floor";
   static final String GAIN_DEFINITION = "the drop of normalized loss that the job's fitted loss curve predicts over the next epoch with the "
@@ -102,6 +111,9 @@ final class SlaqPage {
       + "reduction; the cell's tooltip names it); a dash for a job without a target or one that has not reached it";
   static final String NINETY_DEFINITION = "seconds from the job's start until its loss first made 90% of its whole loss reduction (first "
       + "loss to lowest), known once it finished; a dash before that or if its loss never fell";
+
+  /** A name's cell: it may break anywhere, so a long name without spaces wraps instead of widening the table. */
+  static final String BREAK_ANYWHERE = "overflow-wrap:anywhere;min-width:10em";
 
   /** One table row: number, job, tuning place, state, why, then its figures (dashes where there are none). */
   private static String row(SlaqMessages.JobStatus j, Integer number) {
@@ -113,7 +125,7 @@ final class SlaqPage {
           : String.format(Locale.ROOT, "candidate %d", j.candidate()) + (j.fold() >= 0 ? String.format(Locale.ROOT, ", fold %d", j.fold()) : "");
     }
     return String.format(Locale.ROOT,
-        "<tr class=\"slaq-job\" data-job=\"%s\" data-group=\"%s\"%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td>"
+        "<tr class=\"slaq-job\" data-job=\"%s\" data-group=\"%s\"%s><td>%s</td><td style=\"" + BREAK_ANYWHERE + "\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td>"
             + "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td%s>%s</td><td>%s</td><td>%s</td></tr>",
         escape(j.job()), escape(j.group()), j.refit() ? " data-refit=\"true\"" : "",
         number == null ? "&ndash;" : Integer.toString(number + 1), Html.name(j.job()), tuning, escape(j.state()), escape(j.why()), j.iterations(),

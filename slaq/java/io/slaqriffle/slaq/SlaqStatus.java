@@ -164,7 +164,7 @@ public final class SlaqStatus {
       Tally t = e.getValue();
       SlaqMessages.JobStatus j = t.last;
       jobs.add(new SlaqMessages.SlaqJobSummary(e.getKey(), j.target(), j.secondsToTarget(), j.secondsToNinety(), t.coreSeconds,
-          total > 0 ? t.coreSeconds / total : 0.0));
+          total > 0 ? t.coreSeconds / total : 0.0, j.iterations()));
       if (j.secondsToNinety() >= 0) {
         sum90 += j.secondsToNinety();
         reached++;
@@ -173,11 +173,16 @@ public final class SlaqStatus {
     return new SlaqMessages.SlaqSummary(jobs, reached, reached > 0 ? sum90 / reached : 0.0);
   }
 
-  /** Logs {@link #summary} as one INFO block, once (at application end). */
+  /** Logs {@link #summaryText} as one INFO block, once (at application end). */
   public void logSummary() {
     if (summarized.compareAndSet(false, true) && LOG.isInfoEnabled()) {
-      LOG.info(SlaqLines.summary(summary()));
+      LOG.info(summaryText());
     }
+  }
+
+  /** {@link #summary} as the application-end block says it. */
+  public String summaryText() {
+    return SlaqLines.summary(summary());
   }
 
   /**

@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The strings Python and the JVM must agree on that are not messages: the {@code "names"} section of a
+ * The strings and numbers Python and the JVM must agree on that are not messages: the {@code "names"} section of a
  * product's message schema ({@code <product>/messages.json}), which the build packs next to the product's
  * classes. A product's names class reads them at class load through {@link #of}, so neither side spells
  * them on its own.
@@ -43,6 +43,15 @@ public final class Names {
       throw new IllegalStateException(where() + " has no string names." + key);
     }
     return value.asText();
+  }
+
+  /** The integer {@code names.<key>} (a bound both sides keep). */
+  public int number(String key) {
+    JsonNode value = names.get(key);
+    if (value == null || !value.isInt()) {
+      throw new IllegalStateException(where() + " has no integer names." + key);
+    }
+    return value.asInt();
   }
 
   /** The list of strings {@code names.<key>}, in the schema's order. */

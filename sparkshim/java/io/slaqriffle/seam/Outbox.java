@@ -19,6 +19,11 @@ public final class Outbox<M extends Messages.Message> {
     this.capacity = capacity;
   }
 
+  /** Messages queued and not drained yet (at most {@code capacity}). */
+  public int pending() {
+    return pending.get();
+  }
+
   /** Queues {@code message}; one past the bound drops the oldest. */
   public void add(M message) {
     queue.add(message);

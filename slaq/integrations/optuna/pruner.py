@@ -1,9 +1,9 @@
 """``slaq.optuna.Pruner``: an Optuna pruner that predicts a trial's final value with SLAQ's loss curve.
 
 Needs ``optuna`` (the ``optuna`` extra). It reads only what Optuna stores (the trial's reported values
-and the completed trials), so it works with SLAQ off as well: then it is a pure prediction. With SLAQ
-on it also closes the pruned trial's SLAQ job at once (:func:`slaq.optuna.trials.pruned`), so the next
-epoch gives its cores to the other trials.
+and the completed trials), so it works with SLAQ off as well, and with SLAQ on its verdict changes nothing
+else either: the trial's SLAQ job ends when the trial does (:mod:`slaq.integrations.optuna.trials`), whether the
+objective raised ``TrialPruned`` on it or went on.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from slaq.live.names import shown
-from slaq.optuna import trials
-from slaq.optuna.rule import MARGIN, MIN_STEPS, SLACK, as_loss, judge
+from slaq.integrations.optuna.rule import MARGIN, MIN_STEPS, SLACK, as_loss, judge
+from slaq.names import shown
 
 log = logging.getLogger("slaq.optuna")
 
@@ -25,7 +24,7 @@ log = logging.getLogger("slaq.optuna")
 class Pruner(optuna.pruners.BasePruner):
     """Prunes a trial whose optimistic final value cannot beat the best completed trial's.
 
-    The rule is :func:`slaq.optuna.rule.judge` (its module docstring), on the trial's values as losses
+    The rule is :func:`slaq.integrations.optuna.rule.judge` (its module docstring), on the trial's values as losses
     (``1 − value`` when the study maximizes). From its first report on, the trial is granted ``1 + slack``
     times the largest improvement any completed trial made after the same step; from ``min_steps``
     reports on, also ``1 + slack`` times the improvement SLAQ's loss curve predicts for it by the final
@@ -64,7 +63,6 @@ class Pruner(optuna.pruners.BasePruner):
         verdict = judge(steps, [as_loss(values[s], maximize) for s in steps], final, best, self.slack, self.margin, gains=gains,
                         min_steps=self.min_steps)
         if verdict.prune:
-            log.info("SLAQ: pruning Optuna trial %d of %s at step %d: at best %.6g by the completed trials' gains, %.6g by the curve, "
-                     "to beat %.6g", trial.number, shown(study.study_name), at, verdict.by_history, verdict.by_curve, verdict.bound)
-            trials.pruned(study.study_name, trial.number)
+            log.info("SLAQ: Optuna trial %d of %s should be pruned at step %d: at best %.6g by the completed trials' gains, %.6g by "
+                     "the curve, to beat %.6g", trial.number, shown(study.study_name), at, verdict.by_history, verdict.by_curve, verdict.bound)
         return verdict.prune

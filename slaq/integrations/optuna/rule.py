@@ -1,5 +1,5 @@
-"""The pure parts of SLAQ's Optuna integration: a trial's job name, its values as a falling loss, and
-the pruning rule of :class:`slaq.optuna.Pruner`. No Optuna, no Spark.
+"""The pure parts of SLAQ's Optuna integration: a trial's values as a falling loss, and the pruning rule
+of :class:`slaq.optuna.Pruner` (a trial's job name is :func:`slaq.names.trial_job_name`). No Optuna, no Spark.
 
 The rule (:func:`judge`). A trial's reported values are oriented so lower is better (:func:`as_loss`);
 ``y`` is its latest one, at step ``s``, ``S`` the study's final step and ``b`` the best completed
@@ -28,15 +28,13 @@ history. Every part of the rule only ever keeps more trials as ``slack`` or ``ma
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from slaq.predict.loss_curves import fit_loss_curve
-from slaq.sparkml import one_line
 
-MAX_NAME = 160  # characters of a trial's job name (study, number and parameters), as for a spark.ml fit's
 SLACK = 1.0  # the optimistic final value grants twice the improvement predicted (by the histories or the curve)
 MARGIN = 0.0  # relative to |best|: how much worse than the best the optimistic value must be
 MIN_STEPS = 3  # reported values before the curve is in force (with fewer it is a one-ratio guess)
@@ -47,20 +45,6 @@ def as_loss(value: float, maximize: bool) -> float:
     objective (a score in [0, 1] becomes a loss in [0, 1], which SLAQ's curve fit bounds below by 0),
     the value itself for a minimized one."""
     return 1.0 - value if maximize else value
-
-
-def _short(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def trial_job_name(study: str, number: int, params: Mapping[str, object]) -> str:
-    """``study#3 regParam=0.01 elasticNetParam=0.5``: the study, the trial's number (unique in its study)
-    and the parameters suggested so far, on one line and at most :data:`MAX_NAME` characters."""
-    head = one_line(f"{study}#{number}", MAX_NAME)
-    body = " ".join(f"{k}={_short(v)}" for k, v in params.items())
-    return one_line(f"{head} {body}", MAX_NAME) if body else head
 
 
 @dataclass(frozen=True)
@@ -114,4 +98,4 @@ def judge(steps: Sequence[int], losses: Sequence[float], final_step: int, best: 
     return Judgement(by_history, by_curve, predicted, optimistic, bound, optimistic > bound)
 
 
-__all__ = ["MARGIN", "MAX_NAME", "MIN_STEPS", "SLACK", "Judgement", "as_loss", "curve_prediction", "final_index", "judge", "trial_job_name"]
+__all__ = ["MARGIN", "MIN_STEPS", "SLACK", "Judgement", "as_loss", "curve_prediction", "final_index", "judge"]

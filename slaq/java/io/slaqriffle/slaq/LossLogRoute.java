@@ -13,36 +13,36 @@ import org.apache.logging.log4j.message.Message;
 import org.apache.logging.log4j.message.ParameterizedMessage;
 
 /**
- * Hands breeze's INFO iteration lines to the loss appenders of live SparkContexts without changing
- * any logger's configuration, so nothing the user's logging prints changes.
+ * Hands the per-iteration loss lines of Spark's training code ({@link LossLine}: breeze's INFO line,
+ * gradient-boosted trees' DEBUG line) to the loss appenders of live SparkContexts without changing any
+ * logger's configuration, so nothing the user's logging prints changes.
  *
- * <p>Breeze logs its iteration line at INFO on {@code breeze.optimize.*}, which most configurations
- * (Spark's shells, {@code setLogLevel("WARN")}) leave disabled. An earlier route replaced the breeze
- * logger configs by ones at INFO; but a logger with a config of its own counts as one the user
- * configured to Spark's shell console filter, which then printed every iteration on a WARN console.
- * So this route touches no logger config: it is one configuration-wide filter ({@link Route}), which
- * log4j consults before any logger's level. For a breeze logger at INFO or coarser it answers the
- * "is INFO enabled?" question breeze asks before building its line with yes, and when the line comes
- * it hands it to the capture appenders and answers "no opinion": the logger's own level, filters and
- * appenders then decide what is logged, exactly as without capture. Breeze builds its line only after
- * that question (its {@code LazyLogger}), so the only change is that the line is always built.
+ * <p>These lines are logged below the level most configurations (Spark's shells, {@code setLogLevel("WARN")})
+ * enable. An earlier route replaced the breeze logger configs by ones at INFO; but a logger with a config
+ * of its own counts as one the user configured to Spark's shell console filter, which then printed every
+ * iteration on a WARN console. So this route touches no logger config: it is one configuration-wide filter
+ * ({@link Route}), which log4j consults before any logger's level. Asked "is INFO (DEBUG) enabled?" for a
+ * loss line's logger, on a thread working for a SLAQ job, it answers yes, so the code builds its line; when
+ * the line comes it hands it to the capture appenders and answers "no opinion": the logger's own level,
+ * filters and appenders then decide what is logged, exactly as without capture. Both callers build their
+ * line only after that question (breeze's {@code LazyLogger}, Spark's by-name {@code logDebug}), so the one
+ * change is that the line is built, and only for fits SLAQ schedules; for gradient-boosted trees building it
+ * is a Spark job (the mean training error), docs/mllib-capture.md has its cost.
  *
  * <p>The filter goes first among configuration-wide filters (so a user's global threshold cannot hide
  * the line from capture) and is removed when the last appender detaches, which leaves the user's own
  * configuration filter in place (the same object). A complete reconfiguration of log4j drops it with
  * the old configuration; the next SparkContext that attaches SLAQ installs it again.
  */
-final class BreezeLogRoute {
-  static final String LOGGER = SlaqNames.BREEZE_LOGGER;
-
+final class LossLogRoute {
   private static Installed installed;
 
-  private BreezeLogRoute() {}
+  private LossLogRoute() {}
 
   /** The route installed in one log4j configuration. */
   private record Installed(Configuration config, Route route) {}
 
-  /** Starts handing breeze's iteration lines (INFO and coarser) to {@code appender}. */
+  /** Starts handing the loss lines to {@code appender}. */
   static synchronized void attach(LossAppender appender, LoggerContext ctx) {
     Configuration config = ctx.getConfiguration();
     if (installed == null || installed.config() != config) {
@@ -72,11 +72,6 @@ final class BreezeLogRoute {
     }
   }
 
-  /** Whether {@code name} is a logger on breeze's optimizer hierarchy. */
-  static boolean isBreeze(String name) {
-    return name.startsWith(LOGGER) && (name.length() == LOGGER.length() || name.charAt(LOGGER.length()) == '.');
-  }
-
   /** The configuration-wide filter: see the class comment. Called on the logging thread, before the event exists. */
   static final class Route extends AbstractFilter {
     private final Set<LossAppender> appenders = new CopyOnWriteArraySet<>();
@@ -85,51 +80,63 @@ final class BreezeLogRoute {
       start();
     }
 
-    /** slf4j's {@code isInfoEnabled()} (a null message) and {@code info(String)}, breeze's calls, come here. */
+    /** slf4j's {@code isInfoEnabled()}/{@code isDebugEnabled()} (a null message) and {@code info/debug(String)} come here. */
     @Override
     public Result filter(Logger logger, Level level, Marker marker, String msg, Object... params) {
-      if (!ours(logger, level)) {
+      LossLine line = ours(logger, level);
+      if (line == null) {
         return Result.NEUTRAL;
       }
       if (msg == null) {
-        return Result.ACCEPT;  // "is INFO enabled?": yes, so breeze builds its line and logs it
+        // "is this level enabled?": yes where a job would get the loss, so the line is built and logged
+        return capturing() ? Result.ACCEPT : Result.NEUTRAL;
       }
-      hand(params == null || params.length == 0 || !msg.startsWith(SlaqNames.BREEZE_ITERATION_LINE) ? msg
-          : ParameterizedMessage.format(msg, params));
+      hand(line, params == null || params.length == 0 || !line.starts(msg) ? msg : ParameterizedMessage.format(msg, params));
       return Result.NEUTRAL;
     }
 
     @Override
     public Result filter(Logger logger, Level level, Marker marker, Object msg, Throwable t) {
-      if (msg != null && ours(logger, level)) {
-        hand(msg.toString());
+      LossLine line = msg == null ? null : ours(logger, level);
+      if (line != null) {
+        hand(line, msg.toString());
       }
       return Result.NEUTRAL;
     }
 
     @Override
     public Result filter(Logger logger, Level level, Marker marker, Message msg, Throwable t) {
-      if (msg != null && ours(logger, level)) {
-        hand(msg.getFormattedMessage());
+      LossLine line = msg == null ? null : ours(logger, level);
+      if (line != null) {
+        hand(line, msg.getFormattedMessage());
       }
       return Result.NEUTRAL;
     }
 
-    private boolean ours(Logger logger, Level level) {
-      return level != null && level.isMoreSpecificThan(Level.INFO) && logger != null && isBreeze(logger.getName())
-          && !appenders.isEmpty();
+    private LossLine ours(Logger logger, Level level) {
+      return logger == null || appenders.isEmpty() ? null : LossLine.of(logger.getName(), level);
     }
 
-    private void hand(String message) {
+    /** Whether the calling thread works for a SLAQ job of some capturing context. */
+    private boolean capturing() {
       for (LossAppender a : appenders) {
-        a.append(message);
+        if (a.job() != null) {
+          return true;
+        }
+      }
+      return false;
+    }
+
+    private void hand(LossLine line, String message) {
+      for (LossAppender a : appenders) {
+        a.append(line, message);
       }
     }
 
     /** Names the capture appenders (log4j's status output and configuration dumps show a filter by this). */
     @Override
     public String toString() {
-      StringBuilder s = new StringBuilder("slaq-breeze-route[");
+      StringBuilder s = new StringBuilder("slaq-loss-route[");
       String sep = "";
       for (LossAppender a : appenders) {
         s.append(sep).append(a.name());

@@ -1,13 +1,16 @@
-"""Which tuner a spark.ml leaf fit belongs to: its CrossValidator or TrainValidationSplit, the param
-map it fits, the fold, and whether it is the tuner's refit on the best param map.
+"""Which tuner a spark.ml fit belongs to: its CrossValidator or TrainValidationSplit, the param map it fits, the
+fold, and whether it is the tuner's refit on the best param map.
 
-A tuner's own ``_fit`` only calls leaf fits (on pool threads that carry no Python context), so while
-one runs it is registered here with its estimator's uids and param maps; a leaf fit then finds its
-tuner by its estimator's uid (a param-map copy keeps it) and its candidate by the param values. pyspark
-fits every candidate once per fold, folds in order, then refits the best once: a candidate's
-``folds + 1``-th fit is the refit. Installed on attach like the leaf-fit hook (:mod:`slaq.sparkml`).
-With ``spark.slaq.prune`` a CrossValidator runs :func:`slaq.prune.cross_validate` instead of pyspark's
-own ``_fit`` (unless :func:`slaq.prune.not_prunable` says why not: the user's own folds); a pruned
+A tuner's roles come from the estimator it tunes: each fit of that estimator (a leaf such as LogisticRegression,
+or a Pipeline, whose stages run inside its fit) is one fit of one candidate. A tuner's own ``_fit`` calls those
+fits on pool threads that carry no Python context, so while one runs it is registered here with its estimator's
+uid and param maps; a fit then finds its tuner by its estimator's uid (a param-map copy keeps it, as it keeps each
+stage's) and its candidate by the param values of the estimator and of every stage in it: a param map may set
+params of one stage only, and a stage no map sets matches every candidate. pyspark fits every candidate once per
+fold, folds in order, then refits the best once: a candidate's ``folds + 1``-th fit is the refit. Installed on
+attach like the fit hook (:mod:`slaq.integrations.sparkml`).
+With ``spark.slaq.prune`` a CrossValidator runs :func:`slaq.integrations.pruning.cross_validate` instead of
+pyspark's own ``_fit`` (unless :func:`slaq.integrations.pruning.not_prunable` says why not: the user's own folds); a pruned
 candidate runs fewer folds, and every candidate that is not runs them all.
 """
 
@@ -21,9 +24,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from slaq.integrations.pruning import OnPrune, cross_validate, not_prunable
+from slaq.integrations.pyspark_private import tuning_helpers
 from slaq.live.status import NOT_TUNING, Tuning
-from slaq.prune import OnPrune, cross_validate, not_prunable
-from slaq.pyspark_private import tuning_helpers
 
 log = logging.getLogger("slaq.tuning")
 
@@ -35,36 +38,38 @@ _pruning: list[OnPrune] = []  # the one hook CrossValidator fits prune through, 
 
 @dataclass
 class ActiveTuner:
-    """One running tuner: its name (uid), the uids of the estimators it fits, its param maps as
-    ``{uid: {param name: value}}`` and its number of folds; ``fits`` counts fits per (uid, candidate)."""
+    """One running tuner: its name (uid), the uid of the estimator it tunes, its param maps as
+    ``{uid: {param name: value}}`` and its number of folds; ``fits`` counts fits per candidate."""
 
     name: str
-    uids: frozenset[str]
+    estimator: str
     param_maps: list[dict[str, dict[str, Any]]]
     folds: int
-    fits: dict[tuple[str, int], int] = field(default_factory=dict)
+    fits: dict[int, int] = field(default_factory=dict)
 
-    def place(self, uid: str, values: dict[str, Any]) -> Tuning | None:
-        """The place of a fit of estimator ``uid`` with param ``values`` (name -> value), counting it; None when not ours."""
-        if uid not in self.uids:
+    def place(self, uid: str, values: dict[str, dict[str, Any]]) -> Tuning | None:
+        """The place of a fit of estimator ``uid`` whose own and stages' param ``values`` are ``{uid: {name: value}}``
+        (:func:`param_values`), counting it; None when it is not a fit of the estimator this tuner tunes."""
+        if uid != self.estimator:
             return None
         candidate = next((j for j, m in enumerate(self.param_maps)
-                          if all(name in values and values[name] == v for name, v in m.get(uid, {}).items())), -1)
-        n = self.fits.get((uid, candidate), 0)
-        self.fits[(uid, candidate)] = n + 1
+                          if all(name in values[u] and values[u][name] == v for u, params in m.items() if u in values
+                                 for name, v in params.items())), -1)
+        n = self.fits.get(candidate, 0)
+        self.fits[candidate] = n + 1
         if n >= self.folds:
             return Tuning(self.name, candidate, -1, True)
         return Tuning(self.name, candidate, n if self.folds > 1 else -1, False)
 
 
-def _stage_uids(estimator: Any) -> set[str]:
-    """The uids of ``estimator`` and of every stage of a Pipeline in it."""
-    uids = {estimator.uid}
+def param_values(estimator: Any) -> dict[str, dict[str, Any]]:
+    """The explicitly set params of ``estimator`` and of every stage of a Pipeline in it, by uid."""
+    values = {estimator.uid: {p.name: v for p, v in estimator._paramMap.items()}}
     stages = getattr(estimator, "getStages", None)
     if callable(stages):
         for stage in stages():
-            uids |= _stage_uids(stage)
-    return uids
+            values.update(param_values(stage))
+    return values
 
 
 def tuner_of(tuner: Any) -> ActiveTuner:
@@ -76,7 +81,7 @@ def tuner_of(tuner: Any) -> ActiveTuner:
             by_uid.setdefault(param.parent, {})[param.name] = value
         maps.append(by_uid)
     folds = tuner.getNumFolds() if hasattr(tuner, "getNumFolds") else 1
-    return ActiveTuner(tuner.uid, frozenset(_stage_uids(tuner.getEstimator())), maps, int(folds))
+    return ActiveTuner(tuner.uid, tuner.getEstimator().uid, maps, int(folds))
 
 
 @contextmanager
@@ -93,11 +98,11 @@ def tracking(tuner: Any) -> Iterator[ActiveTuner]:
 
 
 def place_of(estimator: Any) -> Tuning:
-    """The tuning place of a leaf fit about to run (counted: call once per fit); NOT_TUNING outside every tuner."""
+    """The tuning place of a fit about to run (counted: call once per fit); NOT_TUNING outside every tuner."""
     uid = getattr(estimator, "uid", None)
     if uid is None:
         return NOT_TUNING
-    values = {p.name: v for p, v in estimator._paramMap.items()}
+    values = param_values(estimator)
     with _lock:
         for active in reversed(_active):  # the innermost tuner first
             place = active.place(uid, values)

@@ -1,8 +1,8 @@
 """The pyspark-private names SLAQ relies on, resolved once in one place (checked against pyspark 4.0.5-4.3.0).
 
 SLAQ hooks spark.ml from Python where pyspark offers no public extension point: the tuners' ``_fit``
-(:mod:`slaq.tuning`), and for pruning the helpers ``CrossValidator._fit`` itself uses, which
-:func:`slaq.prune.cross_validate` follows line by line. A pyspark release that renames one of them must
+(:mod:`slaq.integrations.tuners`), and for pruning the helpers ``CrossValidator._fit`` itself uses, which
+:func:`slaq.integrations.pruning.cross_validate` follows line by line. A pyspark release that renames one of them must
 turn pruning off with one clear warning naming what is missing, never fail a user's CrossValidator with
 an AttributeError in the middle of a fit.
 """
@@ -20,7 +20,7 @@ CHECKED_AGAINST = "4.0.5, 4.1.4, 4.2.1 and 4.3.0"  # the pyspark versions these 
 
 @dataclass(frozen=True)
 class TuningHelpers:
-    """What :func:`slaq.prune.cross_validate` needs of pyspark's CrossValidator internals."""
+    """What :func:`slaq.integrations.pruning.cross_validate` needs of pyspark's CrossValidator internals."""
 
     parallel_fit_tasks: Callable[..., Any]  # pyspark.ml.tuning._parallelFitTasks(est, train, eva, validation, maps, collect)
     cache_dataset: Callable[[Any], Any]  # pyspark.ml.tuning._cache_spark_dataset(df) (4.1+; cached_fold on 4.0): a context manager

@@ -2,7 +2,7 @@
 
 A Connect fit runs in the server's JVM on its operation's thread, where no Python hook sees it. The
 shim (``ConnectFits``) opens the job there, at the fit's first task set, names it as a classic fit's
-job is named (:func:`slaq.sparkml.fit_job_name`: the estimator and its explicitly set params) with the
+job is named (:func:`slaq.names.fit_job_name`: the estimator and its explicitly set params) with the
 operation's id for the sequence number (``LogisticRegression[maxIter=10,regParam=0.1]@<operation id>``),
 puts its Spark jobs in the job's pool and its breeze losses in the job's history, and closes it when
 Spark Connect reports the operation ended. A Connect tuner's fits are not grouped as a classic one's
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from slaq.enforce.pools import PoolBridge
-from slaq.estimators import reports_loss
+from slaq.integrations.catalogue import reports_loss
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.observer import LoopObserver

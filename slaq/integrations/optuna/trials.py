@@ -4,14 +4,17 @@ While SLAQ is attached, ``Study.optimize`` runs each trial of its objective in a
 trial's own thread (``n_jobs > 1`` runs trials on a thread pool: one scope per thread at a time). The
 trial's SLAQ job opens when its work starts, at its first ``trial.report`` or its first spark.ml fit,
 whichever comes first, because only then are its parameters known to name it
-(:func:`slaq.optuna.rule.trial_job_name`). Its history is what it reports, ``trial.report(value, step)``
-as a falling loss (:func:`slaq.optuna.rule.as_loss`). Its Spark work, spark.ml fits included, runs in
+(:func:`slaq.names.trial_job_name`). Its history is what it reports, ``trial.report(value, step)``
+as a falling loss (:func:`slaq.integrations.optuna.rule.as_loss`). Its Spark work, spark.ml fits included, runs in
 its pool, so SLAQ's cores follow the trial; but the fits' captured L-BFGS iterations are kept out of
 its history: a fit's training objective and the trial's validation value are two curves, and SLAQ
 predicts one curve per job. (The block's thread keeps the job's pool but not the JVM's ``slaq.job``
 property, which is what routes captured iterations; threads a trial starts inherit the pool alone, so
-a ``CrossValidator`` inside a trial makes fits of their own.) The job closes when the trial ends, or
-at once when :class:`slaq.optuna.Pruner` prunes it, so the next epoch hands its cores to the others.
+a ``CrossValidator`` inside a trial makes fits of their own.) The job closes when the trial ends, and its final
+row says how: ``complete``, ``pruned`` (it raised ``TrialPruned``) or ``failed``. A pruner's verdict
+(``trial.should_prune()``) closes nothing: the objective decides whether to stop, and a trial that goes on keeps its
+job and its reports. SLAQ never makes a trial fail that completes without it: a job that cannot open (a running job
+has its name, or anything else) leaves the trial to run as plain Spark work, with one WARN saying why.
 
 Optuna is never imported here: the hook patches ``optuna`` when it is already imported at attach, else
 right after its first import (a finder on ``sys.meta_path``, gone once it fired or SLAQ detaches).
@@ -19,6 +22,7 @@ right after its first import (a finder on ``sys.meta_path``, gone once it fired 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import sys
@@ -30,8 +34,10 @@ from types import ModuleType
 from typing import Any
 
 from slaq.enforce.pools import JOB_PROPERTY
-from slaq.live.names import shown
-from slaq.optuna.rule import as_loss, trial_job_name
+from slaq.integrations.optuna.rule import as_loss
+from slaq.jobs import Job
+from slaq.live.status import COMPLETE, PRUNED
+from slaq.names import one_line, shown, trial_job_name
 
 log = logging.getLogger("slaq.optuna")
 
@@ -39,7 +45,6 @@ _lock = threading.RLock()
 _originals: dict[tuple[type, str], Any] = {}  # (optuna class, attribute) -> what it was before the patch
 _finder: _AfterImport | None = None
 _installed = False
-_scopes: dict[tuple[str, int], TrialScope] = {}  # (study name, trial number) -> its scope, while it runs
 _local = threading.local()  # .scope: the trial scope of this thread
 
 
@@ -50,39 +55,35 @@ class TrialScope:
     study: Any
     trial: Any
     thread: int = field(default_factory=threading.get_ident)
-    job: Any = None  # the slaq.api.Job, from its first report or fit on
-    refused: bool = False  # its job could not open (a running job has its name): the trial runs as plain Spark work
-    ended: bool = False  # its job closed (pruned): never opened again
+    job: Job | None = None  # from its first report or fit on
+    refused: bool = False  # its job could not open: the trial runs as plain Spark work
     steps: set[int] = field(default_factory=set)
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.study.study_name, self.trial.number
 
     @property
     def maximize(self) -> bool:
         directions = self.study.directions
         return len(directions) == 1 and directions[0].name == "MAXIMIZE"
 
-    def open(self) -> Any:
+    def open(self) -> Job | None:
         """The trial's job, opened now if this is the trial's thread and SLAQ is still attached."""
-        if self.job is not None or self.refused or self.ended or threading.get_ident() != self.thread or not _installed:
+        if self.job is not None or self.refused or threading.get_ident() != self.thread or not _installed:
             return self.job
-        from slaq.api import Job
-
         try:
             job = Job(trial_job_name(self.study.study_name, self.trial.number, self.trial.params))
             job.__enter__()
-        except ValueError as exc:  # a running job has its name
+            self.job = job
+            runtime = job.runtime
+            if runtime is not None and runtime.enabled and runtime.spark_alive():
+                runtime.sc.setLocalProperty(JOB_PROPERTY, None)  # the pool stays; captured iterations stay out (module docstring)
+        except Exception as exc:  # whatever it is, the trial must not fail over its job: it runs without one
             self.refused = True
-            log.warning("SLAQ: Optuna trial %d of %s runs as plain Spark work, not as a SLAQ job: %s", self.trial.number,
-                        shown(self.study.study_name), exc)
-            return None
-        self.job = job
-        runtime = job.runtime
-        if runtime is not None and runtime.enabled and runtime.spark_alive():
-            runtime.sc.setLocalProperty(JOB_PROPERTY, None)  # the pool stays; captured iterations stay out (module docstring)
-        return job
+            if self.job is not None:
+                job, self.job = self.job, None
+                with contextlib.suppress(Exception):
+                    job.__exit__(None, None, None)
+            log.warning("SLAQ: Optuna trial %d of %s runs as plain Spark work, not as a SLAQ job: %s: %s", self.trial.number,
+                        shown(self.study.study_name), type(exc).__name__, one_line(str(exc), 300))
+        return self.job
 
     def report(self, value: float, step: int) -> None:
         """One ``trial.report`` Optuna accepted: the job's next loss (a repeated step Optuna ignored is ignored here too)."""
@@ -93,16 +94,17 @@ class TrialScope:
         if job is not None and not job.done:
             job.report(as_loss(value, self.maximize))
 
-    def close(self, exc: BaseException | None = None, pruned: bool = False) -> None:
-        """Ends the trial's job (on its thread): a pruned trial's is a normal end, not a failure."""
+    def close(self, exc: BaseException | None = None) -> None:
+        """Ends the trial's job as the trial ended (on its thread): ``complete``, ``pruned`` when it raised ``TrialPruned``
+        (a normal end, not a failure), else ``failed`` with ``exc``."""
         job, self.job = self.job, None
-        if job is None or threading.get_ident() != self.thread:
-            self.job = job
+        if job is None:
             return
-        self.ended = True
-        if pruned:
+        if exc is not None and type(exc).__name__ == "TrialPruned":
             log.info("SLAQ: Optuna trial %d of %s pruned; its job %s closed", self.trial.number, shown(self.study.study_name), shown(job.name))
-            exc = None
+            job.ending, exc = PRUNED, None
+        elif exc is None:
+            job.ending = COMPLETE
         job.__exit__(None if exc is None else type(exc), exc, None if exc is None else exc.__traceback__)
 
 
@@ -114,33 +116,21 @@ def open_trial_job() -> None:
         scope.open()
 
 
-def pruned(study_name: str, number: int) -> None:
-    """Trial ``number`` of ``study_name`` was pruned: its job closes now (on the trial's thread; else when the trial ends)."""
-    with _lock:
-        scope = _scopes.get((study_name, number))
-    if scope is not None:
-        scope.close(pruned=True)
-
-
 def run_trial(study: Any, trial: Any, objective: Callable[[Any], Any]) -> Any:
     """``objective(trial)`` in the trial's scope (see the module docstring)."""
     scope = TrialScope(study, trial)
     outer = getattr(_local, "scope", None)
-    with _lock:
-        _scopes[scope.key] = scope
     _local.scope = scope
     try:
         result = objective(trial)
     except BaseException as exc:
-        scope.close(exc, pruned=type(exc).__name__ == "TrialPruned")
+        scope.close(exc)
         raise
     else:
         scope.close()
         return result
     finally:
         _local.scope = outer
-        with _lock:
-            _scopes.pop(scope.key, None)
 
 
 def _optimize(original: Any) -> Any:
@@ -246,4 +236,4 @@ def installed() -> bool:
     return bool(_originals)
 
 
-__all__ = ["TrialScope", "install", "installed", "open_trial_job", "pruned", "run_trial", "uninstall"]
+__all__ = ["TrialScope", "install", "installed", "open_trial_job", "run_trial", "uninstall"]

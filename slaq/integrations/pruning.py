@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from slaq.pyspark_private import tuning_helpers
+from slaq.integrations.pyspark_private import tuning_helpers
 
 log = logging.getLogger("slaq.prune")
 

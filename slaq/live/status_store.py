@@ -1,0 +1,112 @@
+"""What Spark's status store (kept whether or not the UI runs) holds of a run's work, read through py4j: each
+finished Spark job's submission, completion, job group and scheduling pool, its stages' tasks and core
+time, and every task's ``(launch, end)``; and what the store no longer held (it forgets old jobs, stages and
+tasks past ``spark.ui.retained*``). :mod:`slaq.sim.record` turns it into a trace's phases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from slaq.sim.record import SparkJob
+from slaq.sim.trace import Stage
+
+__all__ = ["RETAIN_CONF", "RETAIN_KEYS", "Lost", "StoreJob", "StoreRead", "read_store", "scala_list", "spark_jobs_by_group"]
+
+ALL_TASKS = 2**31 - 1  # taskList's maxTasks: every task of a stage
+# the status store forgets old jobs and stages past these (default 1000 each; tasks past spark.ui.retainedTasks, default
+# 100000): the lab's recorded runs keep every job and stage
+RETAIN_CONF = {"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"}
+RETAIN_KEYS = (*RETAIN_CONF, "spark.ui.retainedTasks")
+
+
+def scala_list(sc: Any, scala_seq: Any) -> list[Any]:
+    """A Scala collection py4j handed back (the status store's answers), as a Python list."""
+    return list(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_seq))
+
+
+@dataclass(frozen=True)
+class StoreJob:
+    group: str | None  # its job group
+    pool: str | None  # its stages' scheduling pool
+    job: SparkJob
+
+
+@dataclass(frozen=True)
+class Lost:
+    """What the status store no longer held: Spark jobs and stages (their ids run from 0 up), stages with fewer tasks than they ran."""
+    jobs: int = 0
+    stages: int = 0
+    stages_missing_tasks: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.jobs or self.stages or self.stages_missing_tasks)
+
+
+@dataclass
+class StoreRead:
+    jobs: list[StoreJob] = field(default_factory=list)  # every finished Spark job
+    tasks: list[tuple[float, float]] = field(default_factory=list)  # every finished task's (launch, end)
+    lost: Lost = field(default_factory=Lost)
+
+
+@dataclass
+class _StageTasks:
+    tasks: int = 0
+    seconds: float = 0.0
+    first: float = float("inf")
+    last: float = float("-inf")
+    pool: str | None = None
+
+
+def read_store(sc: Any, offset: float) -> StoreRead:
+    """Everything the status store of ``sc`` holds, times as epoch seconds minus ``offset``."""
+    store = sc._jsc.sc().statusStore()
+    stages: dict[int, _StageTasks] = {}
+    out = StoreRead()
+    short = 0
+    # stageList(statuses, details, withSummaries, quantiles, taskStatuses): Scala defaults spelled out for py4j
+    every = store.stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
+    for st in scala_list(sc, every):
+        cost = stages.setdefault(int(st.stageId()), _StageTasks(pool=str(st.schedulingPool())))
+        listed = scala_list(sc, store.taskList(st.stageId(), st.attemptId(), ALL_TASKS))
+        short += len(listed) < int(st.numCompleteTasks()) + int(st.numFailedTasks()) + int(st.numKilledTasks())
+        for task in listed:
+            duration = task.duration()
+            if duration.isDefined():
+                launch = task.launchTime().getTime() / 1000.0 - offset
+                end = launch + float(duration.get()) / 1000.0
+                cost.tasks += 1
+                cost.seconds += end - launch
+                cost.first, cost.last = min(cost.first, launch), max(cost.last, end)
+                out.tasks.append((launch, end))
+    job_ids = []
+    for job in scala_list(sc, store.jobsList(None)):
+        job_ids.append(int(job.jobId()))
+        submitted, completed, group = job.submissionTime(), job.completionTime(), job.jobGroup()
+        if not (submitted.isDefined() and completed.isDefined()):
+            continue
+        ids = sorted(int(x) for x in scala_list(sc, job.stageIds()))
+        ran = [stages[i] for i in ids if i in stages and stages[i].tasks]
+        pool = next((stages[i].pool for i in ids if i in stages), None)
+        t0, t1 = submitted.get().getTime() / 1000.0 - offset, completed.get().getTime() / 1000.0 - offset
+        found = SparkJob(t0, t1, tuple(Stage(c.tasks, c.seconds) for c in ran), min((c.first for c in ran), default=t1),
+                         max((c.last for c in ran), default=t0))
+        out.jobs.append(StoreJob(group.get() if group.isDefined() else None, pool, found))
+    out.lost = Lost(max(job_ids, default=-1) + 1 - len(set(job_ids)), max(stages, default=-1) + 1 - len(stages), short)
+    return out
+
+
+def spark_jobs_by_group(sc: Any, groups: set[str], offset: float,
+                        others: list[SparkJob] | None = None) -> tuple[dict[str, list[SparkJob]], list[tuple[float, float]]]:
+    """Every finished Spark job of each job group in ``groups``, and every task's ``(launch, end)`` of the
+    run (any group), times as epoch seconds minus ``offset``; ``others`` gets every other finished Spark job."""
+    read = read_store(sc, offset)
+    out: dict[str, list[SparkJob]] = {g: [] for g in groups}
+    for j in read.jobs:
+        if j.group is not None and j.group in groups:
+            out[j.group].append(j.job)
+        elif others is not None:
+            others.append(j.job)
+    return out, read.tasks
