@@ -231,4 +231,9 @@ class EpochLoop:
                     log.exception("SLAQ: could not open the pools; the shim opens them once deposits stop")
             self._wake.wait(max(next_epoch - time.monotonic(), 0.0))
             self._wake.clear()
+        if not failing:
+            try:  # a last epoch at stop: a job that ended since the latest status gets its final row (the tab, the summary)
+                self.step()
+            except Exception as exc:  # the context may be going away
+                log.debug("SLAQ: no last status at stop: %s", exc)
         log.info("SLAQ: epoch loop stopped after %s", counted(self.epochs, "epoch"))

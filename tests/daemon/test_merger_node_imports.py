@@ -20,8 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 ABSENT_ON_MERGER_NODES = ("pyspark", "numpy", "scipy", "matplotlib", "slaq", "sparkshim")
 # the floor's version module (in the wheel, importing nothing but importlib.metadata) is the daemon's --version, its
 # reader of configured files (the standard library only) reads the daemon's token and TLS files, and its conf parser (the
-# standard library only) reads the storage flags as the driver reads spark.riffle.cost.*
-FLOOR_ON_MERGER_NODES = ("sparkshim", "sparkshim.version", "sparkshim.safe_read", "sparkshim.conf")
+# standard library only) reads the storage flags as the driver reads spark.riffle.cost.*; the package itself puts its
+# driver-log handler on the products' loggers, and the conf parser writes its bounds as a reader would (both the standard
+# library only; on a merger node the handler never forwards)
+FLOOR_ON_MERGER_NODES = ("sparkshim", "sparkshim.driver_log", "sparkshim.version", "sparkshim.safe_read", "sparkshim.conf",
+                         "sparkshim.wording")
 DAEMON_PACKAGES = ("riffle.merger", "riffle.shuffle", "riffle.v1")
 DAEMON_MODULES = ("riffle.protocol", "riffle.units", "riffle.version", "riffle.storage_cost")
 

@@ -4,6 +4,7 @@ the real epoch loop from shim-format messages (a fake clock, a scripted stand-in
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
@@ -239,6 +240,26 @@ def test_many_arrivals_and_ends_between_epochs_publish_one_status_per_epoch():
     assert finished == [(name, "finished") for name in ended]  # each once, in the order they ended
     assert all([j.job for j in s.jobs] == ["steady"] for s in published)
     assert sum(not new_epoch for _, _, new_epoch in pools.windows) == decisions  # every decision deposited
+
+
+def test_a_job_ending_in_the_last_epoch_before_stop_gets_its_final_row():
+    """Statuses are published per epoch, so a job that ended after the latest one had its final row nowhere when the
+    loop stopped before the next epoch (the application-end summary showed its last running row: 'time to 90% not
+    reached' for a job that reached it). Stopping the loop publishes a last status."""
+    statuses = Statuses()
+    loop = EpochLoop(WindowPools(), "fair", 3600.0, observers=[statuses])  # no second epoch before the stop
+    loop.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not statuses.published:  # the first epoch's status, published before the job arrives
+            assert time.monotonic() < deadline, "the loop published no first status"
+            time.sleep(0.01)
+        loop.add(LiveJob("short", reports=False))
+        loop.remove("short")
+    finally:
+        loop.stop()
+    assert [r.job for s in statuses.published for r in s.finished] == ["short"]
+    assert len(statuses.published) == loop.epochs == 2
 
 
 def test_normalized_loss_falls_with_the_raw_loss_and_is_no_floor_fit_to_two_points():
