@@ -222,7 +222,7 @@ def test_a_stalled_scheduler_costs_one_hold_then_later_shuffles_are_not_held_unt
     set_merging(scheduler, False)
     vanilla = fn()
     set_merging(scheduler, True)
-    before = {r.shuffle for r in scheduler.status().shuffles}
+    before = shuffle_ids(scheduler.status())
     stalled, resumed = threading.Event(), threading.Event()
 
     def stall(event):
@@ -238,28 +238,41 @@ def test_a_stalled_scheduler_costs_one_hold_then_later_shuffles_are_not_held_unt
             resumed.set()
     assert first == second == vanilla
     assert wait_idle(scheduler, 60)
-    deadline = time.monotonic() + 30  # the second, never held, keeps nothing waiting: its row comes with the scheduler's next drain
-    while len(rows := sorted((r for r in scheduler.status().shuffles if r.shuffle not in before), key=lambda r: r.shuffle)) < 2:
-        assert time.monotonic() < deadline, rows
+    deadline = time.monotonic() + 30  # the second, never held, keeps nothing waiting: it is counted at the scheduler's next drain
+    while len(new := sorted(set(never_held(status := scheduler.status())) - before)) < 2:
+        assert time.monotonic() < deadline, status
         time.sleep(0.05)
-    assert len(rows) == 2 and rows[0].state == rows[1].state == "unmerged", rows
-    assert "stalled" in rows[1].reason, rows  # was: held to its deadline, then "a stage reading the shuffle was already running"
+    assert len(new) == 2 and not {r.shuffle for r in status.shuffles} & set(new), status  # both never held: no row, a summary
+    second = next(u for u in status.unmerged if u.latest and u.latest[-1] == new[1])  # its cause's summary names it the latest
+    assert "stalled" in second.reason, status  # was: held to its deadline, then "a stage reading the shuffle was already running"
     assert fn() == vanilla  # it decides again: later shuffles are merged
 
 
 def test_unsafe_shuffle_is_left_unmerged(spark, scheduler):
     """A shuffle of JVM objects under Spark's default JavaSerializer cannot be concatenated safely."""
     sc = spark.sparkContext
-    before = {r.shuffle for r in scheduler.status().shuffles}
+    before = shuffle_ids(scheduler.status())
     items = sc._jvm.java.util.ArrayList()
     for i in range(300):
         items.add(f"s{i}")
     assert sc._jsc.parallelize(items, 12).repartition(4).count() == 300
     assert wait_idle(scheduler, 30)
     time.sleep(0.5)  # the listener's events reach the scheduler asynchronously
-    new = {r.shuffle: r.reason for r in scheduler.status().shuffles if r.shuffle not in before and r.state == "unmerged"}
-    assert new and all("serializer" in why for why in new.values()), scheduler.status()
+    status = scheduler.status()
+    new = {sid: cause for sid, cause in never_held(status).items() if sid not in before}
+    unsafe = next((u for u in status.unmerged if u.cause == "unsafe"), None)
+    assert new and set(new.values()) == {"unsafe"} and unsafe is not None and "serializer" in unsafe.reason, status
     assert all(merged_files_for(spark, scheduler, sid) == [] for sid in new)
+
+
+def never_held(status) -> dict[int, str]:
+    """The never-held shuffles the Riffle tab's summaries name (the latest few of each cause), each with its cause."""
+    return {sid: u.cause for u in status.unmerged for sid in u.latest}
+
+
+def shuffle_ids(status) -> set[int]:
+    """Every shuffle the tab's model names: its rows' and its summaries' latest."""
+    return {r.shuffle for r in status.shuffles} | set(never_held(status))
 
 
 def merged_files_for(spark, scheduler, sid):
