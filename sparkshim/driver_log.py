@@ -38,17 +38,10 @@ class DriverLogHandler(logging.Handler):
         self._fallback = logging.Formatter(FALLBACK_FORMAT)
         self._attach_lock = threading.Lock()
         self._levels_set: dict[str, int] = {}  # the levels this module gave the Python loggers
-        # logger name -> the level it had before this module lowered it: what its records need to reach the user's
-        # handlers above it (its propagation is this handler's while lowered: the lower records are log4j's alone)
-        self._passed_on: dict[str, int] = {}
 
     def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
         """No handler lock: py4j is thread-safe, and a lock held across a JVM round trip would queue every
         logging thread behind one slow call."""
-        self._pass_on(record)
-        return self._forward(record)
-
-    def _forward(self, record: logging.LogRecord) -> bool:
         if getattr(record, IN_DRIVER_LOG, False) or not self.filter(record):
             return False
         self.emit(record)
@@ -75,20 +68,6 @@ class DriverLogHandler(logging.Handler):
             finally:
                 self._local.busy = False
         self._fall_back(record)
-
-    def _pass_on(self, record: logging.LogRecord) -> None:
-        """What propagation from a logger this module lowered would have done: a record at or above the level the logger
-        had before reaches the handlers above it, as Python hands it on; a lower one (created for log4j) does not."""
-        top = record.name.split(".", 1)[0]
-        before = self._passed_on.get(top)
-        if before is None or record.levelno < before:
-            return
-        logger: logging.Logger | None = logging.getLogger(top).parent
-        while logger is not None:
-            for handler in logger.handlers:
-                if record.levelno >= handler.level:
-                    handler.handle(record)
-            logger = logger.parent if logger.propagate else None
 
     def _fall_back(self, record: logging.LogRecord) -> None:
         """What Python's last resort does (a WARN or worse, when no other handler is on the record's way to the
@@ -121,7 +100,7 @@ class DriverLogHandler(logging.Handler):
             finally:
                 held, self._local.held = self._local.held, None
         for record in held:
-            self._forward(record)  # handed on to the user's handlers when it was logged
+            self.handle(record)
         if failure is not None:
             logging.getLogger("sparkshim.driver_log").debug("cannot forward log lines to the driver JVM: %s", failure)
 
@@ -134,14 +113,8 @@ class DriverLogHandler(logging.Handler):
                 continue
             logger.setLevel(logging.NOTSET)
             self._levels_set.pop(name, None)
-            if self._passed_on.pop(name, None) is not None:
-                logger.propagate = True
             wanted = int(sink.threshold(name))
-            before = logger.getEffectiveLevel()
-            if wanted < before:
-                if logger.propagate:  # handed on by _pass_on instead: the user's handlers see what they saw before
-                    self._passed_on[name] = before
-                    logger.propagate = False
+            if wanted < logger.getEffectiveLevel():
                 logger.setLevel(wanted)
                 self._levels_set[name] = wanted
 
@@ -155,12 +128,12 @@ def _gone(exc: Exception) -> bool:
     return isinstance(exc, (Py4JNetworkError, OSError))
 
 
-def _other_handlers(name: str, ours: DriverLogHandler) -> bool:
+def _other_handlers(name: str, ours: logging.Handler) -> bool:
     logger: logging.Logger | None = logging.getLogger(name)
     while logger is not None:
         if any(h is not ours for h in logger.handlers):
             return True
-        logger = logger.parent if logger.propagate or logger.name in ours._passed_on else None  # type: ignore[assignment]
+        logger = logger.parent if logger.propagate else None  # type: ignore[assignment]
     return False
 
 

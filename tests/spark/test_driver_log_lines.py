@@ -35,25 +35,19 @@ print("APP: done", flush=True)
 LOG4J_LINE = r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d {level} \S+: "  # Spark's default layout: %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m
 
 
-def submit(tmp_path: Path, app_text: str) -> subprocess.CompletedProcess[str]:
-    """``spark-submit app.py`` of ``app_text`` with SLAQ on, on Spark's default log4j2 config (root at INFO)."""
+def test_slaq_lines_are_driver_log_lines_and_stdout_is_the_apps(tmp_path):
     if not (Path(sysconfig.get_paths()["purelib"]) / PTH_NAME).exists():
         pytest.fail("the start-up hook is not installed; scripts/setup.sh installs it (python -m sparkshim.autoload install)")
     app = tmp_path / "app.py"
-    app.write_text(app_text)
-    spark_submit = Path(sys.executable).parent / "spark-submit"
+    app.write_text(APP)
+    submit = Path(sys.executable).parent / "spark-submit"
     env = {k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}  # Spark's default log4j2 config
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path))
-    proc = subprocess.run([str(spark_submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+    proc = subprocess.run([str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
                            "--conf", "spark.scheduler.mode=FAIR", "--conf", "spark.slaq.enabled=true",
                            "--conf", "spark.slaq.epoh=1s",  # a typo: one WARN naming spark.slaq.epoch
                            str(app)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert proc.returncode == 0, ends(proc.stderr)
-    return proc
-
-
-def test_slaq_lines_are_driver_log_lines_and_stdout_is_the_apps(tmp_path):
-    proc = submit(tmp_path, APP)
     assert [line for line in proc.stdout.splitlines() if line.strip()] == ["APP: start", "APP: caught", "APP: done"], \
         proc.stdout[-3000:]
     err = proc.stderr.splitlines()
@@ -63,20 +57,6 @@ def test_slaq_lines_are_driver_log_lines_and_stdout_is_the_apps(tmp_path):
     assert len(boom) == 1 and re.match(LOG4J_LINE.format(level="WARN"), boom[0]), ends(proc.stderr)
     quiet = [x for x in err if re.search("job quiet (ended without any loss|reported no loss in 3 epochs)", x)]
     assert len(quiet) == 1 and re.match(LOG4J_LINE.format(level="INFO"), quiet[0]), ends(proc.stderr)
-
-
-def test_a_users_own_python_logging_shows_what_it_showed_before(tmp_path):
-    """SLAQ's Python loggers are lowered to what log4j shows (INFO here) so that their INFO lines reach the driver log;
-    a user whose Python logging shows WARNING and above (basicConfig) got those INFO lines in their own output too
-    (the demo printed its 'on' line twice and every 'reported no loss' line). Their handlers see what they saw before
-    SLAQ forwarded anything: its WARN, once, and no INFO."""
-    user = "import logging\nlogging.basicConfig(level=logging.WARNING, format='USER %(levelname)s %(name)s: %(message)s')\n"
-    proc = submit(tmp_path, user + APP)
-    said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("USER ")]
-    assert said and all(line.startswith(("USER WARNING slaq", "USER ERROR slaq")) for line in said), said  # no INFO
-    assert [sum(what in line for line in said) for what in ("spark.slaq.epoh", "job boom ended with RuntimeError")] == [1, 1], said
-    quiet = [x for x in proc.stderr.splitlines() if re.search("job quiet (ended without any loss|reported no loss in 3 epochs)", x)]
-    assert len(quiet) == 1 and re.match(LOG4J_LINE.format(level="INFO"), quiet[0]), ends(proc.stderr)  # still in the driver log
 
 
 GONE_APP = """
