@@ -1,15 +1,16 @@
 """SLAQ's, Riffle's and the floor's Python log lines in the driver log, where Spark's own lines are.
 
-A pyspark driver's Python logging is not the driver log: unconfigured, it drops INFO and prints a WARN bare
-(no time, no level) on stderr, which ``spark-submit`` copies into the application's stdout. So one handler on
-the loggers :data:`LOGGERS` (and their children: ``slaq.loop``, ``riffle.driver``, ...) forwards each record
-over py4j to the log4j logger of the same name in the driver JVM (``io.slaqriffle.seam.PythonLog``), at its
-level mapped to log4j's: the line gets the driver log's time, level and layout, and the user's log4j2
-configuration decides what is shown. It forwards once a product attaches to a SparkContext (:func:`attach`);
-the Python loggers then follow log4j's levels (lowered to what log4j lets through, never raised over a level
-the user set). Before that, when the JVM is gone, and in a command-line tool (:func:`keep_local`), a WARN or
-worse goes to stderr with its time and level, and only where Python's own last resort would have printed it
-(no handler of the user's on the way to the root): a line is never printed twice by SLAQ or Riffle.
+A pyspark driver's Python logging is not the driver log: unconfigured, it drops INFO and prints a WARN bare (no
+time, no level) on stderr, which ``spark-submit`` copies into the application's stdout. So one handler on the
+loggers :data:`LOGGERS` (and their children: ``slaq.loop``, ``riffle.driver``, ...) forwards each record over
+py4j to the log4j logger of the same name in the driver JVM (``io.slaqriffle.seam.PythonLog``), at its level
+mapped to log4j's: the line gets the driver log's time, level and layout, and the user's log4j2 configuration
+decides what is shown. It forwards once a product attaches to a SparkContext (:func:`attach`); the Python
+loggers then follow log4j's levels (lowered to what log4j lets through, never raised over a level the user set),
+and a user's own handlers above them still get only what the user's levels let through. Before that, when the
+JVM is gone, and in a command-line tool (:func:`keep_local`), a WARN or worse goes to stderr with its time and
+level, and only where Python's own last resort would have printed it (no handler of the user's on the way to the
+root): a line is never printed twice by SLAQ or Riffle.
 
 Imports only the standard library (a merger-only node imports :mod:`sparkshim` too).
 """
@@ -38,10 +39,15 @@ class DriverLogHandler(logging.Handler):
         self._fallback = logging.Formatter(FALLBACK_FORMAT)
         self._attach_lock = threading.Lock()
         self._levels_set: dict[str, int] = {}  # the levels this module gave the Python loggers
+        self._unpropagated: set[str] = set()  # lowered loggers whose propagation is this handler's (_pass_on)
 
     def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
         """No handler lock: py4j is thread-safe, and a lock held across a JVM round trip would queue every
         logging thread behind one slow call."""
+        self._pass_on(record)
+        return self._forward(record)
+
+    def _forward(self, record: logging.LogRecord) -> bool:
         if getattr(record, IN_DRIVER_LOG, False) or not self.filter(record):
             return False
         self.emit(record)
@@ -69,10 +75,49 @@ class DriverLogHandler(logging.Handler):
                 self._local.busy = False
         self._fall_back(record)
 
+    def _pass_on(self, record: logging.LogRecord) -> None:
+        """Propagation from a logger this module lowered, as Python does it, but only for a record the user's own
+        levels let through (read at each record: a level set later counts): a line created for log4j alone never
+        reaches a user's handler set at WARNING."""
+        top = record.name.partition(".")[0]
+        if top not in self._unpropagated or record.levelno < self._users_level(record.name):
+            return
+        # once each: not to a handler Python already gave it on the way up to ours (pytest puts its capture handler on
+        # every logger that does not propagate)
+        called: set[logging.Handler] = set()
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None and logger.name != top:
+            called.update(logger.handlers)
+            logger = logger.parent
+        called.update(logging.getLogger(top).handlers)
+        logger = logging.getLogger(top).parent
+        while logger is not None:
+            for handler in logger.handlers:
+                if record.levelno >= handler.level and handler not in called:
+                    handler.handle(record)
+            logger = logger.parent if logger.propagate else None
+
+    def _users_level(self, name: str) -> int:
+        """The effective level of logger ``name`` without the levels this module set."""
+        logger: logging.Logger | None = logging.getLogger(name)
+        while logger is not None:
+            if logger.level and logger.level != self._levels_set.get(logger.name):
+                return logger.level
+            logger = logger.parent
+        return logging.NOTSET
+
+    def _other_handlers(self, name: str) -> bool:
+        logger: logging.Logger | None = logging.getLogger(name)
+        while logger is not None:
+            if any(h is not self for h in logger.handlers):
+                return True
+            logger = logger.parent if logger.propagate or logger.name in self._unpropagated else None
+        return False
+
     def _fall_back(self, record: logging.LogRecord) -> None:
         """What Python's last resort does (a WARN or worse, when no other handler is on the record's way to the
         root), with the time and level; never stdout."""
-        if record.levelno < logging.WARNING or _other_handlers(record.name, self) or sys.stderr is None:
+        if record.levelno < logging.WARNING or self._other_handlers(record.name) or sys.stderr is None:
             return
         try:
             sys.stderr.write(self._fallback.format(record) + "\n")
@@ -100,23 +145,31 @@ class DriverLogHandler(logging.Handler):
             finally:
                 held, self._local.held = self._local.held, None
         for record in held:
-            self.handle(record)
+            self._forward(record)  # handed on to the user's handlers when it was logged
         if failure is not None:
             logging.getLogger("sparkshim.driver_log").debug("cannot forward log lines to the driver JVM: %s", failure)
 
     def _follow_levels(self, sink: Any) -> None:
         """Each of :data:`LOGGERS` creates the records log4j lets through at or below it: its level is lowered to
-        that, unless the user set one (a level this module did not set) or its level already lets them through."""
+        that, unless the user set one (a level this module did not set) or its level already lets them through. The
+        level set is one below log4j's (it lets the same records through), so that one the user sets later, even
+        log4j's own, is told apart from it; a lowered logger's propagation is :meth:`_pass_on`'s."""
         for name in LOGGERS:
             logger = logging.getLogger(name)
             if logger.level not in (logging.NOTSET, self._levels_set.get(name)):
                 continue
             logger.setLevel(logging.NOTSET)
             self._levels_set.pop(name, None)
-            wanted = int(sink.threshold(name))
-            if wanted < logger.getEffectiveLevel():
+            if name in self._unpropagated:
+                self._unpropagated.discard(name)
+                logger.propagate = True
+            wanted = max(int(sink.threshold(name)), 2) - 1
+            if wanted < logger.getEffectiveLevel() - 1:
                 logger.setLevel(wanted)
                 self._levels_set[name] = wanted
+                if logger.propagate:
+                    logger.propagate = False
+                    self._unpropagated.add(name)
 
 
 def _gone(exc: Exception) -> bool:
@@ -126,15 +179,6 @@ def _gone(exc: Exception) -> bool:
     except ImportError:
         return True
     return isinstance(exc, (Py4JNetworkError, OSError))
-
-
-def _other_handlers(name: str, ours: logging.Handler) -> bool:
-    logger: logging.Logger | None = logging.getLogger(name)
-    while logger is not None:
-        if any(h is not ours for h in logger.handlers):
-            return True
-        logger = logger.parent if logger.propagate else None  # type: ignore[assignment]
-    return False
 
 
 HANDLER = DriverLogHandler()

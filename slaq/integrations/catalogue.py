@@ -1,7 +1,8 @@
 """The spark.ml estimators SLAQ knows: which report a per-iteration loss, and which cache their training data.
 
-A fit reports a loss when its training runs a breeze ``LBFGS``/``OWLQN``/``LBFGSB``, or is gradient-boosted
-trees (their training error after each tree), whose per-iteration line SLAQ captures (docs/mllib-capture.md
+A fit reports a loss when its training runs a breeze ``LBFGS``/``OWLQN``/``LBFGSB``, is gradient-boosted
+trees (their training error after each tree) or a Gaussian mixture (its log-likelihood after each EM step),
+whose per-iteration line SLAQ captures (docs/mllib-capture.md
 has the evidence per estimator and setting). The catalogue
 decides how a fit is scheduled before its first loss (:func:`reports_loss`), and which fits persist their
 own copy of the training data ("training blocks", ``MEMORY_AND_DISK``) while they run, which is what
@@ -49,11 +50,11 @@ CATALOGUE: tuple[Estimator, ...] = (
     Estimator("AFTSurvivalRegression", ALWAYS, training_cache=True),
     Estimator("GBTClassifier", ALWAYS),
     Estimator("GBTRegressor", ALWAYS),
+    Estimator("GaussianMixture", ALWAYS),
     Estimator("LinearRegression", BY_PARAMS, training_cache=True, rule=_linear_regression_reports),
     Estimator("MultilayerPerceptronClassifier", BY_PARAMS, training_cache=True, rule=_mlp_reports),
     Estimator("KMeans", NEVER, training_cache=True),
     Estimator("BisectingKMeans", NEVER),
-    Estimator("GaussianMixture", NEVER),
     Estimator("LDA", NEVER),
     Estimator("ALS", NEVER),
     Estimator("PowerIterationClustering", NEVER),

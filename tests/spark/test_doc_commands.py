@@ -136,3 +136,22 @@ def test_history_server_shows_the_slaq_tab(user):
         assert "docs-job" in json.dumps(report), report
     finally:
         run_scenario(user, "history_server_stop")
+
+
+def test_a_wheel_user_records_their_run_and_replays_it(user):
+    """docs/benchmarks.md's 'Your own workload' with only the wheel: the conf records the run, ``slaq simulate``
+    replays it, and ``--plot`` (which needs the clone's lab) says so in one line instead of an argparse error."""
+    env, home = user
+    shell = ("set -e\nspark-submit --conf spark.scheduler.mode=FAIR --conf spark.slaq.enabled=true "
+             "--conf spark.slaq.recordTrace=traces/ app.py\n"
+             "slaq simulate --check traces/*.json.gz > check.json\n")
+    proc = subprocess.run(["bash", "-c", shell], cwd=home, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert [p.name.startswith(("local-", "app-")) for p in (home / "traces").iterdir()] == [True], proc.stderr[-3000:]
+    verdicts = [line for line in proc.stderr.splitlines() if line.startswith("check: ")]
+    assert len(verdicts) == 1 and verdicts[0].startswith("check: 1 trace, 1 configuration, all within 15%"), proc.stderr[-3000:]
+    assert json.loads((home / "check.json").read_text())
+    plot = subprocess.run(["slaq", "simulate", "--jobs", "4", "--plot", "fig.png"], cwd=home, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert plot.returncode == 2 and "--plot needs matplotlib" in plot.stderr and "unrecognized" not in plot.stderr, plot.stderr
+    assert not (home / "fig.png").exists()

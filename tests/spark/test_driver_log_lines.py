@@ -5,6 +5,7 @@ line Python printed itself would land there)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -35,19 +36,25 @@ print("APP: done", flush=True)
 LOG4J_LINE = r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d {level} \S+: "  # Spark's default layout: %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m
 
 
-def test_slaq_lines_are_driver_log_lines_and_stdout_is_the_apps(tmp_path):
+def submit(tmp_path: Path, app_text: str) -> subprocess.CompletedProcess[str]:
+    """``spark-submit app.py`` of ``app_text`` with SLAQ on, on Spark's default log4j2 config (root at INFO)."""
     if not (Path(sysconfig.get_paths()["purelib"]) / PTH_NAME).exists():
         pytest.fail("the start-up hook is not installed; scripts/setup.sh installs it (python -m sparkshim.autoload install)")
     app = tmp_path / "app.py"
-    app.write_text(APP)
-    submit = Path(sys.executable).parent / "spark-submit"
+    app.write_text(app_text)
+    spark_submit = Path(sys.executable).parent / "spark-submit"
     env = {k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}  # Spark's default log4j2 config
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path))
-    proc = subprocess.run([str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+    proc = subprocess.run([str(spark_submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
                            "--conf", "spark.scheduler.mode=FAIR", "--conf", "spark.slaq.enabled=true",
                            "--conf", "spark.slaq.epoh=1s",  # a typo: one WARN naming spark.slaq.epoch
                            str(app)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert proc.returncode == 0, ends(proc.stderr)
+    return proc
+
+
+def test_slaq_lines_are_driver_log_lines_and_stdout_is_the_apps(tmp_path):
+    proc = submit(tmp_path, APP)
     assert [line for line in proc.stdout.splitlines() if line.strip()] == ["APP: start", "APP: caught", "APP: done"], \
         proc.stdout[-3000:]
     err = proc.stderr.splitlines()
@@ -58,6 +65,54 @@ def test_slaq_lines_are_driver_log_lines_and_stdout_is_the_apps(tmp_path):
     quiet = [x for x in err if re.search("job quiet (ended without any loss|reported no loss in 3 epochs)", x)]
     assert len(quiet) == 1 and re.match(LOG4J_LINE.format(level="INFO"), quiet[0]), ends(proc.stderr)
 
+
+def test_a_users_own_python_logging_shows_what_it_showed_before(tmp_path):
+    """SLAQ's Python loggers are lowered to what log4j shows (INFO here) so that their INFO lines reach the driver log;
+    a user whose Python logging shows WARNING and above (basicConfig) got those INFO lines in their own output too
+    (the demo printed its 'on' line twice and every 'reported no loss' line). Their handlers see what they saw before
+    SLAQ forwarded anything: its WARN, once, and no INFO."""
+    user = "import logging\nlogging.basicConfig(level=logging.WARNING, format='USER %(levelname)s %(name)s: %(message)s')\n"
+    proc = submit(tmp_path, user + APP)
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("USER ")]
+    assert said and all(line.startswith(("USER WARNING slaq", "USER ERROR slaq")) for line in said), said  # no INFO
+    assert [sum(what in line for line in said) for what in ("spark.slaq.epoh", "job boom ended with RuntimeError")] == [1, 1], said
+    quiet = [x for x in proc.stderr.splitlines() if re.search("job quiet (ended without any loss|reported no loss in 3 epochs)", x)]
+    assert len(quiet) == 1 and re.match(LOG4J_LINE.format(level="INFO"), quiet[0]), ends(proc.stderr)  # still in the driver log
+
+
+
+def test_in_process_a_level_the_user_sets_later_lets_lines_through(spark):
+    """In the process that attached (the shared session: SLAQ's loggers are lowered to log4j's level), a handler of the
+    user's on the root gets no INFO of SLAQ's, and a level set later on a child logger or on the top one (even the level
+    log4j shows) lets that logger's INFO lines through to it, once each, as Python would."""
+    from sparkshim.driver_log import attach
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    attach(spark.sparkContext)
+    seen: list[str] = []
+    log, child, top = (logging.getLogger(n) for n in ("slaq.probe.child", "slaq.probe", "slaq"))
+    lowered = top.level
+    handler = Kept()
+    logging.root.addHandler(handler)
+    try:
+        assert log.isEnabledFor(logging.INFO)  # created for the driver log
+        log.info("for the driver log alone")
+        child.setLevel(logging.INFO)
+        log.info("child's level")
+        child.setLevel(logging.NOTSET)
+        top.setLevel(logging.INFO)
+        log.info("top's level")
+        top.setLevel(lowered)
+        log.info("for the driver log again")
+        log.warning("a warning")
+    finally:
+        logging.root.removeHandler(handler)
+        child.setLevel(logging.NOTSET)
+        top.setLevel(lowered)
+    assert seen == ["child's level", "top's level", "a warning"]
 
 GONE_APP = """
 import logging, os, sys, time

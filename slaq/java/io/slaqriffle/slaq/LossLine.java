@@ -18,8 +18,8 @@ enum LossLine {
     private final Pattern line = Pattern.compile(Pattern.quote(SlaqNames.BREEZE_ITERATION_LINE) + ": (\\S+) \\(rel: \\S+\\) \\S+");
 
     @Override
-    String number(String message) {
-      Matcher m = line.matcher(message);
+    String number(String text) {
+      Matcher m = line.matcher(text);
       return m.lookingAt() ? m.group(1) : null;
     }
   },
@@ -30,8 +30,33 @@ enum LossLine {
    */
   GBT(SlaqNames.GBT_LOGGER, false, Level.DEBUG, SlaqNames.GBT_ITERATION_LINE) {
     @Override
-    String number(String message) {
-      return message.substring(SlaqNames.GBT_ITERATION_LINE.length()).trim();
+    String number(String line) {
+      return line.substring(SlaqNames.GBT_ITERATION_LINE.length()).trim();
+    }
+  },
+  /**
+   * spark.ml's GaussianMixture, at INFO on its training instrumentation's logger, after each EM iteration:
+   * {@code "[<id>] " + {"logLikelihood@iter<i>":<value>}} (json4s). The log-likelihood rises, so the loss is
+   * its negation.
+   */
+  GMM(SlaqNames.INSTRUMENTATION_LOGGER, false, Level.INFO, SlaqNames.GMM_ITERATION_LINE) {
+    private final Pattern value = Pattern.compile("\\{\"logLikelihood@iter\\d+\":([^}]+)}");
+
+    @Override
+    int from(String message) {
+      int end = message.startsWith("[") ? message.indexOf("] ") : -1;  // Instrumentation's prefix
+      return end < 0 ? -1 : end + 2;
+    }
+
+    @Override
+    String number(String line) {
+      Matcher m = value.matcher(line);
+      return m.lookingAt() ? m.group(1) : null;
+    }
+
+    @Override
+    double loss(double number) {
+      return -number;
     }
   };
 
@@ -47,8 +72,18 @@ enum LossLine {
     this.start = start;
   }
 
-  /** The text of the loss in a message that starts with {@link #start}, or null. */
-  abstract String number(String message);
+  /** The text of the loss in the line (the message from {@link #from}, starting with {@link #start}), or null. */
+  abstract String number(String line);
+
+  /** Where the line begins in a logged message (after a prefix its logger adds), or -1. */
+  int from(String message) {
+    return 0;
+  }
+
+  /** The loss a logged number stands for. */
+  double loss(double number) {
+    return number;
+  }
 
   /** The line logged on {@code name} at {@code level}, if it is one of these; else null. */
   static LossLine of(String name, Level level) {
@@ -72,7 +107,8 @@ enum LossLine {
 
   /** Whether {@code message} (a format string, before its parameters) is an iteration line. */
   boolean starts(String message) {
-    return message != null && message.startsWith(start);
+    int at = message == null ? -1 : from(message);
+    return at >= 0 && message.startsWith(start, at);
   }
 
   /** The loss in one logged message; NaN when it is not an iteration line or holds no number. */
@@ -80,9 +116,9 @@ enum LossLine {
     if (!starts(message)) {
       return Double.NaN;
     }
-    String text = number(message);
+    String text = number(message.substring(from(message)));
     try {
-      return text == null ? Double.NaN : Double.parseDouble(text);
+      return text == null ? Double.NaN : loss(Double.parseDouble(text));
     } catch (NumberFormatException e) {
       return Double.NaN;
     }

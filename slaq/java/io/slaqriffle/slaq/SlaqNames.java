@@ -18,6 +18,10 @@ public final class SlaqNames {
   public static final String GBT_LOGGER = NAMES.text("gbt_logger");
   /** How that DEBUG line starts ({@code "error of gbt = " + error}, the error as Java prints a double). */
   public static final String GBT_ITERATION_LINE = NAMES.text("gbt_iteration_line");
+  /** The logger of spark.ml's training instrumentation ({@code ml.util.Instrumentation}), which prefixes each line with {@code "[<id>] "}. */
+  public static final String INSTRUMENTATION_LOGGER = NAMES.text("instrumentation_logger");
+  /** How GaussianMixture's per-iteration line starts after that prefix ({@code {"logLikelihood@iter<i>":<value>}}, at INFO). */
+  public static final String GMM_ITERATION_LINE = NAMES.text("gmm_iteration_line");
 
   private SlaqNames() {}
 }
