@@ -84,13 +84,12 @@ class DriverLogHandler(logging.Handler):
             return
         # once each: not to a handler Python already gave it on the way up to ours (pytest puts its capture handler on
         # every logger that does not propagate)
-        called: set[logging.Handler] = set()
-        logger: logging.Logger | None = logging.getLogger(record.name)
-        while logger is not None and logger.name != top:
-            called.update(logger.handlers)
-            logger = logger.parent
-        called.update(logging.getLogger(top).handlers)
-        logger = logging.getLogger(top).parent
+        below = logging.getLogger(record.name)
+        called = set(below.handlers)
+        while below.name != top and below.parent is not None:
+            below = below.parent
+            called.update(below.handlers)
+        logger = below.parent
         while logger is not None:
             for handler in logger.handlers:
                 if record.levelno >= handler.level and handler not in called:

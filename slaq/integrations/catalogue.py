@@ -2,9 +2,8 @@
 
 A fit reports a loss when its training runs a breeze ``LBFGS``/``OWLQN``/``LBFGSB``, is gradient-boosted
 trees (their training error after each tree) or a Gaussian mixture (its log-likelihood after each EM step),
-whose per-iteration line SLAQ captures (docs/mllib-capture.md
-has the evidence per estimator and setting). The catalogue
-decides how a fit is scheduled before its first loss (:func:`reports_loss`), and which fits persist their
+whose per-iteration line SLAQ captures (docs/mllib-capture.md has the evidence per estimator and setting).
+The catalogue decides how a fit is scheduled before its first loss (:func:`reports_loss`), and which fits persist their
 own copy of the training data ("training blocks", ``MEMORY_AND_DISK``) while they run, which is what
 fills storage memory when SLAQ runs many fits at once (:mod:`slaq.live.storage`). docs/mllib.md's
 catalogue table is :func:`markdown_table`; a unit test keeps both docs' tables equal to it.

@@ -80,7 +80,6 @@ def test_a_users_own_python_logging_shows_what_it_showed_before(tmp_path):
     assert len(quiet) == 1 and re.match(LOG4J_LINE.format(level="INFO"), quiet[0]), ends(proc.stderr)  # still in the driver log
 
 
-
 def test_in_process_a_level_the_user_sets_later_lets_lines_through(spark):
     """In the process that attached (the shared session: SLAQ's loggers are lowered to log4j's level), a handler of the
     user's on the root gets no INFO of SLAQ's, and a level set later on a child logger or on the top one (even the level
@@ -113,6 +112,7 @@ def test_in_process_a_level_the_user_sets_later_lets_lines_through(spark):
         child.setLevel(logging.NOTSET)
         top.setLevel(lowered)
     assert seen == ["child's level", "top's level", "a warning"]
+
 
 GONE_APP = """
 import logging, os, sys, time

@@ -233,7 +233,6 @@ def test_gbt_with_a_validation_indicator_reports_its_training_error(spark, sched
     np.testing.assert_allclose(captured[: len(expected)], expected, rtol=1e-9)
 
 
-
 def test_gaussian_mixture_captures_its_negated_log_likelihood_per_em_step(spark, scheduler, data):
     """GaussianMixture logs its log-likelihood after every EM step at INFO on its instrumentation's logger: one
     captured loss per step (``summary.numIter``), the negated log-likelihood, the last equal to the model's."""
@@ -246,6 +245,7 @@ def test_gaussian_mixture_captures_its_negated_log_likelihood_per_em_step(spark,
     assert len(captured) == summary.numIter == 8, captured
     np.testing.assert_allclose(captured[-1], -summary.logLikelihood, rtol=1e-12)
     assert all(b <= a + 1e-9 * abs(a) for a, b in zip(captured, captured[1:])), captured  # EM never lowers the likelihood
+
 
 def test_fits_without_breeze_iterations_capture_nothing(spark, scheduler, data):
     """GeneralizedLinearRegression (IRLS, Cholesky per step) and FMRegressor (mllib gradient descent)

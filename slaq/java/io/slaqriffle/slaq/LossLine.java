@@ -40,7 +40,7 @@ enum LossLine {
    * its negation.
    */
   GMM(SlaqNames.INSTRUMENTATION_LOGGER, false, Level.INFO, SlaqNames.GMM_ITERATION_LINE) {
-    private final Pattern value = Pattern.compile("\\{\"logLikelihood@iter\\d+\":([^}]+)}");
+    private final Pattern value = Pattern.compile(Pattern.quote(SlaqNames.GMM_ITERATION_LINE) + "\\d+\":([^}]+)}");
 
     @Override
     int from(String message) {
@@ -107,16 +107,22 @@ enum LossLine {
 
   /** Whether {@code message} (a format string, before its parameters) is an iteration line. */
   boolean starts(String message) {
+    return lineAt(message) >= 0;
+  }
+
+  /** Where the iteration line begins in {@code message}, or -1 when it is not one. */
+  private int lineAt(String message) {
     int at = message == null ? -1 : from(message);
-    return at >= 0 && message.startsWith(start, at);
+    return at >= 0 && message.startsWith(start, at) ? at : -1;
   }
 
   /** The loss in one logged message; NaN when it is not an iteration line or holds no number. */
   double loss(String message) {
-    if (!starts(message)) {
+    int at = lineAt(message);
+    if (at < 0) {
       return Double.NaN;
     }
-    String text = number(message.substring(from(message)));
+    String text = number(message.substring(at));
     try {
       return text == null ? Double.NaN : loss(Double.parseDouble(text));
     } catch (NumberFormatException e) {
