@@ -68,6 +68,19 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
         # the scheduler changes when iterations run, never what they compute
         assert v["objectives"]["within_reassociation"], v["objectives"]
         assert v["objectives"]["fits_with_differing_iteration_counts"] == []
+    # what a CrossValidator's user waits for and gets: each tuner's fit() from its start to its model, and the grid
+    # entry of its best average metric, the same under SLAQ and stock Spark
+    tuners = out["variants"]["cv"]["tuners"]
+    assert sorted(tuners["chosen"]) == sorted({f"cv-{f.family}" for f in fits}) and tuners["same_chosen_model"], tuners
+    for config in ("slaq", "stock"):
+        run = out["variants"]["cv"]["per_repeat"][config][0]
+        for name, t in run["tuners"].items():
+            entries = sorted({f.grid_index for f in fits if f"cv-{f.family}" == name})
+            assert t["chosen"] in entries and len(t["avg_metrics"]) == len(entries), (name, t)
+            last_fit = max(f["start_s"] + f["wall_s"] for n, f in out["variants"]["cv"]["last_repeat_fits"][config].items()
+                           if n.startswith(name + "-p"))
+            assert 0 < t["wall_s"] and t["start_s"] + t["wall_s"] >= last_fit - 0.01, (name, t, last_fit)
+    assert tuners["wall_vs_stock_per_repeat"]["slaq"][0] > -1, tuners
     # each GBT fit's logged errors, one per tree of its model, equal Spark's training error recomputed from the trees
     reference = out["variants"]["gbt"]["gbt_reference"]
     assert reference["trees"] == 2 * 2 * SIZE["max_iter"] and reference["values_checked"] and reference["values_off"] == 0, reference

@@ -95,6 +95,16 @@ class FitRecord:
     model: Any = None  # a GBT fit's model, for gbt_reference
 
 
+@dataclass(frozen=True)
+class TunerRecord:
+    """One CrossValidator's ``fit()``: what its user waits for (every fold's fit and evaluation, and the refit) and gets."""
+
+    start: float
+    end: float
+    chosen: int  # the grid entry of the model it returned (its best average metric)
+    avg_metrics: tuple[float, ...]
+
+
 class FitRecorder:
     """Scopes each fit for one configuration and records its start, end and objective history."""
 
@@ -103,6 +113,7 @@ class FitRecorder:
         self.config = config
         self.attribution = attribution
         self.records: dict[str, FitRecord] = {}
+        self.tuners: dict[str, TunerRecord] = {}
         self._lock = threading.Lock()
 
     @contextmanager
@@ -250,6 +261,14 @@ def run_cv(recorder: FitRecorder, work: Workload, data: Any) -> float:
     from pyspark.ml.tuning import CrossValidator
 
     f = work.data.features
+
+    def tune(name: str, cv: Any, grid: list[int]) -> None:
+        began = time.time()
+        model = cv.fit(data)
+        metrics = tuple(float(m) for m in model.avgMetrics)
+        best = (max if cv.getEvaluator().isLargerBetter() else min)(range(len(metrics)), key=metrics.__getitem__)
+        recorder.tuners[name] = TunerRecord(began, time.time(), grid[best], metrics)
+
     targets = []
     for cv_name, family, grid, arrival in cv_groups(work.fits, work.arrival_mean, work.seed):
         est = make_estimator(family, f, work.max_iter, work.seed)
@@ -257,8 +276,8 @@ def run_cv(recorder: FitRecorder, work: Workload, data: Any) -> float:
         wrapped = ScopedEstimator(est, cv_name, family, list(zip(grid, maps)), recorder)
         cv = CrossValidator(estimator=wrapped, estimatorParamMaps=maps, evaluator=evaluator(family), numFolds=CV_FOLDS,
                             parallelism=CV_PARALLELISM, seed=work.seed)
-        targets.append((cv_name, arrival, cv.fit))
-    return _run_threads([(name, arrival, lambda fn=fn: fn(data)) for name, arrival, fn in targets])
+        targets.append((cv_name, arrival, lambda n=cv_name, c=cv, g=grid: tune(n, c, g)))
+    return _run_threads(targets)
 
 
 RUNNERS = {"fits": run_fits, "cv": run_cv, "gbt": run_gbt}
@@ -324,6 +343,10 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
     for key in ("task_s_before_first_loss", "cores_used_before_first_loss", "cores_used_after_first_loss"):
         out[f"mean_{key}"] = round(statistics.fmean(f[key] for f in fits.values()), 3)
     out["split"] = split_summary(fits.values())
+    if recorder.tuners:
+        out["tuners"] = {name: {"start_s": round(t.start - start, 3), "wall_s": round(t.end - t.start, 3), "chosen": t.chosen,
+                                "avg_metrics": list(t.avg_metrics)} for name, t in sorted(recorder.tuners.items())}
+        out["mean_tuner_wall_s"] = round(statistics.fmean(t["wall_s"] for t in out["tuners"].values()), 3)
     out["task_locality"] = dict(sorted(sum((Counter(f["task_locality"]) for f in fits.values()), Counter()).items()))
     return out
 
@@ -430,12 +453,31 @@ def objective_agreement(runs: list[dict[str, dict[str, dict]]]) -> dict:
 
 
 def _median_figures(summaries: list[dict]) -> dict:
-    keys = [k for k in summaries[0] if k.startswith(("mean_time_to", "mean_task_s", "mean_cores_used")) or k == "makespan_s"]
+    keys = [k for k in summaries[0] if k.startswith(("mean_time_to", "mean_task_s", "mean_cores_used")) or k in ("makespan_s", "mean_tuner_wall_s")]
     out = {k: round(statistics.median(s[k] for s in summaries if s[k] is not None), 3) for k in keys}
     out["split"] = {k: round(statistics.median(s["split"][k] for s in summaries), 1) for k in summaries[0]["split"]}
     for part in ("cpu_s", "storage"):
         if all(s.get(part) for s in summaries):
             out[part] = {k: round(statistics.median(s[part][k] for s in summaries), 2) for k in summaries[0][part]}
+    return out
+
+
+def tuner_agreement(runs: list[dict[str, dict]]) -> dict | None:
+    """What a CrossValidator's user waits for and gets, across configurations (``runs``: per repeat, config ->
+    summary): each repeat's mean ``fit()`` wall time per configuration and its ratio to stock's, and whether
+    every configuration and repeat chose the same grid entry for each CrossValidator (None: no tuners)."""
+    if not runs or "tuners" not in next(iter(runs[0].values())):
+        return None
+    walls = [{c: s["mean_tuner_wall_s"] for c, s in run.items()} for run in runs]
+    chosen: dict[str, set[int]] = {}
+    for run in runs:
+        for summary in run.values():
+            for name, t in summary["tuners"].items():
+                chosen.setdefault(name, set()).add(t["chosen"])
+    out: dict = {"mean_wall_s_per_repeat": walls, "same_chosen_model": all(len(c) == 1 for c in chosen.values()),
+                 "chosen": {name: sorted(c) for name, c in sorted(chosen.items())}}
+    if STOCK in walls[0]:
+        out["wall_vs_stock_per_repeat"] = {c: [round(w[c] / w[STOCK] - 1, 4) for w in walls] for c in walls[0] if c != STOCK}
     return out
 
 
@@ -529,6 +571,7 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
                    "per_repeat": {c: [{k: s[k] for k in s if k not in ("fits", "trace_jobs", "outside_spark_jobs")} for s in per_config[c]] for c in configs},
                    "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs]),
                    "capture": capture_totals([run[c][variant] for run in runs for c in configs]),
+                   "tuners": tuner_agreement([{c: run[c][variant] for c in configs} for run in runs]),
                    "gbt_reference": reference_totals([run[c][variant]["gbt_reference"] for run in runs for c in configs
                                                       if "gbt_reference" in run[c][variant]])}
         for c in configs:
@@ -559,6 +602,13 @@ def headline(result: dict) -> list[str]:
             lines.append(line)
         if "slaq_vs_stock" in v:
             lines.append(f"{variant:>4} SLAQ vs stock Spark FAIR, time to 90%: {v['slaq_vs_stock'].get('time_to_90pct_change', 0):+.1%}")
+        if v.get("tuners"):
+            t = v["tuners"]
+            walls = ", ".join(f"{c} {m['mean_tuner_wall_s']} s" for c, m in v["median"].items())
+            lines.append(f"{variant:>4} CrossValidator fit() wall time, mean over its tuners: {walls}; "
+                         + ("every run chose the same model" if t["same_chosen_model"] else f"chosen models differ: {t['chosen']}"))
+            for c, changes in t.get("wall_vs_stock_per_repeat", {}).items():
+                lines.append(f"{variant:>4} {c} vs stock, wall time per repeat: " + ", ".join(f"{x:+.1%}" for x in changes))
         o = v["objectives"]
         lines.append(f"{variant:>4} final objectives: max relative difference {o['max_relative_difference']:.3g} ({o['fit']})")
         if v.get("capture"):
