@@ -1,4 +1,4 @@
-"""The lab's verbs of the ``slaq`` command: ``slaq bench allocate|predict|enforce|overhead|mllib|prune|optuna``,
+"""The lab's verbs of the ``slaq`` command: ``slaq bench allocate|predict|enforce|overhead|mllib|capture|prune|optuna``,
 ``slaq reproduce`` and ``slaq simulate --plot`` (registered through the ``slaq_riffle.cli`` entry point)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from slaq.cli import cmd_simulate_traces, simulation_report
 from slaq.policy import POLICIES
 from sparkshim.commands import emit_json, positive
 
-log = logging.getLogger("slaq")
+log = logging.getLogger("srlab.verbs")  # a progress logger: its INFO lines (headlines, progress) show without -v
 
 
 def cmd_bench_allocate(args: argparse.Namespace) -> int:
@@ -59,6 +59,16 @@ def cmd_bench_mllib(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_capture(args: argparse.Namespace) -> int:
+    from srlab.slaq_bench.capture_cost import bench_capture, headline
+
+    result = bench_capture([e.strip() for e in args.estimators.split(",") if e.strip()], args.repeats, args.rows, args.master)
+    for line in headline(result):
+        log.info("%s", line)
+    emit_json(result)
+    return 0
+
+
 def cmd_bench_prune(args: argparse.Namespace) -> int:
     from srlab.slaq_bench.prune import PruneWorkload, bench_prune, headline
 
@@ -84,7 +94,7 @@ def cmd_bench_optuna(args: argparse.Namespace) -> int:
 
         emit_json(bench_offline(work, args.master, Path(args.recording) if args.recording else None, args.overhead, args.growth))
         return 0
-    result = bench_optuna(work, [c.strip() for c in args.configs.split(",") if c.strip()], args.master, args.epoch)
+    result = bench_optuna(work, [c.strip() for c in args.configs.split(",") if c.strip()], args.master, args.epoch, args.executor_memory_mb)
     for line in headline(result):
         log.info("%s", line)
     emit_json(result)
@@ -171,6 +181,15 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     from srlab.slaq_bench.mllib_args import add_mllib_arguments
 
     add_mllib_arguments(mll)
+    cap = bench.add_parser("capture", help="what capturing a GBT's or Gaussian mixture's loss costs the fit",
+                           description="The same fit alternately with SLAQ on (its losses captured) and detached, in one local-cluster "
+                                       "session: medians and spread of each side, their ratio, and the iterations captured per fit.")
+    cap.add_argument("--estimators", default="gbt,gmm", help="comma-separated, from gbt (GBTRegressor, 20 trees of depth 5, 20 features) and "
+                                                             "gmm (GaussianMixture, k=4, 15 EM steps, 10 features); default gbt,gmm")
+    cap.add_argument("--repeats", type=positive(int), default=7, help="fits of each side per estimator (default 7)")
+    cap.add_argument("--rows", type=positive(int), default=100_000, help="rows of the cached data (default 100000)")
+    cap.add_argument("--master", default="local-cluster[2,1,2048]")
+    cap.set_defaults(func=cmd_bench_capture)
     pru = bench.add_parser("prune", help="CrossValidator with spark.slaq.prune vs stock's exhaustive CrossValidator",
                            description="Seeded LogisticRegression grids through CrossValidator: time until the best model is known and "
                                        "whether the same best was chosen, with pruning (slaq-prune), SLAQ without it and stock Spark FAIR.")
@@ -207,6 +226,8 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
                      help="comma-separated, from slaq, median, none and slaq-nopruner (SLAQ on, no pruner); default slaq,median,none")
     opt.add_argument("--epoch", type=positive(float), default=1.0)
     opt.add_argument("--master", default="local-cluster[2,1,1024]")
+    opt.add_argument("--executor-memory-mb", type=positive(int),
+                     help="heap of every executor in MiB (default: Spark's 1024); a local-cluster master's worker memory is raised to match")
     opt.add_argument("--offline", action="store_true",
                      help="no clock: record each seed's study once with no pruner on Spark, then replay it offline with each pruner "
                           "(n-jobs trials at once, step s costing overhead + growth·(s + 1) units; srlab.slaq_bench.optuna_replay)")

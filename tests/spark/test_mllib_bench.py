@@ -71,7 +71,8 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
     # what a CrossValidator's user waits for and gets: each tuner's fit() from its start to its model, and the grid
     # entry of its best average metric, the same under SLAQ and stock Spark
     tuners = out["variants"]["cv"]["tuners"]
-    assert sorted(tuners["chosen"]) == sorted({f"cv-{f.family}" for f in fits}) and tuners["same_chosen_model"], tuners
+    assert sorted(tuners["chosen"]["slaq"]) == sorted({f"cv-{f.family}" for f in fits}), tuners
+    assert tuners["same_chosen_model"] and tuners["outside_reference_choices"] == {"slaq": []}, tuners
     for config in ("slaq", "stock"):
         run = out["variants"]["cv"]["per_repeat"][config][0]
         for name, t in run["tuners"].items():

@@ -41,7 +41,7 @@ import numpy as np
 import slaq
 from srlab.slaq_bench.configs import session_conf, stock_pool
 from srlab.slaq_bench.mllib_workload import DataSpec, make_data
-from srsupport.session import DEFAULT_MASTER, spark_session
+from srsupport.session import DEFAULT_MASTER, executor_memory, spark_session
 
 log = logging.getLogger("srlab.slaq_bench.optuna_prune")
 
@@ -170,7 +170,9 @@ def summarize(runs: list[dict[str, Any]], configs: list[str]) -> dict[str, Any]:
     return out
 
 
-def bench_optuna(work: OptunaWorkload, configs: list[str], master: str = DEFAULT_MASTER, epoch: float = 1.0) -> dict[str, Any]:
+def bench_optuna(work: OptunaWorkload, configs: list[str], master: str = DEFAULT_MASTER, epoch: float = 1.0,
+                 executor_memory_mb: int | None = None) -> dict[str, Any]:
+    """``executor_memory_mb``: every executor's heap (Spark's 1 GiB when None), for a size where the trials' training caches need it."""
     import optuna
 
     if not configs or len(set(configs)) != len(configs) or set(configs) - set(CONFIGS):
@@ -179,7 +181,8 @@ def bench_optuna(work: OptunaWorkload, configs: list[str], master: str = DEFAULT
         raise ValueError("need a seed, a repeat, 2 trials and a step")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     runs: list[dict[str, Any]] = []
-    with spark_session("slaq-bench-optuna", master, session_conf("slaq", epoch)) as spark:
+    master, memory = executor_memory(master, executor_memory_mb) if executor_memory_mb is not None else (master, {})
+    with spark_session("slaq-bench-optuna", master, session_conf("slaq", epoch) | memory) as spark:
         runtime = slaq.attach(spark, explicit=False)
         sc = spark.sparkContext
 
@@ -209,7 +212,7 @@ def bench_optuna(work: OptunaWorkload, configs: list[str], master: str = DEFAULT
                     d.unpersist()
         finally:
             runtime.stop()
-    return {"workload": asdict(work) | {"master": master, "epoch_s": epoch, "configs": configs}, "runs": runs,
+    return {"workload": asdict(work) | {"master": master, "executor_memory_mb": executor_memory_mb, "epoch_s": epoch, "configs": configs}, "runs": runs,
             "summary": summarize(runs, configs)}
 
 
