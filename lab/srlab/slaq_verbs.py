@@ -37,6 +37,11 @@ def _shares(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated fractions such as 0.6,0.3,0.1, got {text!r}") from None
 
 
+def _names(text: str) -> list[str]:
+    """A comma-separated option's names, blanks dropped."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
 def cmd_bench_enforce(args: argparse.Namespace) -> int:
     from srlab.slaq_bench.enforce import bench_enforce
 
@@ -62,7 +67,7 @@ def cmd_bench_mllib(args: argparse.Namespace) -> int:
 def cmd_bench_capture(args: argparse.Namespace) -> int:
     from srlab.slaq_bench.capture_cost import bench_capture, headline
 
-    result = bench_capture([e.strip() for e in args.estimators.split(",") if e.strip()], args.repeats, args.rows, args.master)
+    result = bench_capture(_names(args.estimators), args.repeats, args.rows, args.master)
     for line in headline(result):
         log.info("%s", line)
     emit_json(result)
@@ -75,7 +80,7 @@ def cmd_bench_prune(args: argparse.Namespace) -> int:
     seeds = tuple(range(args.first_seed, args.first_seed + args.seeds))
     work = PruneWorkload(seeds, args.rows, args.features, args.partitions, args.candidates, args.folds, args.max_iter, args.parallelism,
                          args.metric)
-    result = bench_prune(work, [c.strip() for c in args.configs.split(",") if c.strip()], args.master, args.epoch)
+    result = bench_prune(work, _names(args.configs), args.master, args.epoch)
     for line in headline(result):
         log.info("%s", line)
     emit_json(result)
@@ -94,7 +99,7 @@ def cmd_bench_optuna(args: argparse.Namespace) -> int:
 
         emit_json(bench_offline(work, args.master, Path(args.recording) if args.recording else None, args.overhead, args.growth))
         return 0
-    result = bench_optuna(work, [c.strip() for c in args.configs.split(",") if c.strip()], args.master, args.epoch, args.executor_memory_mb)
+    result = bench_optuna(work, _names(args.configs), args.master, args.epoch, args.executor_memory_mb)
     for line in headline(result):
         log.info("%s", line)
     emit_json(result)
