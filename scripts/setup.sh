@@ -48,7 +48,7 @@ if [ ! -f "$stamp" ]; then
     PYTHONWARNINGS="$EDITABLE_NOTE" .venv/bin/python -m pip install --quiet --no-deps -e .
   else
     echo "setup: installing dependencies (first run takes a few minutes: pyspark is ~400 MB)"
-    PYTHONWARNINGS="$EDITABLE_NOTE" .venv/bin/python -m pip install --quiet -e ".[dev,optuna]" -e "./lab[plot]"  # optuna: tests/spark/test_optuna.py
+    PYTHONWARNINGS="$EDITABLE_NOTE" .venv/bin/python -m pip install --quiet -e ".[dev]" -e "./lab[plot]"
   fi
   rm -f .venv/.installed-*
   touch "$stamp"

@@ -1,7 +1,7 @@
 """A SLAQ job as its owner holds it: :class:`Job` (``with slaq.job(name) as job: ... job.report(loss)``), the
 thread's stack of open jobs and :func:`current_job`.
 
-The user API (:mod:`slaq.api`) and the integrations (:mod:`slaq.integrations`: spark.ml fits, Optuna trials)
+The user API (:mod:`slaq.api`) and the integrations (:mod:`slaq.integrations`: spark.ml fits)
 open jobs here. A job finds the runtime attached to the active SparkContext through the product's registry
 (:func:`sparkshim.attach.registered`), never by importing :mod:`slaq.runtime`, which sits above the
 integrations it installs; what a job uses of that runtime is :class:`JobRuntime`.
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from slaq.live.job import LiveJob
 from slaq.live.registry import record
-from slaq.live.status import FAILED, NOT_TUNING, Tuning
+from slaq.live.status import NOT_TUNING, Tuning
 from slaq.live.target import Target
 from slaq.names import check_job_name, check_name_size, one_line
 from slaq.product import PRODUCT
@@ -116,16 +116,6 @@ class Job:
         return self._track.target.reduction
 
     @property
-    def ending(self) -> str:
-        """How the job ended, its final row's *why* in the UI tab: ``failed`` when its block raised, or what the
-        integration that owns it set before closing it (an Optuna trial: ``complete``, ``pruned``); "" until then."""
-        return self._track.ending
-
-    @ending.setter
-    def ending(self, value: str) -> None:
-        self._track.ending = value
-
-    @property
     def satisfied(self) -> bool:
         """Reached its target: minimum share from then on."""
         return self._track.satisfied
@@ -151,7 +141,7 @@ class Job:
         if self in stack:
             stack.remove(self)
         if exc is not None:
-            self._track.ending = FAILED
+            self._track.failed = True
             log.warning("SLAQ: job %s ended with %s: %s; its pool is released", self._track.shown, type(exc).__name__,
                         one_line(str(exc), MAX_ERROR_TEXT))
         self._release()

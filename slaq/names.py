@@ -2,10 +2,9 @@
 
 A name is checked where it enters (``slaq.job``): a non-empty string without tabs or newlines, encodable as UTF-8
 (py4j carries it to the JVM as UTF-8, so a lone surrogate cannot cross), at most :data:`MAX_NAME_BYTES` in UTF-8.
-The names SLAQ generates (a spark.ml fit's, an Optuna trial's) are one line, hold what cannot cross py4j escaped
-(:func:`crossable`) and are cut before the suffix that keeps them unique (a fit's ``#N``, a trial's ``#number``),
-never through it. A log line shows a name made inert (:func:`shown`). The
-JVM holds its model to the same bound and shows names the same way (``SlaqBounds``, ``seam.Html.plain``), and
+The names SLAQ generates (a spark.ml fit's) are one line, hold what cannot cross py4j escaped (:func:`crossable`)
+and are cut before the suffix that keeps them unique (a fit's ``#N``), never through it. A log line shows a name
+made inert (:func:`shown`). The JVM holds its model to the same bound and shows names the same way (``SlaqBounds``, ``seam.Html.plain``), and
 builds a Spark Connect fit's name as :func:`fit_job_name` does (``ConnectFits``).
 """
 
@@ -16,8 +15,7 @@ import re
 from collections.abc import Mapping
 
 MAX_NAME_BYTES = 1024  # a job name's UTF-8 bytes at most (SlaqBounds.MAX_NAME_BYTES; generated names stay well within)
-MAX_NAME = 160  # characters of a generated name: a spark.ml fit's params (before its "#N" suffix), an Optuna trial's whole name
-# (its study's part is cut so that "#<number>" always fits)
+MAX_NAME = 160  # characters of a generated name: a spark.ml fit's params (before its "#N" suffix)
 _FORBIDDEN = set("\t\n\r")
 # control characters (C0, DEL, C1 such as NEL), line and paragraph separators, bidirectional formatting characters
 _NOT_SHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -88,21 +86,4 @@ def fit_job_name(estimator: str, params: Mapping[str, object], seq: int) -> str:
     return f"{crossable(estimator)}[{body}]#{seq}"
 
 
-def _short(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def trial_job_name(study: str, number: int, params: Mapping[str, object]) -> str:
-    """``study#3 regParam=0.01 elasticNetParam=0.5``: the study, the trial's number (unique in its study)
-    and the parameters suggested so far, on one line and at most :data:`MAX_NAME` characters. The study's part
-    and the parameters are cut, never the number: every running trial of a study has a name of its own."""
-    tag = f"#{number}"
-    head = one_line(crossable(study), max(MAX_NAME - len(tag), 1)) + tag
-    body = one_line(crossable(" ".join(f"{k}={_short(v)}" for k, v in params.items())), MAX_NAME)
-    room = MAX_NAME - len(head) - 1
-    return f"{head} {one_line(body, room)}" if body and room > 1 else head
-
-
-__all__ = ["MAX_NAME", "MAX_NAME_BYTES", "check_job_name", "check_name_size", "crossable", "fit_job_name", "one_line", "shown", "trial_job_name"]
+__all__ = ["MAX_NAME", "MAX_NAME_BYTES", "check_job_name", "check_name_size", "crossable", "fit_job_name", "one_line", "shown"]

@@ -95,7 +95,7 @@ class SlaqRuntime:
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> SlaqRuntime:
         """Configure the shim's pools, start the epoch loop and install the integrations' hooks (spark.ml fits,
-        tuners, Optuna trials and Spark Connect fits become jobs; only the first call after construction or
+        tuners' fits and Spark Connect fits become jobs; only the first call after construction or
         :meth:`stop` does anything; nothing while disabled)."""
         if self.attached:
             return self

@@ -61,8 +61,6 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"spark\.slaq\.recordTrace|/tmp/slaq-traces/", "the trace's name holds the application id: tests/spark/test_record_trace.py runs "
                                                      "an application with this conf, then slaq simulate --check and --project on its trace; "
                                                      "test_doc_commands.py does the same with only the wheel"),
-    (r"tune_with_optuna\.py|slaq-riffle\[optuna\]", "needs optuna, which the wheel-only user's venv lacks: "
-                                                   "tests/spark/test_optuna.py runs this example's study in the shared session"),
 ]
 
 

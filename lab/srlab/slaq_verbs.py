@@ -1,4 +1,4 @@
-"""The lab's verbs of the ``slaq`` command: ``slaq bench allocate|predict|enforce|overhead|mllib|capture|prune|optuna``,
+"""The lab's verbs of the ``slaq`` command: ``slaq bench allocate|predict|enforce|overhead|mllib|capture|prune``,
 ``slaq reproduce`` and ``slaq simulate --plot`` (registered through the ``slaq_riffle.cli`` entry point)."""
 
 from __future__ import annotations
@@ -81,25 +81,6 @@ def cmd_bench_prune(args: argparse.Namespace) -> int:
     work = PruneWorkload(seeds, args.rows, args.features, args.partitions, args.candidates, args.folds, args.max_iter, args.parallelism,
                          args.metric)
     result = bench_prune(work, _names(args.configs), args.master, args.epoch)
-    for line in headline(result):
-        log.info("%s", line)
-    emit_json(result)
-    return 0
-
-
-def cmd_bench_optuna(args: argparse.Namespace) -> int:
-    from srlab.slaq_bench.optuna_prune import OptunaWorkload, bench_optuna, headline
-
-    seeds = tuple(range(args.first_seed, args.first_seed + args.seeds))
-    work = OptunaWorkload(seeds, args.repeats, args.trials, args.n_jobs, args.steps, args.iterations, args.rows, args.features, args.partitions)
-    if args.offline:
-        from pathlib import Path
-
-        from srlab.slaq_bench.optuna_replay import bench_offline
-
-        emit_json(bench_offline(work, args.master, Path(args.recording) if args.recording else None, args.overhead, args.growth))
-        return 0
-    result = bench_optuna(work, _names(args.configs), args.master, args.epoch, args.executor_memory_mb)
     for line in headline(result):
         log.info("%s", line)
     emit_json(result)
@@ -213,33 +194,6 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     pru.add_argument("--epoch", type=positive(float), default=1.0)
     pru.add_argument("--master", default="local-cluster[2,1,1024]")
     pru.set_defaults(func=cmd_bench_prune)
-    opt = bench.add_parser("optuna", help="an Optuna study of spark.ml fits: SLAQ with its pruner vs MedianPruner vs no pruner",
-                           description="Seeded Optuna studies of LogisticRegressions (trials reporting validation log loss per step), run "
-                                       "side by side under SLAQ with slaq.optuna.Pruner, stock Spark with MedianPruner and stock Spark "
-                                       "with no pruner: time until the best trial is known and the best value, medians of --repeats. Needs optuna.")
-    opt.add_argument("--seeds", type=positive(int), default=10, help="studies, one per seed (default 10)")
-    opt.add_argument("--first-seed", type=int, default=1)
-    opt.add_argument("--repeats", type=positive(int), default=3, help="runs of each study per configuration (default 3)")
-    opt.add_argument("--trials", type=positive(int), default=24, help="trials per study (default 24)")
-    opt.add_argument("--n-jobs", type=positive(int), default=4, help="trials at once (Optuna's n_jobs, default 4)")
-    opt.add_argument("--steps", type=positive(int), default=5, help="reported steps per trial (default 5)")
-    opt.add_argument("--iterations", type=positive(int), default=4, help="L-BFGS iterations added per step (default 4)")
-    opt.add_argument("--rows", type=positive(int), default=5000)
-    opt.add_argument("--features", type=positive(int), default=40)
-    opt.add_argument("--partitions", type=positive(int), default=4)
-    opt.add_argument("--configs", default="slaq,median,none",
-                     help="comma-separated, from slaq, median, none and slaq-nopruner (SLAQ on, no pruner); default slaq,median,none")
-    opt.add_argument("--epoch", type=positive(float), default=1.0)
-    opt.add_argument("--master", default="local-cluster[2,1,1024]")
-    opt.add_argument("--executor-memory-mb", type=positive(int),
-                     help="heap of every executor in MiB (default: Spark's 1024); a local-cluster master's worker memory is raised to match")
-    opt.add_argument("--offline", action="store_true",
-                     help="no clock: record each seed's study once with no pruner on Spark, then replay it offline with each pruner "
-                          "(n-jobs trials at once, step s costing overhead + growth·(s + 1) units; srlab.slaq_bench.optuna_replay)")
-    opt.add_argument("--recording", help="with --offline: the recorded studies' JSON, read when it exists (no Spark), else written")
-    opt.add_argument("--overhead", type=float, default=0.0, help="with --offline: step s costs overhead + growth·(s + 1) units (default 0)")
-    opt.add_argument("--growth", type=float, default=1.0, help="with --offline: see --overhead (default 1; --overhead 1 --growth 0: every step the same)")
-    opt.set_defaults(func=cmd_bench_optuna)
     mll.add_argument("--json", action="store_true", help="print JSON (what this verb always prints; accepted for symmetry with the example)")
     mll.set_defaults(func=cmd_bench_mllib)
 

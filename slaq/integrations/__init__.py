@@ -5,10 +5,9 @@
 * :mod:`~slaq.integrations.pruning`: hopeless CrossValidator candidates' remaining folds skipped (``spark.slaq.prune``);
 * :mod:`~slaq.integrations.pyspark_private`: the pyspark-private names the tuner hooks rely on, resolved in one place;
 * :mod:`~slaq.integrations.connect`: Spark Connect clients' fits, made jobs by the shim in the server's JVM;
-* :mod:`~slaq.integrations.optuna`: each running Optuna trial a job, and :class:`slaq.optuna.Pruner`;
 * :mod:`~slaq.integrations.catalogue`: the spark.ml estimators SLAQ knows (``python -m slaq.integrations.catalogue``).
 
 :mod:`~slaq.integrations.hooks` switches every Python hook on and off for a runtime (``SlaqRuntime.start``/``stop``).
-This package imports none of them, so importing one module (the catalogue, the Optuna pruner) loads only what it needs.
+This package imports none of them, so importing one module (the catalogue) loads only what it needs.
 The integrations open jobs as a user does (:class:`slaq.jobs.Job`) and never import :mod:`slaq.runtime`.
 """

@@ -2,8 +2,7 @@
 
 ``SlaqRuntime.start`` installs them (while SLAQ is enabled) and ``stop`` removes them: spark.ml leaf fits, and a
 tuned Pipeline's fits, become jobs (:mod:`~slaq.integrations.sparkml`), tuners' fits find their candidate and, with
-``spark.slaq.prune``, prune (:mod:`~slaq.integrations.tuners`), and Optuna trials become jobs
-(:mod:`~slaq.integrations.optuna.trials`). Spark Connect fits are the shim's, in the JVM (:mod:`~slaq.integrations.connect`).
+``spark.slaq.prune``, prune (:mod:`~slaq.integrations.tuners`). Spark Connect fits are the shim's, in the JVM (:mod:`~slaq.integrations.connect`).
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from slaq.integrations import sparkml, tuners
-from slaq.integrations.optuna import trials
 from slaq.integrations.pruning import Pruned
 from slaq.live.config import SlaqConfig
 
@@ -28,11 +26,9 @@ def install(runtime: HookedRuntime) -> None:
     """Switch every hook on for ``runtime`` (replacing another runtime's spark.ml hook)."""
     sparkml.install(runtime)
     tuners.install(runtime.mark_pruned if runtime.config.prune else None)
-    trials.install()  # now, or once optuna is imported
 
 
 def uninstall(runtime: HookedRuntime) -> None:
-    """Switch every hook off (the spark.ml hook only if it is ``runtime``'s); pyspark's and Optuna's own methods are back."""
+    """Switch every hook off (the spark.ml hook only if it is ``runtime``'s); pyspark's own methods are back."""
     sparkml.uninstall(runtime)
     tuners.uninstall()
-    trials.uninstall()

@@ -22,7 +22,6 @@ from typing import Any, Protocol
 
 from slaq.integrations import tuners
 from slaq.integrations.catalogue import reports_loss
-from slaq.integrations.optuna import trials
 from slaq.jobs import Job, JobRuntime, attached_runtime, current_job
 from slaq.live.status import NOT_TUNING
 from slaq.names import fit_job_name, one_line, shown
@@ -64,14 +63,12 @@ def reports(estimator: Any) -> bool | None:
 
 
 def run_fit(runtime: FitRuntime, estimator: Any, fit: Callable[[], Any], leaf: bool = True) -> Any:
-    """``fit()``, a fit of ``estimator`` (a ``leaf``, else a Pipeline's: a job only when a tuner tunes it): in the job
-    of the Optuna trial running on this thread, if any; else its own job, unless the calling thread already is in
-    one (that choice wins) or ``runtime`` is not
-    started, enabled and attached to the active context any more. A job that cannot open leaves the fit to run as
+    """``fit()``, a fit of ``estimator`` (a ``leaf``, else a Pipeline's: a job only when a tuner tunes it): in its own
+    job, unless the calling thread already is in one (that choice wins) or ``runtime`` is not started, enabled and
+    attached to the active context any more. A job that cannot open leaves the fit to run as
     plain Spark work, with one WARN: SLAQ never makes a fit fail that succeeds without it."""
     if not (runtime.attached and runtime.enabled):
         return fit()
-    trials.open_trial_job()  # a fit inside an Optuna trial runs in the trial's job
     if attached_runtime() is not runtime or current_job() is not None:
         return fit()
     tuning = tuners.place_of(estimator)  # its CrossValidator/TrainValidationSplit place: shown grouped in the UI tab

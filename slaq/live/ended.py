@@ -25,8 +25,7 @@ def final_row(job: LiveJob, now: float, pruned: bool) -> JobStatus:
     after it): final loss and iterations, wall time, core-seconds, and its figures (:meth:`LiveJob.figures`)."""
     losses = list(job.history.losses)
     forecast = job_forecast(job.name, job.history, job.curves, job.weight, math.inf, job.order)
-    # how its owner ended it, when it failed or was pruned, beats the target it reached before
-    why = job.ending if job.ending in (FAILED, PRUNED) else TARGET if job.satisfied else PRUNED if pruned else job.ending or ENDED
+    why = FAILED if job.failed else TARGET if job.satisfied else PRUNED if pruned else ENDED  # failing beats a target reached before
     figures = job.figures(forecast, why, now, finished=True)
     return job_status(job.name, FINISHED, len(losses), losses[-1] if losses else 0.0, 0.0, 0.0, 0.0, figures)
 

@@ -45,7 +45,7 @@ class LiveJob:
     silent_epochs: int = 0  # epochs in a row that ended without any loss from this job yet
     driver: DriverShare = field(default_factory=DriverShare)  # its latest iterations' driver/executor split
     skipped: int = 0  # NaN or infinite losses its owner reported: skipped, not in the history
-    ending: str = ""  # how its owner ended it, its final row's why: FAILED, or an integration's (an Optuna trial's COMPLETE, PRUNED)
+    failed: bool = False  # its block ended with an exception: its final row's why is FAILED
 
     @property
     def shown(self) -> str:

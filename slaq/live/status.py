@@ -29,11 +29,9 @@ MINIMUM = "minimum share"  # only the guaranteed minimum: others' predicted gain
 TARGET = "target reached"  # reached its target: the minimum share from then on
 POLICY = "policy's share"  # a policy that does not rank by predicted gain (fair, fifo, ...) chose it
 ENDED = "ended"  # a finished job that did not reach a target
-PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.integrations.pruning),
-# or an Optuna trial that raised TrialPruned
-FAILED = "failed"  # a finished job whose block (a slaq.job block, a spark.ml fit, an Optuna trial) ended with an exception
-COMPLETE = "complete"  # a finished Optuna trial that returned its value
-WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED, FAILED, COMPLETE)
+PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.integrations.pruning)
+FAILED = "failed"  # a finished job whose block (a slaq.job block, a spark.ml fit) ended with an exception
+WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED, FAILED)
 # Jobs one status lists: the first open ones, in arrival order (the JVM's model keeps as many: SlaqBounds.MAX_EPOCH_JOBS),
 # so a status costs the same however many jobs are open, and a job listed stays listed until it ends
 MAX_STATUS_JOBS = 1000

@@ -12,7 +12,7 @@ from slaq import messages
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.observer import LoopObserver
-from slaq.live.status import ENDED, EXPLORING, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, share_reason, used_cores
+from slaq.live.status import ENDED, EXPLORING, FAILED, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, share_reason, used_cores
 from slaq.live.target import Target
 from slaq.progress import ConsoleProgress, console, format_table
 from srsupport.slaq_watch import Statuses
@@ -169,7 +169,7 @@ def test_a_finished_job_carries_its_final_figures_from_its_whole_history():
 def test_a_job_ending_between_a_decision_and_its_status_gets_its_final_row_in_the_next_status():
     """The status shows the decision, which still lists a job that ended after it: were the job's final row handed
     to that status too, the tab would skip it (the job is listed as running) and, the job gone from the next status,
-    take its last running row for the final one (iterations 1 of 2 in an Optuna study's tab)."""
+    take its last running row for the final one (iterations 1 of 2)."""
 
     class EndsAfterTheDecision(LoopObserver):
         def on_allocated(self, jobs, decision):
@@ -287,9 +287,10 @@ def test_time_to_target_is_only_for_a_target_reached_and_time_to_ninety_for_a_fi
     clock = FakeClock(100.0)
     statuses = Statuses()
     losses = [1.0, 0.5, 0.3, 0.2]
-    batches = [([it(j, v, 0.5 * (k + 1), 0.5 * k) for j in ("met", "missed", "none")], {}) for k, v in enumerate(losses)]
+    batches = [([it(j, v, 0.5 * (k + 1), 0.5 * k) for j in ("met", "missed", "none", "raised")], {}) for k, v in enumerate(losses)]
     loop = EpochLoop(ScriptedPools(batches), "slaq", 0.5, observers=[statuses], clock=clock, clock_offset=100.0)
     loop.add(LiveJob("met", target=Target(loss=0.35)))
+    loop.add(raised := LiveJob("raised", target=Target(loss=0.35)))
     loop.add(LiveJob("missed", target=Target(loss=0.01)))
     loop.add(LiveJob("none"))
     for _ in losses:
@@ -298,12 +299,14 @@ def test_time_to_target_is_only_for_a_target_reached_and_time_to_ninety_for_a_fi
     running = {j.job: j for j in statuses.published[-1].jobs}
     assert running["met"].seconds_to_target == pytest.approx(1.5) and running["met"].target == "loss <= 0.35"
     assert running["missed"].seconds_to_target == -1.0 and running["missed"].seconds_to_ninety == -1.0  # not known while it runs
+    raised.failed = True  # its block raised after it reached its target (slaq.jobs.Job.__exit__)
     for name in running:
         loop.remove(name)
     clock.now += 0.5
     loop.step()
     final = {j.job: j for j in statuses.published[-1].finished}
     assert (final["met"].seconds_to_target, final["met"].why) == (pytest.approx(1.5), TARGET)
+    assert final["raised"].why == FAILED  # failing beats the target reached before
     assert (final["missed"].seconds_to_target, final["missed"].target, final["missed"].why) == (-1.0, "loss <= 0.01", ENDED)
     assert (final["none"].seconds_to_target, final["none"].target) == (-1.0, "")
     assert all(j.seconds_to_ninety == pytest.approx(2.0) for j in final.values())  # 0.2: 90% of the drop 1.0 -> 0.2, at 2.0 s

@@ -93,16 +93,13 @@ final class SlaqPage {
         .append("<li><em>target reached</em>: it reached its target loss or reduction; the minimum share from then on</li>")
         .append("<li><em>policy's share</em>: the policy does not rank by predicted gain (fair, fifo, ...)</li>")
         .append("<li><em>ended</em>: a finished job that did not reach a target</li>")
-        .append("<li><em>pruned</em>: a finished fit of a CrossValidator candidate that cannot beat the best one; its remaining folds are not fitted (spark.slaq.prune); "
-            + "or an Optuna trial that raised TrialPruned</li>")
-        .append("<li><em>failed</em>: a finished job whose block, fit or Optuna trial ended with an exception</li>")
-        .append("<li><em>complete</em>: an Optuna trial that returned its value</li>")
+        .append("<li><em>pruned</em>: a finished fit of a CrossValidator candidate that cannot beat the best one; its remaining folds are not fitted (spark.slaq.prune)</li>")
+        .append("<li><em>failed</em>: a finished job whose block or fit ended with an exception</li>")
         .append("</ul></dd></dl></div>");
     return b.toString();
   }
 
-  static final String LOSS_DEFINITION = "the latest loss as reported (a finished job's final one); an Optuna trial's is the value it "
-      + "reported when its study minimizes, and 1 &minus; that value when it maximizes (SLAQ schedules on a falling loss)";
+  static final String LOSS_DEFINITION = "the latest loss as reported (a finished job's final one)";
   static final String NORMALIZED_DEFINITION = "1 at the job's first loss, 0 at the floor its fitted loss curve predicts; before it has "
       + "4 losses (too few to fit a floor), its loss over its first loss. The charts draw each job's whole line against its latest floor";
   static final String GAIN_DEFINITION = "the drop of normalized loss that the job's fitted loss curve predicts over the next epoch with the "
