@@ -67,7 +67,7 @@ def cmd_bench_mllib(args: argparse.Namespace) -> int:
 def cmd_bench_capture(args: argparse.Namespace) -> int:
     from srlab.slaq_bench.capture_cost import bench_capture, headline
 
-    result = bench_capture(_names(args.estimators), args.repeats, args.rows, args.master)
+    result = bench_capture(args.repeats, args.rows, args.master)
     for line in headline(result):
         log.info("%s", line)
     emit_json(result)
@@ -167,12 +167,11 @@ def register(parser: argparse.ArgumentParser, verbs: Any) -> None:
     from srlab.slaq_bench.mllib_args import add_mllib_arguments
 
     add_mllib_arguments(mll)
-    cap = bench.add_parser("capture", help="what capturing a GBT's or Gaussian mixture's loss costs the fit",
-                           description="The same fit alternately with SLAQ on (its losses captured) and detached, in one local-cluster "
-                                       "session: medians and spread of each side, their ratio, and the iterations captured per fit.")
-    cap.add_argument("--estimators", default="gbt,gmm", help="comma-separated, from gbt (GBTRegressor, 20 trees of depth 5, 20 features) and "
-                                                             "gmm (GaussianMixture, k=4, 15 EM steps, 10 features); default gbt,gmm")
-    cap.add_argument("--repeats", type=positive(int), default=7, help="fits of each side per estimator (default 7)")
+    cap = bench.add_parser("capture", help="what capturing a Gaussian mixture's loss costs the fit",
+                           description="The same GaussianMixture fit (k=4, 15 EM steps, 10 features) alternately with SLAQ on (its losses "
+                                       "captured) and detached, in one local-cluster session: medians and spread of each side, their "
+                                       "ratio, and the EM steps captured per fit.")
+    cap.add_argument("--repeats", type=positive(int), default=7, help="fits of each side (default 7)")
     cap.add_argument("--rows", type=positive(int), default=100_000, help="rows of the cached data (default 100000)")
     cap.add_argument("--master", default="local-cluster[2,1,2048]")
     cap.set_defaults(func=cmd_bench_capture)

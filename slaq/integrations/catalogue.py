@@ -1,8 +1,8 @@
 """The spark.ml estimators SLAQ knows: which report a per-iteration loss, and which cache their training data.
 
-A fit reports a loss when its training runs a breeze ``LBFGS``/``OWLQN``/``LBFGSB``, is gradient-boosted
-trees (their training error after each tree) or a Gaussian mixture (its log-likelihood after each EM step),
-whose per-iteration line SLAQ captures (docs/mllib-capture.md has the evidence per estimator and setting).
+A fit reports a loss when its training runs a breeze ``LBFGS``/``OWLQN``/``LBFGSB`` or is a Gaussian mixture
+(its log-likelihood after each EM step), whose per-iteration line SLAQ captures (docs/mllib-capture.md has the
+evidence per estimator and setting, and why gradient-boosted trees' training error is not captured).
 The catalogue decides how a fit is scheduled before its first loss (:func:`reports_loss`), and which fits persist their
 own copy of the training data ("training blocks", ``MEMORY_AND_DISK``) while they run, which is what
 fills storage memory when SLAQ runs many fits at once (:mod:`slaq.live.storage`). docs/mllib.md's
@@ -47,8 +47,6 @@ CATALOGUE: tuple[Estimator, ...] = (
     Estimator("LogisticRegression", ALWAYS, training_cache=True),
     Estimator("LinearSVC", ALWAYS, training_cache=True),
     Estimator("AFTSurvivalRegression", ALWAYS, training_cache=True),
-    Estimator("GBTClassifier", ALWAYS),
-    Estimator("GBTRegressor", ALWAYS),
     Estimator("GaussianMixture", ALWAYS),
     Estimator("LinearRegression", BY_PARAMS, training_cache=True, rule=_linear_regression_reports),
     Estimator("MultilayerPerceptronClassifier", BY_PARAMS, training_cache=True, rule=_mlp_reports),
@@ -63,6 +61,8 @@ CATALOGUE: tuple[Estimator, ...] = (
     Estimator("DecisionTreeRegressor", NEVER),
     Estimator("RandomForestClassifier", NEVER),
     Estimator("RandomForestRegressor", NEVER),
+    Estimator("GBTClassifier", NEVER),
+    Estimator("GBTRegressor", NEVER),
     Estimator("NaiveBayes", NEVER),
     Estimator("IsotonicRegression", NEVER),
     Estimator("GeneralizedLinearRegression", NEVER),

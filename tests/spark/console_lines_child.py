@@ -1,9 +1,9 @@
 """Child process of test_loss_capture_lifecycle.py: ``python app.py`` as a user runs it (a notebook, the
 pyspark shell), with Spark's log4j2 defaults, whose console shows WARN and coarser. It fits a
-LogisticRegression and a GBTRegressor (once more with the console at INFO) with SLAQ on (from the conf,
-through the start hook), then in a second context with SLAQ off, and brackets each fit with marker lines
-on stderr, the console's stream; it prints one JSON object (whether SLAQ was on, what it captured, the
-fits' own history and the GBT model's predictions) for the test to judge.
+LogisticRegression, and a GBTRegressor with the user's DEBUG config on the logger of its per-tree error line,
+with SLAQ on (from the conf, through the start hook), then in a second context with SLAQ off, and brackets
+each fit with marker lines on stderr, the console's stream; it prints one JSON object (whether SLAQ was on,
+what it captured, the fit's own history and the GBT model's predictions) for the test to judge.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from typing import Any
 import numpy as np
 
 MARK = "CONSOLE-PHASE"
-GBT_LOGGER = "org.apache.spark.ml.tree.impl.GradientBoostedTrees"
-LEVELS = ("WARN", "INFO", "GBT-DEBUG")  # the console's level; GBT-DEBUG: WARN, the GBT logger configured at DEBUG
+GBT_LOGGER = "org.apache.spark.ml.tree.impl.GradientBoostedTrees"  # logs "error of gbt = ..." per tree at DEBUG
 
 
-def set_level(spark: Any, level: str) -> None:
-    """The console at ``level``: the root's level (``setLogLevel``), or a user's DEBUG config for the GBT logger."""
+def gbt_debug(spark: Any, on: bool) -> None:
+    """A user's DEBUG config for the GBT logger (``on``), or none (Spark's defaults)."""
     log4j = spark.sparkContext._jvm.org.apache.logging.log4j
-    spark.sparkContext.setLogLevel("WARN" if level == "GBT-DEBUG" else level)
-    if level == "GBT-DEBUG":
+    if on:
         log4j.core.config.Configurator.setLevel(GBT_LOGGER, log4j.Level.DEBUG)
     else:
         ctx = log4j.LogManager.getContext(spark.sparkContext._jvm.java.lang.Class.forName(
@@ -48,25 +46,24 @@ def fit(spark: Any, phase: str) -> dict[str, Any]:
         model = LogisticRegression(maxIter=10).fit(df)
         print(f"{MARK} {phase} end", file=sys.stderr, flush=True)
         captured = list(job.losses)  # complete when fit() returned; with SLAQ off nothing is captured
-    return {"slaq": on, "captured": captured, "objective_history": list(model.summary.objectiveHistory),
-            **{f"gbt_{level}": fit_gbt(spark, phase, level, df) for level in LEVELS}}
+    return {"slaq": on, "captured": captured, "objective_history": list(model.summary.objectiveHistory), "gbt": fit_gbt(spark, phase, df)}
 
 
-def fit_gbt(spark: Any, phase: str, level: str, df: Any) -> dict[str, Any]:
-    """A GBTRegressor fit with the console at ``level``: its captured losses, its predictions on its data, its trees."""
+def fit_gbt(spark: Any, phase: str, df: Any) -> dict[str, Any]:
+    """A GBTRegressor fit with the GBT logger at DEBUG: its captured losses, its predictions on its data, its trees."""
     from pyspark.ml.regression import GBTRegressor
 
     import slaq
 
-    set_level(spark, level)
+    gbt_debug(spark, True)
     try:
-        with slaq.job(f"console-gbt-{phase}-{level}") as job:
-            print(f"{MARK} {phase}-gbt-{level} start", file=sys.stderr, flush=True)
+        with slaq.job(f"console-gbt-{phase}") as job:
+            print(f"{MARK} {phase}-gbt start", file=sys.stderr, flush=True)
             model = GBTRegressor(maxIter=5, maxDepth=3, seed=3).fit(df)
-            print(f"{MARK} {phase}-gbt-{level} end", file=sys.stderr, flush=True)
+            print(f"{MARK} {phase}-gbt end", file=sys.stderr, flush=True)
             captured = list(job.losses)
     finally:
-        set_level(spark, "WARN")
+        gbt_debug(spark, False)
     predictions = [r[0] for r in model.transform(df).select("prediction").collect()]
     trees = [(t.numNodes, t.depth, list(t.featureImportances.toArray())) for t in model.trees]
     return {"captured": captured, "predictions": predictions, "trees": trees, "tree_weights": list(model.treeWeights)}

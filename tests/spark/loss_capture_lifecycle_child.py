@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 
 BREEZE = ["breeze.optimize.LBFGS", "breeze.optimize.OWLQN", "breeze.optimize.LBFGSB"]
-GBT = "org.apache.spark.ml.tree.impl.GradientBoostedTrees"  # logs its per-tree error at DEBUG
-PROBED = [*BREEZE, GBT]
 LEVELS = ["debug", "info", "warn", "error"]
 
 
@@ -53,7 +51,7 @@ def snapshot(jvm: Any) -> dict[str, Any]:
 def probe(jvm: Any, out: Path, tag: str) -> list[str]:
     """Logs one line per loss logger and level; returns which of them each user file received."""
     ctx = log4j_context(jvm)
-    for name in PROBED:
+    for name in BREEZE:
         logger = ctx.getLogger(name)
         for level in LEVELS:
             getattr(logger, level)(f"probe-{tag} {name} {level}")
@@ -111,20 +109,6 @@ def fit_and_capture(spark: Any, name: str, **params: Any) -> dict[str, Any]:
     return {"captured": list(history.losses) if history is not None else [], "objective_history": expected}
 
 
-def fit_gbt(spark: Any, name: str) -> list[float]:
-    """A GBTRegressor fit of 4 trees inside a SLAQ job (its error line is DEBUG: it must reach no user file)."""
-    from pyspark.ml.linalg import Vectors
-    from pyspark.ml.regression import GBTRegressor
-
-    import slaq
-
-    X = np.random.default_rng(5).normal(size=(200, 3))
-    df = spark.createDataFrame([(float(x @ [1.0, -2.0, 0.5]), Vectors.dense(x)) for x in X], ["label", "features"])
-    with slaq.job(name) as job:
-        GBTRegressor(maxIter=4, maxDepth=2, seed=1).fit(df)
-        return list(job.losses)
-
-
 def session(app: str) -> Any:
     from pyspark.sql import SparkSession
 
@@ -150,7 +134,6 @@ def main(out: Path) -> dict[str, Any]:
         result[f"probe_during_root_error_{label}"] = probe_at_root_error(jvm, out, f"during_root_error_{label}")
         result[f"{label}_l2"] = fit_and_capture(spark, f"{label}-l2", regParam=0.01)
         result[f"{label}_l1"] = fit_and_capture(spark, f"{label}-l1", regParam=0.01, elasticNetParam=1.0)
-        result[f"{label}_gbt"] = fit_gbt(spark, f"{label}-gbt")
         spark.stop()
         result[f"after_{label}"] = snapshot(jvm)
         result[f"probe_after_{label}"] = probe(jvm, out, f"after_{label}")

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import slaq
-from srsupport.gbt_error import log_loss, squared_error, staged_training_error
 from srsupport.slaq_watch import loop_history
 
 
@@ -177,62 +176,6 @@ def test_aft_survival_regression_captured_losses_end_at_its_objective(spark, sch
     assert captured[-1] == pytest.approx(final, rel=1e-5)
 
 
-def _gbt_regressor(**params: Any) -> Any:
-    from pyspark.ml.regression import GBTRegressor
-
-    return GBTRegressor(**{"maxIter": 6, "maxDepth": 3, "seed": 5, **params})
-
-
-def _gbt_classifier(**params: Any) -> Any:
-    from pyspark.ml.classification import GBTClassifier
-
-    return GBTClassifier(**{"maxIter": 6, "maxDepth": 3, "seed": 5, **params})
-
-
-# id, frame, estimator, Spark's loss for the error it logs
-GBT_FITS = [
-    ("gbt-regressor", "regression", _gbt_regressor, squared_error),
-    ("gbt-regressor-subsampled", "regression", lambda: _gbt_regressor(subsamplingRate=0.7, stepSize=0.3), squared_error),
-    ("gbt-classifier", "binary", _gbt_classifier, log_loss),
-]
-
-
-@pytest.mark.parametrize(("name", "frame", "estimator", "loss"), GBT_FITS, ids=[g[0] for g in GBT_FITS])
-def test_gbt_captured_losses_equal_sparks_training_error_per_tree(spark, scheduler, data, name, frame, estimator, loss):
-    """Gradient-boosted trees log their training error after every tree at DEBUG (first tree included):
-    one captured loss per tree, each the training error Spark computes, recomputed here from the model."""
-    df = data[frame]
-    captured, expected = _fit_in_job(scheduler, f"capture-{name}", lambda: estimator().fit(df),
-                                     lambda model: [0.0, *staged_training_error(model, df, loss)])
-    expected = expected[1:]  # _fit_in_job waits for len(expected) - 1 losses: one per tree
-    assert len(captured) == len(expected) == 6, (captured, expected)
-    np.testing.assert_allclose(captured, expected, rtol=1e-9)
-    assert captured[-1] < captured[0]
-
-
-def test_gbt_with_a_validation_indicator_reports_its_training_error(spark, scheduler, data):
-    """With ``validationIndicatorCol`` Spark also computes the validation error per tree, to stop early, but
-    logs only the training error (over the training rows): that is what SLAQ sees, one value per tree built.
-    A fit that stops early keeps the trees up to the best validation error, so the captured losses start
-    with the model's staged training errors and may run past them by the trees Spark dropped."""
-    from pyspark.ml.linalg import Vectors
-    from pyspark.sql import functions as F
-
-    X = data["X"]  # a smooth target without outliers, so validation keeps improving for a few trees
-    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * np.random.default_rng(3).normal(size=len(X))
-    rows = [(Vectors.dense(x), float(v), i % 4 == 0) for i, (x, v) in enumerate(zip(X, y))]
-    df = spark.createDataFrame(rows, ["features", "label", "validation"]).cache()
-    train = df.filter(~F.col("validation")).cache()
-    name = "capture-gbt-validation"
-    with slaq.job(name):
-        model = _gbt_regressor(validationIndicatorCol="validation", validationTol=0.0, maxIter=30, stepSize=0.3).fit(df)
-        expected = staged_training_error(model, train, squared_error)
-        captured = _captured(scheduler, name, len(expected) + 1)
-    # it stopped early: the first tree that did not lower the validation error was built (and logged), then dropped
-    assert 2 <= len(expected) == len(captured) - 1 < 30, (captured, expected)
-    np.testing.assert_allclose(captured[: len(expected)], expected, rtol=1e-9)
-
-
 def test_gaussian_mixture_captures_its_negated_log_likelihood_per_em_step(spark, scheduler, data):
     """GaussianMixture logs its log-likelihood after every EM step at INFO on its instrumentation's logger: one
     captured loss per step (``summary.numIter``), the negated log-likelihood, the last equal to the model's."""
@@ -249,11 +192,13 @@ def test_gaussian_mixture_captures_its_negated_log_likelihood_per_em_step(spark,
 
 def test_fits_without_breeze_iterations_capture_nothing(spark, scheduler, data):
     """GeneralizedLinearRegression (IRLS, Cholesky per step) and FMRegressor (mllib gradient descent)
-    iterate but log no per-iteration loss: their jobs' histories stay empty (docs/mllib-capture.md)."""
-    from pyspark.ml.regression import FMRegressor, GeneralizedLinearRegression
+    iterate but log no per-iteration loss, and gradient-boosted trees' training error, logged only at DEBUG,
+    is not captured: their jobs' histories stay empty (docs/mllib-capture.md)."""
+    from pyspark.ml.regression import FMRegressor, GBTRegressor, GeneralizedLinearRegression
 
     regression = data["regression"]
-    for name, estimator in (("glr", GeneralizedLinearRegression(maxIter=5, regParam=0.1)), ("fm", FMRegressor(maxIter=5, seed=1))):
+    for name, estimator in (("glr", GeneralizedLinearRegression(maxIter=5, regParam=0.1)), ("fm", FMRegressor(maxIter=5, seed=1)),
+                            ("gbt", GBTRegressor(maxIter=3, maxDepth=2, seed=5))):
         with slaq.job(f"capture-none-{name}"):
             estimator.fit(regression)
             assert _captured(scheduler, f"capture-none-{name}", 1, timeout=1.5) == []

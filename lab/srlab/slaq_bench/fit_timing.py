@@ -3,11 +3,10 @@
 Two sources, neither of which touches scheduling:
 
 * **When each iteration ended**: breeze logs one INFO line per L-BFGS/OWLQN iteration on the thread
-  that called ``fit()``, and gradient-boosted trees one DEBUG line per tree with its training error.
-  :class:`IterationClock` adds a log4j2 file appender on both loggers whose layout writes only the
-  event's wall-clock millis, the fit's name (a log4j ThreadContext entry the fit's thread sets, see
-  :func:`tag_thread`) and the message. A breeze fit's objective values are taken from the fitted model's
-  ``objectiveHistory``, not from these lines; a GBT model keeps no history, so its line's error is the value.
+  that called ``fit()``. :class:`IterationClock` adds a log4j2 file appender on its logger whose layout
+  writes only the event's wall-clock millis, the fit's name (a log4j ThreadContext entry the fit's thread
+  sets, see :func:`tag_thread`) and the message. The objective values are taken from the fitted model's
+  ``objectiveHistory``, not from these lines.
 * **Where a fit's time went**: every Spark job a fit submits carries the fit's name as its job group;
   after the run, :func:`job_split` reads Spark's own status store (kept whether or not the UI runs)
   for those jobs' intervals, their stages' summed executor run time and task counts.
@@ -18,13 +17,12 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.enforce.pools import own_properties, restore_thread
 from slaq.live.status_store import ALL_TASKS, scala_list
-from slaq.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER, GBT_ITERATION_LINE, GBT_LOGGER
+from slaq.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER
 from slaq.sim.record import union_length
 
 FIT_KEY = "srlab.slaq_bench.fit"  # log4j ThreadContext key naming the fit a thread runs
@@ -34,13 +32,10 @@ _APPENDER = "slaq-bench-iteration-clock"
 
 
 class IterationClock:
-    """A log4j2 appender on ``breeze.optimize`` (INFO) and the GBT logger (DEBUG) that writes
-    ``millis<TAB>fit<TAB>message`` lines to a file.
+    """A log4j2 appender on ``breeze.optimize`` that writes ``millis<TAB>fit<TAB>message`` lines to a file.
 
-    If a config of either logger exists, the appender joins it; otherwise it gets its own non-additive
-    config, so nothing reaches the console. The GBT logger at DEBUG makes every GBT fit compute its training
-    error after each tree (Spark builds the line only when DEBUG is enabled), as SLAQ's capture does for a
-    fit in a SLAQ job: with the clock on, that cost is the same in every configuration.
+    If a ``breeze.optimize`` logger config exists, the appender joins it; otherwise it gets its own
+    non-additive INFO config, so nothing reaches the console.
     """
 
     def __init__(self, sc: Any):
@@ -56,52 +51,37 @@ class IterationClock:
                           .setLayout(layout).setImmediateFlush(True).build())
         self._appender.start()
         config.addAppender(self._appender)
-        self._own_configs: list[str] = []
-        for name, level in ((BREEZE_LOGGER, log4j.Level.INFO), (GBT_LOGGER, log4j.Level.DEBUG)):
-            existing = config.getLoggerConfig(name)
-            if existing.getName() == name:
-                existing.addAppender(self._appender, level, None)
-                if not existing.getLevel().isLessSpecificThan(level):
-                    existing.setLevel(level)
-            else:
-                mine = log4j.core.config.LoggerConfig(name, level, False)
-                mine.addAppender(self._appender, level, None)
-                config.addLogger(name, mine)
-                self._own_configs.append(name)
+        existing = config.getLoggerConfig(BREEZE_LOGGER)
+        if existing.getName() == BREEZE_LOGGER:
+            existing.addAppender(self._appender, log4j.Level.INFO, None)
+            if not existing.getLevel().isLessSpecificThan(log4j.Level.INFO):
+                existing.setLevel(log4j.Level.INFO)
+            self._own_config = False
+        else:
+            mine = log4j.core.config.LoggerConfig(BREEZE_LOGGER, log4j.Level.INFO, False)
+            mine.addAppender(self._appender, log4j.Level.INFO, None)
+            config.addLogger(BREEZE_LOGGER, mine)
+            self._own_config = True
         ctx.updateLoggers()
         self._ctx = ctx
 
-    def _lines(self) -> Iterator[tuple[float, str, str]]:
+    def iteration_times(self) -> dict[str, list[float]]:
+        """Seconds since the epoch at which each tagged fit's iterations ended, per fit name."""
+        out: dict[str, list[float]] = defaultdict(list)
         with open(self.path, encoding="utf-8") as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t", 2)
-                if len(parts) == 3 and parts[1]:
-                    yield int(parts[0]) / 1000.0, parts[1], parts[2]
-
-    def iteration_times(self) -> dict[str, list[float]]:
-        """Seconds since the epoch at which each tagged fit's iterations (a GBT's trees) ended, per fit name."""
-        out: dict[str, list[float]] = defaultdict(list)
-        for t, fit, message in self._lines():
-            if message.startswith((BREEZE_ITERATION_LINE, GBT_ITERATION_LINE)):
-                out[fit].append(t)
-        return dict(out)
-
-    def gbt_errors(self) -> dict[str, list[float]]:
-        """The training error each tagged GBT fit logged after each tree (Spark prints every digit), per fit name."""
-        out: dict[str, list[float]] = defaultdict(list)
-        for _, fit, message in self._lines():
-            if message.startswith(GBT_ITERATION_LINE):
-                out[fit].append(float(message[len(GBT_ITERATION_LINE):]))
+                if len(parts) == 3 and parts[1] and parts[2].startswith(BREEZE_ITERATION_LINE):
+                    out[parts[1]].append(int(parts[0]) / 1000.0)
         return dict(out)
 
     def close(self) -> None:
-        """Detach the appender (and the logger configs it added) and delete the file."""
+        """Detach the appender (and its logger config, if it added one) and delete the file."""
         config = self._ctx.getConfiguration()
-        for name in (BREEZE_LOGGER, GBT_LOGGER):
-            if name in self._own_configs:
-                config.removeLogger(name)
-            else:
-                config.getLoggerConfig(name).removeAppender(_APPENDER)
+        if self._own_config:
+            config.removeLogger(BREEZE_LOGGER)
+        else:
+            config.getLoggerConfig(BREEZE_LOGGER).removeAppender(_APPENDER)
         self._ctx.updateLoggers()
         self._appender.stop()
         os.unlink(self.path)

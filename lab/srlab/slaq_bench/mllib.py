@@ -4,8 +4,8 @@ fresh local-cluster session, repeated with the configuration order rotated; medi
 
 Per fit the figure needs when each iteration ended and its objective: both are taken passively
 (``srlab.slaq_bench.fit_timing``): breeze's per-iteration log line gives the time, the fitted model's
-``objectiveHistory`` the values (a GBT's line gives both: ``srlab.slaq_bench.gbt_fits``). SLAQ's scheduling
-never sees either.
+``objectiveHistory`` the values. SLAQ's scheduling never sees either. A GBT fit reports no per-iteration
+loss (SLAQ gives it an even share): its figure is its wall time.
 
 How each configuration scopes one fit (``FitRecorder.scope``):
 
@@ -46,8 +46,8 @@ from srlab.slaq_bench.capture_check import check_capture
 from srlab.slaq_bench.configs import STOCK, check_configs, session_conf, stock_pool
 from srlab.slaq_bench.cpu import cpu_delta, session_cpu, thread_cpu_s
 from srlab.slaq_bench.fit_timing import IterationClock, cores_split, job_split, restore_tag, tag_thread
-from srlab.slaq_bench.gbt_fits import empty_model_errors, histories, is_gbt, reference_check, reference_totals
 from srlab.slaq_bench.mllib_workload import (
+    GBT_FAMILIES,
     DataSpec,
     FitSpec,
     cv_groups,
@@ -71,6 +71,7 @@ CV_FOLDS = 2
 # L-BFGS sums partial gradients in the order tasks finish, so objectives may differ in the last bits
 # between runs; a relative difference above this would mean the scheduler changed a result.
 REASSOCIATION_RTOL = 1e-6
+SETUP_KEYS = ("task_s_before_first_loss", "cores_used_before_first_loss", "cores_used_after_first_loss")
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,7 @@ class FitRecord:
     losses: list[float] = field(default_factory=list)
     job_prefix: str | None = None  # the SLAQ job name zero-change tuning gives the fit, without its "#N"
     cache_prefix: str = ""  # how its training cache RDD's name starts ("": unnamed; training_cache_prefix)
-    trees: int | None = None  # a GBT fit's: its model's trees (its losses come from the iteration clock: set_gbt_losses)
-    model: Any = None  # a GBT fit's model, for gbt_reference
+    trees: int | None = None  # a GBT fit's: its model's trees (it has no loss history)
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,8 @@ class FitRecorder:
             record.job_prefix = zero_change_prefix(estimator, params)
             record.cache_prefix = training_cache_prefix(estimator)
             model = estimator.fit(dataset, params)
-        if is_gbt(model):  # no summary: its history is the error it logged per tree (set_gbt_losses)
-            record.trees, record.model = len(model.trees), model
+        if family in GBT_FAMILIES:  # no objective history, and no per-iteration loss line SLAQ captures
+            record.trees = len(model.trees)
         else:
             record.losses = objective_history(model)
         return model
@@ -283,48 +283,35 @@ def run_cv(recorder: FitRecorder, work: Workload, data: Any) -> float:
 RUNNERS = {"fits": run_fits, "cv": run_cv, "gbt": run_gbt}
 
 
-def set_gbt_losses(recorder: FitRecorder, clock: IterationClock, empty: dict[str, float]) -> None:
-    """Each GBT fit's history: the empty model's error, then the error it logged after each tree (one per tree)."""
-    fits = {name: (r.family, r.trees) for name, r in recorder.records.items() if r.trees is not None}
-    for name, losses in histories(fits, clock.gbt_errors(), empty).items():
-        recorder.records[name].losses = losses
-
-
-def gbt_reference(recorder: FitRecorder, clock: IterationClock, data: Any, rows: int) -> dict[str, object]:
-    """The GBT fits' logged errors against their models (:func:`srlab.slaq_bench.gbt_fits.reference_check`)."""
-    models = {name: (r.family, r.model) for name, r in recorder.records.items() if r.trees is not None}
-    return reference_check(models, clock.gbt_errors(), data, rows)
-
-
 def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split: dict[str, dict[str, Any]],
               before: dict[str, float] | None = None, cached: dict[str, float] | None = None) -> dict:
     """Per-fit time to 90%/95% (from the fit's own start), time to its first loss, the task seconds
     before it (its set-up and first iteration) and the cores its tasks held before and after it, its
     training cache's peak size (``cached``: each RDD's peak bytes; only for a fit whose cache no other
     fit's name shares), under SLAQ (``before``: the loop's per-job record) its mean allocation before
-    that first loss, and the driver/executor split per iteration."""
+    that first loss, and the driver/executor split per iteration. A GBT fit has no loss: no time to X% or set-up
+    figures, its trees as its iterations."""
     ends = clock.iteration_times()
     early = cores_before_first_loss(recorder.records, before, recorder.attribution) if before is not None else {}
     prefixes = Counter(r.cache_prefix for r in recorder.records.values())
     fits: dict[str, dict] = {}
     for name, r in sorted(recorder.records.items()):
         iteration_ends = ends.get(name, [])
-        if len(iteration_ends) != len(r.losses) - 1:
+        if len(iteration_ends) != max(len(r.losses) - 1, 0):
             raise RuntimeError(f"{name}: {len(iteration_ends)} iteration log lines for {len(r.losses)} objective values "
                                "(expected one line per iteration after the initial point)")
         times = [r.start - start] + [t - start for t in iteration_ends]
         s = split[name]
-        iterations = max(len(r.losses) - 1, 1)
+        iterations = r.trees if r.trees is not None else max(len(r.losses) - 1, 1)
         wall = r.end - r.start
         first_loss = iteration_ends[0] if iteration_ends else r.end
-        setup_s, cores_before, cores_after = cores_split(s["task_intervals"], r.start, first_loss, r.end)
+        setup = cores_split(s["task_intervals"], r.start, first_loss, r.end) if r.trees is None else (None, None, None)
         own_cache = r.cache_prefix and prefixes[r.cache_prefix] == 1 and cached is not None
         fits[name] = {"family": r.family, "start_s": round(r.start - start, 3), "wall_s": round(wall, 3),
-                      **job_metrics(r.start - start, times, r.losses), "final_objective": r.losses[-1],
+                      **job_metrics(r.start - start, times, r.losses), "final_objective": r.losses[-1] if r.losses else None,
                       # until its first iteration ends a fit has no loss: SLAQ schedules it as a new job, without a curve
                       "time_to_first_loss_s": round(times[1] - times[0], 3) if len(times) > 1 else None,
-                      "task_s_before_first_loss": round(setup_s, 3), "cores_used_before_first_loss": round(cores_before, 3),
-                      "cores_used_after_first_loss": round(cores_after, 3),
+                      **{key: _rounded(value) for key, value in zip(SETUP_KEYS, setup)},
                       "cached_mb": round(sum(v for k, v in cached.items() if k.startswith(r.cache_prefix)) / MB, 1) if own_cache and cached else None,
                       "cores_before_first_loss": _rounded(early.get(name)),
                       "spark_jobs": s["spark_jobs"], "tasks_per_stage": round(s["tasks_per_stage"], 1),
@@ -334,14 +321,18 @@ def summarize(recorder: FitRecorder, start: float, clock: IterationClock, split:
                                            "executor_gc": round(1000 * s["executor_gc_s"] / iterations, 1),
                                            "in_spark_jobs": round(1000 * s["in_jobs_s"] / iterations, 1),
                                            "driver_outside_jobs": round(1000 * max(wall - s["in_jobs_s"], 0.0) / iterations, 1)}}
-    out: dict = {"fits": fits, "makespan_s": round(max(r.end for r in recorder.records.values()) - start, 2)}
+        if r.trees is not None:
+            fits[name]["iterations"] = r.trees
+    out: dict = {"fits": fits, "makespan_s": round(max(r.end for r in recorder.records.values()) - start, 2),
+                 "mean_wall_s": round(statistics.fmean(f["wall_s"] for f in fits.values()), 3)}
     out.update(mean_times(fits.values(), 3))
     firsts = [f["time_to_first_loss_s"] for f in fits.values() if f["time_to_first_loss_s"] is not None]
     out["mean_time_to_first_loss_s"] = round(statistics.fmean(firsts), 3) if firsts else None
     early_cores = [f["cores_before_first_loss"] for f in fits.values() if f["cores_before_first_loss"] is not None]
     out["mean_cores_before_first_loss"] = round(statistics.fmean(early_cores), 3) if early_cores else None
-    for key in ("task_s_before_first_loss", "cores_used_before_first_loss", "cores_used_after_first_loss"):
-        out[f"mean_{key}"] = round(statistics.fmean(f[key] for f in fits.values()), 3)
+    for key in SETUP_KEYS:
+        known = [f[key] for f in fits.values() if f[key] is not None]
+        out[f"mean_{key}"] = round(statistics.fmean(known), 3) if known else None
     out["split"] = split_summary(fits.values())
     if recorder.tuners:
         out["tuners"] = {name: {"start_s": round(t.start - start, 3), "wall_s": round(t.end - t.start, 3), "chosen": t.chosen,
@@ -384,14 +375,12 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     first_loss = FirstLossCores()
                     if scheduler.loop is not None:
                         scheduler.loop.observers.append(first_loss)
-                    empty = empty_model_errors(data) if variant == "gbt" else {}  # before the clock starts: one Spark job
                     cpu = session_cpu(sc)
                     earlier = scheduler.jobs.finished()  # held, so no new job can reuse an earlier one's id
                     seen = {id(job) for job in earlier}
                     with StorageWatch(sc) as storage:
                         start = RUNNERS[variant](recorder, work, data)
                     cpu = cpu_delta(cpu, session_cpu(sc))
-                    set_gbt_losses(recorder, clock, empty)
                     before = None
                     if scheduler.loop is not None:
                         scheduler.loop.observers.remove(first_loss)
@@ -407,8 +396,6 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                         out[variant]["capture"] = capture_figures(recorder, [j for j in scheduler.jobs.finished() if id(j) not in seen])
                         out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
                                                       "cpu_s": round(thread_cpu_s(LOOP_THREAD) - loop_cpu, 2)}
-                    if variant == "gbt":  # Spark jobs of its own, after everything above was measured
-                        out[variant]["gbt_reference"] = gbt_reference(recorder, clock, data, work.data.rows)
             finally:
                 clock.close()
             data.unpersist()
@@ -440,7 +427,8 @@ def objective_agreement(runs: list[dict[str, dict[str, dict]]]) -> dict:
     for by_config in runs:
         for summary in by_config.values():
             for name, fit in summary["fits"].items():
-                finals.setdefault(name, []).append(fit["final_objective"])
+                if fit["final_objective"] is not None:  # a GBT fit has none
+                    finals.setdefault(name, []).append(fit["final_objective"])
                 iterations.setdefault(name, set()).add(fit["iterations"])
     worst, worst_fit = 0.0, None
     for name, values in finals.items():
@@ -453,8 +441,10 @@ def objective_agreement(runs: list[dict[str, dict[str, dict]]]) -> dict:
 
 
 def _median_figures(summaries: list[dict]) -> dict:
-    keys = [k for k in summaries[0] if k.startswith(("mean_time_to", "mean_task_s", "mean_cores_used")) or k in ("makespan_s", "mean_tuner_wall_s")]
-    out = {k: round(statistics.median(s[k] for s in summaries if s[k] is not None), 3) for k in keys}
+    keys = [k for k in summaries[0] if k.startswith(("mean_time_to", "mean_task_s", "mean_cores_used"))
+            or k in ("makespan_s", "mean_wall_s", "mean_tuner_wall_s")]
+    known = {k: [s[k] for s in summaries if s[k] is not None] for k in keys}
+    out: dict = {k: round(statistics.median(values), 3) if values else None for k, values in known.items()}
     out["split"] = {k: round(statistics.median(s["split"][k] for s in summaries), 1) for k in summaries[0]["split"]}
     for part in ("cpu_s", "storage"):
         if all(s.get(part) for s in summaries):
@@ -495,7 +485,8 @@ def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: fl
     (phase 0 ends at its start: spark.ml reports the initial objective only with the first iteration, so
     phase 1 is its set-up and first iteration, as ``summarize`` times it); the run's executor slot seconds
     inside and outside the fits' Spark jobs; and the Spark jobs outside them (a CrossValidator's
-    evaluations), as the trace replays them."""
+    evaluations), as the trace replays them. A fit without a loss history (GBT) is kept as its Spark jobs
+    outside every job, as a user's own trace keeps a job that reported no loss."""
     others: list[SparkJob] = []
     spark_jobs, tasks = spark_jobs_by_group(sc, set(recorder.records), start, others)
     busy, cores, ends = busy_cores(tasks), int(sc.defaultParallelism), clock.iteration_times()
@@ -505,6 +496,8 @@ def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: fl
         times = [arrival] + [t - start for t in ends.get(name, [])]
         if len(times) == len(r.losses) >= 2:
             out.append(RunJob(name, r.family, arrival, tuple(r.losses), tuple(phases_of(arrival, times, spark_jobs[name], busy, cores)), True))
+        elif r.trees is not None:
+            others.extend(spark_jobs[name])
     outside = [j for j in sorted(others, key=lambda j: j.submitted) if j.submitted >= 0 and j.stages]
     return out, slot_split(spark_jobs, tasks), [outside_job(k, j.submitted, j.stages) for k, j in enumerate(outside)]
 
@@ -580,9 +573,7 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
                    "per_repeat": {c: [{k: s[k] for k in s if k not in ("fits", "trace_jobs", "outside_spark_jobs")} for s in per_config[c]] for c in configs},
                    "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs]),
                    "capture": capture_totals([run[c][variant] for run in runs for c in configs]),
-                   "tuners": tuner_agreement([{c: run[c][variant] for c in configs} for run in runs]),
-                   "gbt_reference": reference_totals([run[c][variant]["gbt_reference"] for run in runs for c in configs
-                                                      if "gbt_reference" in run[c][variant]])}
+                   "tuners": tuner_agreement([{c: run[c][variant] for c in configs} for run in runs])}
         for c in configs:
             if c != STOCK and STOCK in medians:
                 v[f"{c}_vs_stock"] = change_vs(medians[c], medians[STOCK])
@@ -602,7 +593,7 @@ def headline(result: dict) -> list[str]:
     for variant, v in result["variants"].items():
         for c, m in v["median"].items():
             line = (f"{variant:>4} {c:>6}: mean time to 90% {m[key]} s (to first loss {m.get('mean_time_to_first_loss_s')} s), "
-                    f"makespan {m['makespan_s']} s, per iteration: executor "
+                    f"mean fit wall time {m['mean_wall_s']} s, makespan {m['makespan_s']} s, per iteration: executor "
                     f"tasks {m['split']['executor_task_ms']} ms ({m['split']['executor_cpu_ms']} ms CPU), driver outside jobs "
                     f"{m['split']['driver_outside_jobs_ms']} ms")
             if "storage" in m:
@@ -626,10 +617,6 @@ def headline(result: dict) -> list[str]:
             c = v["capture"]
             lines.append(f"{variant:>4} SLAQ's captured histories: {c['lost_iterations']} of {c['iterations']} iterations lost, "
                          f"{c['misattributed_iterations']} misattributed")
-        if v.get("gbt_reference"):
-            g = v["gbt_reference"]
-            values = f"{g['values_off']} off their recomputation" if g["values_checked"] else "values not recomputed (too many rows)"
-            lines.append(f"{variant:>4} GBT training errors logged: one per tree of {g['trees']} trees, {values}")
     return lines
 
 

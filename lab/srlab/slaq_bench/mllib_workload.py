@@ -23,8 +23,8 @@ GRIDS: dict[str, tuple[dict[str, Any], ...]] = {
 FAMILIES = tuple(GRIDS)
 # The GBT sweep (variant ``gbt``): gradient-boosted trees of different depth and step size, each with its own
 # number of trees (``trees``: maxIter, capped by the sweep's max_iter), beside linear fits drawn from GRIDS.
-# Two GBT fits arrive for every linear one. Depth sets a tree's cost, step size how fast the loss falls: loss
-# curves of different shape and cost, which is what SLAQ schedules on.
+# Two GBT fits arrive for every linear one. Depth and trees set a fit's cost. A GBT fit reports no
+# per-iteration loss (SLAQ gives it an even share); the linear fits beside it are what SLAQ steers by their curves.
 GBT_GRIDS: dict[str, tuple[dict[str, Any], ...]] = {
     "gbt-c": ({"maxDepth": 3, "stepSize": 0.1, "trees": 40}, {"maxDepth": 5, "stepSize": 0.3, "trees": 20},
               {"maxDepth": 3, "stepSize": 0.05, "trees": 30}, {"maxDepth": 5, "stepSize": 0.1, "trees": 30}),

@@ -10,7 +10,7 @@ import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 
 /**
  * Captures the loss of every iteration Spark's training code logs ({@link LossLine}: the objective of each
- * breeze L-BFGS/OWLQN/LBFGSB iteration, the training error after each gradient-boosted tree) and reports it
+ * breeze L-BFGS/OWLQN/LBFGSB iteration, a Gaussian mixture's log-likelihood after each EM step) and reports it
  * for the SLAQ job of the logging thread: spark.ml fits run on the thread that called {@code fit()}, which
  * carries the job's local property (or a log4j ThreadContext entry). One per SparkContext, handed the lines
  * by {@link LossLogRoute}, which changes nothing any appender of the user's receives.

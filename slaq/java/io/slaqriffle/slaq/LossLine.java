@@ -24,17 +24,6 @@ enum LossLine {
     }
   },
   /**
-   * spark.ml's gradient-boosted trees ({@code ml.tree.impl.GradientBoostedTrees.boost}), at DEBUG on that
-   * one logger: {@code "error of gbt = " + error}, the weighted training error after each tree, built only
-   * when the logger answers that DEBUG is enabled (Spark's by-name {@code logDebug}).
-   */
-  GBT(SlaqNames.GBT_LOGGER, false, Level.DEBUG, SlaqNames.GBT_ITERATION_LINE) {
-    @Override
-    String number(String line) {
-      return line.substring(SlaqNames.GBT_ITERATION_LINE.length()).trim();
-    }
-  },
-  /**
    * spark.ml's GaussianMixture, at INFO on its training instrumentation's logger, after each EM iteration:
    * {@code "[<id>] " + {"logLikelihood@iter<i>":<value>}} (json4s). The log-likelihood rises, so the loss is
    * its negation.

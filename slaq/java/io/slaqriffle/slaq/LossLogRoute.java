@@ -13,21 +13,20 @@ import org.apache.logging.log4j.message.Message;
 import org.apache.logging.log4j.message.ParameterizedMessage;
 
 /**
- * Hands the per-iteration loss lines of Spark's training code ({@link LossLine}: breeze's INFO line,
- * gradient-boosted trees' DEBUG line, a Gaussian mixture's INFO line) to the loss appenders of live
- * SparkContexts without changing any logger's configuration, so nothing the user's logging prints changes.
+ * Hands the per-iteration loss lines of Spark's training code ({@link LossLine}: breeze's INFO line, a
+ * Gaussian mixture's INFO line) to the loss appenders of live SparkContexts without changing any logger's
+ * configuration, so nothing the user's logging prints changes.
  *
  * <p>These lines are logged below the level most configurations (Spark's shells, {@code setLogLevel("WARN")})
  * enable. An earlier route replaced the breeze logger configs by ones at INFO; but a logger with a config
  * of its own counts as one the user configured to Spark's shell console filter, which then printed every
  * iteration on a WARN console. So this route touches no logger config: it is one configuration-wide filter
- * ({@link Route}), which log4j consults before any logger's level. Asked "is INFO (DEBUG) enabled?" for a
+ * ({@link Route}), which log4j consults before any logger's level. Asked "is INFO enabled?" for a
  * loss line's logger, on a thread working for a SLAQ job, it answers yes, so the code builds its line; when
  * the line comes it hands it to the capture appenders and answers "no opinion": the logger's own level,
  * filters and appenders then decide what is logged, exactly as without capture. The callers build their
- * line only after that question (breeze's {@code LazyLogger}, Spark's by-name {@code logDebug}/{@code logInfo}),
- * so the one change is that the line is built, and only for fits SLAQ schedules; for gradient-boosted trees
- * building it is a Spark job (the mean training error), docs/mllib-capture.md has its cost.
+ * line only after that question (breeze's {@code LazyLogger}, Spark's by-name {@code logInfo}), so the one
+ * change is that the line is built, and only for fits SLAQ schedules.
  *
  * <p>The filter goes first among configuration-wide filters (so a user's global threshold cannot hide
  * the line from capture) and is removed when the last appender detaches, which leaves the user's own
@@ -80,7 +79,7 @@ final class LossLogRoute {
       start();
     }
 
-    /** slf4j's {@code isInfoEnabled()}/{@code isDebugEnabled()} (a null message) and {@code info/debug(String)} come here. */
+    /** slf4j's {@code isInfoEnabled()} (a null message) and {@code info(String)} come here. */
     @Override
     public Result filter(Logger logger, Level level, Marker marker, String msg, Object... params) {
       LossLine line = ours(logger, level);

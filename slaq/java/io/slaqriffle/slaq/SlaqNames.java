@@ -14,10 +14,6 @@ public final class SlaqNames {
   public static final String BREEZE_LOGGER = NAMES.text("breeze_logger");
   /** How breeze's per-iteration line starts ({@code "Val and Grad Norm: %.6g (rel: %.3g) %.6g"}). */
   public static final String BREEZE_ITERATION_LINE = NAMES.text("breeze_iteration_line");
-  /** The logger spark.ml's gradient-boosted trees log each iteration's training error on (Spark's Logging drops the {@code $}). */
-  public static final String GBT_LOGGER = NAMES.text("gbt_logger");
-  /** How that DEBUG line starts ({@code "error of gbt = " + error}, the error as Java prints a double). */
-  public static final String GBT_ITERATION_LINE = NAMES.text("gbt_iteration_line");
   /** The logger of spark.ml's training instrumentation ({@code ml.util.Instrumentation}), which prefixes each line with {@code "[<id>] "}. */
   public static final String INSTRUMENTATION_LOGGER = NAMES.text("instrumentation_logger");
   /** How GaussianMixture's per-iteration line starts after that prefix ({@code {"logLikelihood@iter<i>":<value>}}, at INFO). */
