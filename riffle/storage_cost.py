@@ -51,7 +51,8 @@ class NodeStorage:
     def __str__(self) -> str:
         if self.request_seconds is None and self.bytes_per_second is None:
             return UNKNOWN
-        request = "?" if self.request_seconds is None else f"{self.request_seconds * 1e3:.3g} ms"
+        ms = self.request_seconds * 1e3 if self.request_seconds is not None else None
+        request = "?" if ms is None else f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.3g} ms"  # 5,000 ms, not 5e+03
         bandwidth = "?" if self.bytes_per_second is None else f"{self.bytes_per_second / (1 << 20):,.0f} MiB/s"
         return f"{request} a read request, {bandwidth} ({self.source})"
 

@@ -19,8 +19,9 @@ __all__ = ["InvalidReport", "JobClosed", "NoActiveJob", "SlaqRuntime", "attach",
 
 
 def __dir__() -> list[str]:
-    """The API too, though imported on first use: a notebook's tab completion lists it."""
-    return sorted(set(globals()) | set(__all__))
+    """The API, though imported on first use, and only it (not this module's own imports): what a notebook's tab
+    completion lists."""
+    return sorted({n for n in globals() if n.startswith("__")} | set(__all__))
 
 
 def __getattr__(name: str) -> Any:

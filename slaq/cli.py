@@ -11,10 +11,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from slaq.live.config import EPOCH_RANGE
 from slaq.policy import POLICIES
 from slaq.sim.check import PROJECT_CORES
 from slaq.sim.trace import CORES, MAX_JOBS
-from sparkshim.commands import add_lab_verbs, add_version, emit_json, positive, run_verb
+from sparkshim.commands import add_lab_verbs, add_version, emit_json, in_range, positive, run_verb
 
 log = logging.getLogger("slaq")
 
@@ -158,12 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim = verbs.add_parser("simulate", help="replay recorded training traces on a simulated cluster",
                            description="Discrete-event simulation of the paper's §6.2 experiment; prints JSON.")
     sim.add_argument("--policy", action="append", choices=sorted(POLICIES), help="repeat to compare (default: slaq and fair)")
-    sim.add_argument("--jobs", type=positive(int), default=160)
-    sim.add_argument("--cores", type=positive(float), default=640)
+    sim.add_argument("--jobs", type=in_range(int, 1, MAX_JOBS), default=160)
+    sim.add_argument("--cores", type=in_range(float, *CORES), default=640)
     sim.add_argument("--arrival-mean", type=positive(float), default=15.0, help="mean seconds between arrivals")
-    sim.add_argument("--seed", type=int, default=1)
-    sim.add_argument("--epoch", type=positive(float), default=2.0, help="scheduling epoch in seconds")
-    sim.add_argument("--reserve", type=float, default=0.0, help="cores reserved for non-ML jobs")
+    sim.add_argument("--seed", type=in_range(int, 0, 2**32 - 1), default=1)
+    sim.add_argument("--epoch", type=in_range(float, *EPOCH_RANGE), default=2.0, help="scheduling epoch in seconds")
+    sim.add_argument("--reserve", type=in_range(float, 0, CORES[1]), default=0.0, help="cores reserved for non-ML jobs")
     sim.add_argument("--cost-scale", type=positive(float), help="core-seconds per iteration of a unit-size job (default: the calibrated value)")
     sim.add_argument("--calibrate", action="store_true", help="re-calibrate the cost scale against fair's 71 s to 90%% first")
     sim.add_argument("--network-ratio", type=float, default=0.0,

@@ -14,6 +14,7 @@ from typing import Any
 
 from sparkshim import driver_log
 from sparkshim.version import package_version
+from sparkshim.wording import number_text
 
 LAB_ENTRY_POINTS = "slaq_riffle.cli"  # the lab (lab/pyproject.toml) registers one function per command here
 LAB_VERBS = ("bench", "reproduce")  # verbs only the lab provides, named in the error when it is absent
@@ -57,6 +58,18 @@ def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
         value = kind(text)
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def in_range(kind: Callable[[str], Any], low: float, high: float) -> Callable[[str], Any]:
+    """An argparse type: ``kind(text)`` in ``low..high`` (argparse names the option in front of the error)."""
+
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if not low <= value <= high:  # also refuses NaN
+            raise argparse.ArgumentTypeError(f"must be in {number_text(low)}..{number_text(high)}, got {text}")
         return value
 
     return parse

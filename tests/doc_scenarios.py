@@ -48,6 +48,8 @@ SCENARIOS: dict[str, list[tuple[str, str]]] = {
 
 # commands not run, each with the reason (the first rule that matches a command applies)
 NOT_RUN: list[tuple[str, str]] = [
+    (r"^source \.venv/bin/activate\b", "a clone's venv: test_doc_commands.py runs every scenario in a shell whose PATH starts "
+                                       "with the wheel's venv, which is what activating does"),
     (r"(^|\$\()(\.venv/bin/|bash scripts/)", "the clone's set-up, test suite, lab benchmarks and demos (not in the wheel): CI runs "
                                        "scripts/test.sh; each lab verb's --help and small runs are tests of their own"),
     (r"node1|/etc/riffle|/data/spark-local|/opt/slaq-riffle|\bsudo\b|systemctl|journalctl|kubectl|k8s://|openssl|/dev/urandom"

@@ -15,7 +15,7 @@ from typing import NoReturn
 from riffle.merger.addresses import address_error, is_loopback
 from riffle.merger.tokens import token_refusal
 from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE
-from riffle.units import format_size, parse_size
+from riffle.units import format_size, parse_size, size_text
 from riffle.version import package_version
 from sparkshim.conf import ConfReader
 from sparkshim.safe_read import read_config_text
@@ -114,6 +114,7 @@ class StartupError(Exception):
 
 
 MIN_MEMORY = 1 << 20      # below this not even a two-input merge with the smallest buffers fits
+MAX_MEMORY = 1 << 40      # a budget past this is a typo (99999t), not a machine
 MIN_BUFFER = 4 << 10
 MAX_WORKERS = 1024
 MAX_QUEUE = 1 << 20
@@ -132,20 +133,23 @@ def _in_range(flag: str, value: float, low: float, high: float, shown: str = "")
         raise StartupError(f"{flag} must be in {number_text(low)}..{number_text(high)}{shown}, got {number_text(value)}")
 
 
+def _size_in(flag: str, size: int, low: int, high: int) -> None:
+    if not low <= size <= high:
+        raise StartupError(f"{flag} must be in {format_size(low)}..{format_size(high)}, got {size_text(size)}")
+
+
 def check_ranges(args: argparse.Namespace) -> None:
     """Every start-up value in its range, before anything is opened: one clear line per refusal."""
     check_address("--listen", args.listen)
     if args.metrics_listen:
         check_address("--metrics-listen", args.metrics_listen)
-    if args.memory < MIN_MEMORY:
-        raise StartupError(f"--memory must be at least {MIN_MEMORY >> 20}m (a merge's smallest buffers), got {args.memory} bytes")
+    _size_in("--memory", args.memory, MIN_MEMORY, MAX_MEMORY)
     for flag, size in (("--read-buffer", args.read_buffer), ("--write-buffer", args.write_buffer)):
         if not MIN_BUFFER <= size <= args.memory:
-            raise StartupError(f"{flag} must be between {MIN_BUFFER >> 10}k and --memory ({args.memory} bytes), got {size} bytes")
+            raise StartupError(f"{flag} must be between {format_size(MIN_BUFFER)} and --memory ({size_text(args.memory)}), got {size_text(size)}")
     _in_range("--workers", args.workers, 1, MAX_WORKERS)
     _in_range("--max-queue", args.max_queue, 0, MAX_QUEUE)
-    if args.max_queue_memory < MIN_MEMORY:
-        raise StartupError(f"--max-queue-memory must be at least {MIN_MEMORY >> 20}m, got {args.max_queue_memory} bytes")
+    _size_in("--max-queue-memory", args.max_queue_memory, MIN_MEMORY, MAX_MEMORY)
     _in_range("--grace", args.grace, 0, MAX_SECONDS, " seconds")
     _in_range("--prune-interval", args.prune_interval, 0.1, MAX_SECONDS, " seconds")
     _in_range("--app-lease", args.app_lease, 1, MAX_SECONDS, " seconds")

@@ -68,8 +68,9 @@ NOTHING = Decision({})
 
 class Allocator:
     """The policy and what it decides with: the reserve and the epoch length. ``status``: whether a
-    :class:`Decision` carries what the status shows (its table and figures); the replay
-    (:mod:`slaq.sim.replay`) reads only the cores, which are the same either way."""
+    :class:`Decision` carries what the status shows (its table and figures) and the driver log says why (the WARN
+    about driver-bound jobs); the replay (:mod:`slaq.sim.replay`) reads only the cores, which are the same either
+    way, and its runs are not the application's."""
 
     def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, status: bool = True):
         self.policy_name = policy
@@ -117,7 +118,7 @@ class Allocator:
         found = driver_caps(shares, minimum)
         if not found:
             return chosen
-        if not self.driver_warned:
+        if self.status and not self.driver_warned:
             self.driver_warned = True
             log.warning(driver_bound_warning(found))
         return cap_driver_bound(chosen, {job: cap for job, (_, cap) in found.items()})

@@ -88,9 +88,11 @@ def read_store(sc: Any, offset: float) -> StoreRead:
         if not (submitted.isDefined() and completed.isDefined()):
             continue
         ids = sorted(int(x) for x in scala_list(sc, job.stageIds()))
-        ran = [stages[i] for i in ids if i in stages and stages[i].tasks]
-        pool = next((stages[i].pool for i in ids if i in stages), None)
         t0, t1 = submitted.get().getTime() / 1000.0 - offset, completed.get().getTime() / 1000.0 - offset
+        # a stage an earlier job ran (a shuffle's map stage, skipped here) is listed too, with that job's tasks and pool:
+        # this job's work is what ran after its submission, and its pool is its result stage's (created last: the highest id)
+        ran = [stages[i] for i in ids if i in stages and stages[i].tasks and stages[i].first >= t0]
+        pool = stages[ids[-1]].pool if ids and ids[-1] in stages else None
         found = SparkJob(t0, t1, tuple(Stage(c.tasks, c.seconds) for c in ran), min((c.first for c in ran), default=t1),
                          max((c.last for c in ran), default=t0))
         out.jobs.append(StoreJob(group.get() if group.isDefined() else None, pool, found))

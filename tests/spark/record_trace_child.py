@@ -1,6 +1,6 @@
 """Child process of test_record_trace.py: an application that only sets confs (``spark.slaq.recordTrace`` among
-them) and runs three ``slaq.job``\\ s on threads, each reporting a falling loss after a little Spark work and a
-pause on the driver; it stops its SparkContext, which writes the trace. Run: ``python record_trace_child.py TARGET [KEY=VALUE...]``."""
+them) and runs three ``slaq.job``\\ s on threads over a repartitioned, cached input, each reporting a falling loss after a
+little Spark work and a pause on the driver; it stops its SparkContext, which writes the trace. Run: ``python record_trace_child.py TARGET [KEY=VALUE...]``."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from pyspark.sql import SparkSession
 import slaq
 
 
-def train(sc, name: str, arrival: float, iterations: int) -> None:
+def train(data, name: str, arrival: float, iterations: int) -> None:
     time.sleep(arrival)
     with slaq.job(name) as job:
         loss = 1.0
         for _ in range(iterations):
-            sc.parallelize(range(400), 2).map(lambda x: x * x).sum()
+            data.map(lambda kv: kv[1] * kv[1]).sum()  # its shuffle's map stage ran before, outside every job: skipped here
             time.sleep(0.3)  # the driver's share of an iteration: what the replay reproduces exactly
             loss *= 0.5
             job.report(loss)
@@ -34,8 +34,9 @@ def main(target: str, *confs: str) -> None:
              .config("spark.slaq.enabled", "true").config("spark.slaq.epoch", "500ms")
              .config("spark.slaq.recordTrace", target).getOrCreate())
     sc = spark.sparkContext
-    sc.parallelize(range(10), 2).count()  # before any job: not in the trace
-    threads = [threading.Thread(target=train, args=(sc, f"job-{k}", 0.4 * k, 6)) for k in range(3)]
+    data = sc.parallelize(range(400), 2).map(lambda x: (x % 4, x)).partitionBy(2).cache()  # a user's repartitioned, cached input
+    data.count()  # before any job: not in the trace
+    threads = [threading.Thread(target=train, args=(data, f"job-{k}", 0.4 * k, 6)) for k in range(3)]
     for t in threads:
         t.start()
     for t in threads:

@@ -109,10 +109,16 @@ def test_plot_without_the_lab_or_matplotlib_says_in_one_line_what_it_needs(capsy
     assert err.count("\n") == 1 and "--plot needs matplotlib and the project's lab" in err and "unrecognized" not in err
 
 
-def test_bad_arguments_are_rejected(capsys):
+@pytest.mark.parametrize("argv, said", [(["--jobs", "0"], "argument --jobs: must be in 1..20000, got 0"),
+                                         (["--jobs", "99999999"], "argument --jobs: must be in 1..20000"),
+                                         (["--seed", "-1"], "argument --seed: must be in 0..4294967295, got -1"),
+                                         (["--epoch", "1e9"], "argument --epoch: must be in 0.05..3600, got 1e9"),
+                                         (["--cores", "nan"], "argument --cores: must be in 1..4096, got nan"),
+                                         (["--reserve", "-1"], "argument --reserve: must be in 0..4096")])
+def test_bad_arguments_are_one_line_naming_the_option(capsys, argv, said):
     with pytest.raises(SystemExit):
-        main(["simulate", "--jobs", "0"])
-    assert "must be > 0" in capsys.readouterr().err
+        main(["simulate", *argv])
+    assert said in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("module, prog", [("slaq.cli", "slaq"), ("riffle.cli", "riffle"), ("riffle.merger.cli", "riffle-merger"),

@@ -119,6 +119,20 @@ def test_the_slaq_policy_caps_a_driver_bound_job_and_warns_once(caplog):
     assert shown["cv"] == pytest.approx(0.78) and shown["lr"] == 0.0  # the status JSON's field per job
 
 
+def test_the_replays_allocator_caps_the_same_and_warns_nothing(caplog):
+    """``slaq simulate --check`` on a user's trace showed this WARN, about a simulated run, before its verdict."""
+    from slaq.live.allocation import Allocator
+
+    loop = _loop("slaq")
+    with caplog.at_level(logging.WARNING, logger="slaq.loop"):
+        live = loop.step()
+        assert [r for r in caplog.records if "bottleneck" in r.getMessage()]  # the live loop's, once
+        caplog.clear()
+        replayed = Allocator("slaq", 1.0, status=False).decide(loop.jobs.running(), sum(live.values()), [], 0.0).alloc
+    assert replayed == pytest.approx(live) and replayed["cv"] < replayed["lr"]
+    assert not [r for r in caplog.records if "bottleneck" in r.getMessage()]
+
+
 def test_a_job_not_measured_yet_shows_no_driver_fraction():
     from slaq.live.job import LiveJob
     from slaq.live.loop import EpochLoop

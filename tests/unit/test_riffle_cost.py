@@ -335,3 +335,12 @@ def test_an_executors_dirs_outside_a_mergers_served_dirs_are_found_whatever_is_m
     assert outside_roots(["/tmp/spark/blockmgr-1", "/data/x/blockmgr-2", "/tmp/sparkle/b"], ["/tmp/spark/", "/srv"]) == [
         "/data/x/blockmgr-2", "/tmp/sparkle/b"]
     assert outside_roots(["/tmp/spark/a/../b"], ["/tmp/spark"]) == [] and outside_roots(["/a"], []) == ["/a"]
+
+
+def test_a_nodes_storage_reads_naturally_whatever_its_request_time():
+    """A 5 s request time was logged as ``5e+03 ms``."""
+    from riffle.storage_cost import NodeStorage
+
+    assert str(NodeStorage(5.0, 150 << 20, "flags")) == "5,000 ms a read request, 150 MiB/s (flags)"
+    assert str(NodeStorage(8e-3, None, "measured")) == "8 ms a read request, ? (measured)"
+    assert str(NodeStorage(1.234e-5, 1 << 30, "flags")).startswith("0.0123 ms a read request, 1,024 MiB/s")
