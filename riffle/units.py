@@ -31,12 +31,6 @@ def parse_size(text: str) -> int:
     return size
 
 
-def size_text(size: int) -> str:
-    """``size`` for a message: :func:`format_size`'s unit when it has one (``4m``), else counted bytes (``1 byte``)."""
-    text = format_size(size)
-    return text if not text.isdigit() else f"{size} byte" if size == 1 else f"{size} bytes"
-
-
 def format_size(size: int) -> str:
     """``size`` as :func:`parse_size` reads it back, in the largest unit that divides it: ``1k``, ``256k``, ``1g``."""
     for suffix in "tgmk":

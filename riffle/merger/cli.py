@@ -15,11 +15,11 @@ from typing import NoReturn
 from riffle.merger.addresses import address_error, is_loopback
 from riffle.merger.tokens import token_refusal
 from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE
-from riffle.units import format_size, parse_size, size_text
+from riffle.units import format_size, parse_size
 from riffle.version import package_version
 from sparkshim.conf import ConfReader
 from sparkshim.safe_read import read_config_text
-from sparkshim.wording import number_text
+from sparkshim.wording import counted, number_text
 
 
 class JsonFormatter(logging.Formatter):
@@ -133,9 +133,15 @@ def _in_range(flag: str, value: float, low: float, high: float, shown: str = "")
         raise StartupError(f"{flag} must be in {number_text(low)}..{number_text(high)}{shown}, got {number_text(value)}")
 
 
+def _size_text(size: int) -> str:
+    """``size`` for a message: :func:`format_size`'s unit when it has one (``4m``), else counted bytes (``1 byte``)."""
+    text = format_size(size)
+    return counted(size, "byte") if text.isdigit() else text
+
+
 def _size_in(flag: str, size: int, low: int, high: int) -> None:
     if not low <= size <= high:
-        raise StartupError(f"{flag} must be in {format_size(low)}..{format_size(high)}, got {size_text(size)}")
+        raise StartupError(f"{flag} must be in {format_size(low)}..{format_size(high)}, got {_size_text(size)}")
 
 
 def check_ranges(args: argparse.Namespace) -> None:
@@ -146,7 +152,7 @@ def check_ranges(args: argparse.Namespace) -> None:
     _size_in("--memory", args.memory, MIN_MEMORY, MAX_MEMORY)
     for flag, size in (("--read-buffer", args.read_buffer), ("--write-buffer", args.write_buffer)):
         if not MIN_BUFFER <= size <= args.memory:
-            raise StartupError(f"{flag} must be between {format_size(MIN_BUFFER)} and --memory ({size_text(args.memory)}), got {size_text(size)}")
+            raise StartupError(f"{flag} must be between {format_size(MIN_BUFFER)} and --memory ({_size_text(args.memory)}), got {_size_text(size)}")
     _in_range("--workers", args.workers, 1, MAX_WORKERS)
     _in_range("--max-queue", args.max_queue, 0, MAX_QUEUE)
     _size_in("--max-queue-memory", args.max_queue_memory, MIN_MEMORY, MAX_MEMORY)
