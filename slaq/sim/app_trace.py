@@ -3,8 +3,9 @@ that ran, cut to what a trace may hold (pure; :mod:`slaq.live.trace_out` reads t
 
 A SLAQ job's Spark jobs are the ones whose stages ran in its pool (``POOL_PREFIX`` + its name); a name used
 again after its job ended names the later job's Spark jobs from that job's arrival on. Every other Spark
-job from the first arrival on is a Spark job outside every job, and so are the Spark jobs of a job that
-reported fewer than two losses (a trace's job has a loss per phase). What a trace may not hold is cut, each
+job from the first arrival on is a Spark job outside every job. A job that reported fewer than two losses
+is kept as a silent job (:attr:`~slaq.sim.trace.TraceJob.silent`): one phase, from its arrival to its last Spark
+job's end, and no loss, so the replay gives it its cores as the run did. What a trace may not hold is cut, each
 cut said in one note: the run's later jobs past the replay's bounds, a job's later losses, a phase's later
 stages; a stage's tasks, a time past a day are clipped to the bound.
 """
@@ -81,31 +82,35 @@ def app_trace(jobs: Sequence[RanJob], spark_jobs: Sequence[tuple[str | None, Spa
     notes: list[str] = []
     ordered = sorted(jobs, key=lambda j: j.arrival)
     reporting: list[tuple[RanJob, str, int]] = []
-    silent: set[int] = set()
+    silent: dict[int, str] = {}
+    unnamed = 0
     for k, (j, name) in enumerate(_unique(ordered)):
-        ok = len(j.losses) >= 2 and len(j.times) == len(j.losses) and all(abs(v) <= bounds.MAX_LOSS for v in j.losses)
         try:
             check_name_size(name)
         except ValueError:
-            ok = False
-        if not ok:
-            silent.add(k)
+            unnamed += 1
+            continue
+        if not (len(j.losses) >= 2 and len(j.times) == len(j.losses) and all(abs(v) <= bounds.MAX_LOSS for v in j.losses)):
+            silent[k] = name
             continue
         if len(j.losses) > bounds.MAX_PHASES:
             notes.append(f"job {name!r}: its losses after the first {bounds.MAX_PHASES:,}")
             j = replace(j, times=j.times[: bounds.MAX_PHASES], losses=j.losses[: bounds.MAX_PHASES])
         reporting.append((j, name, k))
-    if silent:
-        notes.append(f"{_count(len(silent), 'job')} with fewer than two losses, kept as Spark jobs outside every job")
+    if unnamed:
+        notes.append(f"{_count(unnamed, 'job')} whose name is longer than a trace holds, kept as Spark jobs outside every job")
+    if lone := sum(bool(ordered[k].losses) for k in silent):
+        notes.append(f"{_count(lone, 'job')} with one loss or a loss past {bounds.MAX_LOSS:g}, kept as jobs that reported none")
     # a Spark job in a job's pool belongs to the latest job of that name that had arrived when it was submitted
     arrivals: dict[str, list[tuple[float, int]]] = {}
     for k, j in enumerate(ordered):
         arrivals.setdefault(POOL_PREFIX + j.name, []).append((j.arrival, k))
+    owners = {*silent, *(k for _, _, k in reporting)}
     mine: dict[int, list[SparkJob]] = {}
     outside: list[SparkJob] = []
     for pool, sj in spark_jobs:
         owner = next((k for at, k in reversed(arrivals.get(pool or "", [])) if at <= sj.submitted), None)
-        if owner is None or owner in silent:
+        if owner not in owners:
             if sj.submitted >= 0 and sj.stages:
                 outside.append(sj)
         else:
@@ -113,10 +118,12 @@ def app_trace(jobs: Sequence[RanJob], spark_jobs: Sequence[tuple[str | None, Spa
     busy = busy_cores(tasks)
     runs = [RunJob(name, "", j.arrival, j.losses, tuple(phases_of(j.arrival, j.times, mine.get(k, []), busy, cores)), j.reports, j.weight)
             for j, name, k in reporting]
+    runs += [RunJob(name, "", ordered[k].arrival, (), tuple(phases_of(ordered[k].arrival, [max(sj.completed for sj in mine[k])], mine[k], busy, cores)),
+                    ordered[k].reports, ordered[k].weight) for k, name in silent.items() if mine.get(k)]
     recorded = {name: replace(j, name=name) for j, name, _ in reporting}
 
     def build(kept: Sequence[TraceJob]) -> Trace:
-        figures = measured_run([recorded[t.name] for t in kept if not t.outside])
+        figures = measured_run([recorded[t.name] for t in kept if not t.outside and not t.silent])
         return Trace(tuple(t for t in kept if not t.outside), cores, epoch, setting, {config: [figures]} if figures else {}, "",
                      tuple(t for t in kept if t.outside))
 

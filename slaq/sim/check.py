@@ -158,6 +158,7 @@ def clairvoyant_bound(jobs: Sequence[TraceJob], cores: int) -> dict:
     90% point with the work perfectly divisible across cores and preempted at no cost, driver time left
     out, and (b) the mean of each job's time to 90% alone on the cluster (driver time plus its stages'
     waves of tasks)."""
+    jobs = [j for j in jobs if not j.silent]  # a job with no loss has no time to 90%
     upto = [ninety_phase(j) for j in jobs]
     flows = srpt_flow([j.arrival for j in jobs], [j.work_to(k)[0] for j, k in zip(jobs, upto)], float(cores))
     srpt = float(np.mean(flows))

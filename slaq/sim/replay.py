@@ -20,8 +20,9 @@ can be checked against the live runs the trace came from:
 * ``clairvoyant``: the limit of an order, for comparison: each job's future known (its losses, so its 90%
   point, and its work), free cores go first to the job with the fewest executor seconds left to its 90%
   point, then to jobs past that point (fewest seconds left to their end first), then to the Spark jobs
-  outside every job. Tasks stay unpreempted and driver time and latency stay, as for every policy, so the
-  distance from a policy to this order is what the policy does not know.
+  outside every job; a job that reports no loss has no 90% point and goes with the jobs past theirs. Tasks
+  stay unpreempted and driver time and latency stay, as for every policy, so the distance from a policy to
+  this order is what the policy does not know.
 * Spark jobs outside every job (``TraceJob.outside``: a CrossValidator's evaluations) run in Spark's
   ``default`` pool, first in first out, which no policy allocates: beside each job's pool under ``stock``,
   beside SLAQ's ``slaq`` pool under a policy (Spark's FAIR order at the root: fewer running tasks first,
@@ -156,10 +157,10 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
 
     def end_phase(s: _Job, t: float) -> bool:
         """Report the phase's loss; True when the job is finished."""
-        loss = s.spec.losses[s.phase]
-        s.times.append(t)
-        if allocator is not None and not s.spec.outside:
-            _report(s, loss, t)
+        if s.spec.losses:  # a silent job reports none (its one phase is its whole work)
+            s.times.append(t)
+            if allocator is not None and not s.spec.outside:
+                _report(s, s.spec.losses[s.phase], t)
         s.phase += 1
         if s.phase >= len(s.spec.phases):
             s.finished = t
@@ -250,7 +251,10 @@ def _report(s: _Job, loss: float, t: float) -> None:
 
 
 def _future(job: TraceJob) -> tuple[int, float, float]:
-    """What the clairvoyant order knows of a job: its 90% phase, its executor seconds to that phase and to its end."""
+    """What the clairvoyant order knows of a job: its 90% phase, its executor seconds to that phase and to its end
+    (a silent job has no 90% point: it goes with the jobs past theirs)."""
+    if job.silent:
+        return -1, 0.0, job.work_to(0)[0]
     ninety = ninety_phase(job)
     return ninety, job.work_to(ninety)[0], job.work_to(len(job.phases) - 1)[0]
 

@@ -3,7 +3,9 @@ replay it task by task (:mod:`slaq.sim.replay`) and be checked against the live 
 
 Per job: its arrival, its loss after each phase, and each phase's work. Phase 0 is the set-up before the
 first loss (data generation, ``first()``, a spark.ml fit's caching and initial pass); phase ``k >= 1``
-ends with loss ``k``. A phase is driver time (the job's thread outside any Spark job: Python, py4j,
+ends with loss ``k``. A job that reported no loss (a KMeans or random-forest fit, say, which SLAQ gives an even
+share) is one phase, all its work, and no loss: it takes its cores in the replay and no part in its figures.
+A phase is driver time (the job's thread outside any Spark job: Python, py4j,
 the driver's own computation) and its Spark jobs' latency (inside a Spark job, no task of it running
 though a core was free: stage submission, task launch, result delivery), neither holding an executor
 core, then its Spark stages, each ``tasks`` tasks sharing ``seconds`` of core time (launch to end).
@@ -76,6 +78,11 @@ class TraceJob:
     reports: bool | None = None  # known in advance to report losses (a spark.ml fit: True); None lets the loop find out
     weight: float = 1.0
     outside: bool = False  # a Spark job outside every job: Spark's default pool, no loss, not a policy's to allocate
+
+    @property
+    def silent(self) -> bool:
+        """A job that reported no loss: one phase, all its work; it has no time to 90%."""
+        return not self.losses
 
     def work_to(self, phase: int) -> tuple[float, float]:
         """(executor seconds, driver seconds) of phases 0..``phase``."""
@@ -181,10 +188,11 @@ def _job(raw: Any, index: int, where: str) -> TraceJob:
         raise TraceError(f"{where}: jobs[{index}].name: {exc}") from None
     what = f"{where}: job {name!r}"
     losses = tuple(_number(v, f"{what} losses[{k}]", -MAX_LOSS, MAX_LOSS)
-                   for k, v in enumerate(_items(raw.get("losses"), f"{what} losses", list, MAX_PHASES, 2)))
+                   for k, v in enumerate(_items(raw.get("losses"), f"{what} losses", list, MAX_PHASES)))
     phases = tuple(_phase(p, f"{what} phases[{k}]") for k, p in enumerate(_items(raw.get("phases"), f"{what} phases", list, MAX_PHASES)))
-    if len(phases) != len(losses):
-        raise TraceError(f"{what} needs one phase per loss, got {len(phases)} phases and {len(losses)} losses")
+    if len(losses) == 1 or len(phases) != max(len(losses), 1):
+        raise TraceError(f"{what} needs one phase per loss and two losses or more, or no loss and one phase (a job that "
+                         f"reported none), got {len(phases)} phases and {len(losses)} losses")
     reports, family = raw.get("reports"), raw.get("family", "")
     if reports not in (None, True, False) or not isinstance(family, str):
         raise TraceError(f"{what}: reports must be true, false or null, and family a string")

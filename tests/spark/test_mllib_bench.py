@@ -12,6 +12,8 @@ import json
 import subprocess
 import sys
 
+from slaq.sim import trace
+from slaq.sim.check import check_trace
 from srlab.slaq_bench.mllib import CV_FOLDS
 from srlab.slaq_bench.mllib_args import SMALL
 from srlab.slaq_bench.mllib_workload import GBT_FAMILIES, GRIDS, make_fits, make_gbt_fits
@@ -25,10 +27,10 @@ SIZE_FLAGS = [f"--{key.replace('_', '-')}={SIZE[key]}"
               for key in ("fits", "gbt_fits", "rows", "features", "partitions", "max_iter", "arrival_mean", "repeats")]
 
 
-def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
+def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     assert SIZE["executor_memory_mb"] is None  # --small's Spark default of 1 GiB, given explicitly below
     cmd = [sys.executable, "-m", "slaq.cli", "bench", "mllib", *SIZE_FLAGS, "--executor-memory-mb=1024", "--no-warmup",
-           "--master", MASTER, "--configs", "slaq,stock", "--variants", "fits,cv,gbt", "--json"]
+           "--master", MASTER, "--configs", "slaq,stock", "--variants", "fits,cv,gbt", "--json", "--record-trace", str(tmp_path / "t.json.gz")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, ends(proc.stderr)
     out = json.loads(proc.stdout)
@@ -86,3 +88,9 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark():
                            if n.startswith(name + "-p"))
             assert 0 < t["wall_s"] and t["start_s"] + t["wall_s"] >= last_fit - 0.01, (name, t, last_fit)
     assert tuners["wall_vs_stock_per_repeat"]["slaq"][0] > -1, tuners
+    # the GBT sweep's trace: each GBT fit a job with its work and no loss (SLAQ gives it an even share), which the check replays
+    gbt = trace.load(tmp_path / "t-gbt.json.gz")
+    silent = {j.name: j for j in gbt.jobs if j.silent}
+    assert sorted(silent) == sorted(f.name for f in gbt_fits if f.family in GBT_FAMILIES), [j.name for j in gbt.jobs]
+    assert all(j.reports is False and len(j.phases) == 1 and len(j.phases[0].stages) >= SIZE["max_iter"] for j in silent.values())
+    assert {c.config for c in check_trace(gbt)} == {"slaq", "stock"}

@@ -42,15 +42,25 @@ def test_spark_jobs_go_to_the_job_whose_pool_ran_them_and_the_rest_outside():
     assert checked.config == "slaq" and checked.measured_s == 2.5
 
 
-def test_a_name_used_again_is_a_second_job_and_a_silent_job_runs_outside():
+def test_a_name_used_again_is_a_second_job_and_a_silent_job_keeps_its_work_and_no_loss():
     later = RanJob("a", 5.0, (6.0, 7.0), (1.0, 0.2))
-    silent = RanJob("quiet", 1.0, (), ())
-    spark = [(POOL_PREFIX + "a", spark_job(0.2)), (POOL_PREFIX + "a", spark_job(5.5)), (POOL_PREFIX + "quiet", spark_job(1.5))]
-    trace, notes = app_trace([A, later, silent], spark, [], 2, 1.0, "fair", {})
-    assert [j.name for j in trace.jobs] == ["a", "a (2)"]
-    assert trace.jobs[1].phases[0].stages == (Stage(2, 0.4),)  # submitted after the second "a" arrived
-    assert [o.arrival for o in trace.outside] == [1.5] and "1 job with fewer than two losses" in notes[0]
-    assert list(trace.measured) == ["fair"]
+    silent = RanJob("quiet", 1.0, (), (), reports=False)
+    once = RanJob("once", 1.2, (2.0,), (3.0,))
+    idle = RanJob("idle", 1.3, (), ())  # ran no Spark job: nothing to replay
+    spark = [(POOL_PREFIX + "a", spark_job(0.2)), (POOL_PREFIX + "a", spark_job(5.5)), (POOL_PREFIX + "quiet", spark_job(1.5)),
+             (POOL_PREFIX + "quiet", spark_job(2.5)), (POOL_PREFIX + "once", spark_job(1.4))]
+    trace, notes = app_trace([A, later, silent, once, idle], spark, [], 2, 1.0, "fair", {})
+    assert [j.name for j in trace.jobs] == ["a", "quiet", "once", "a (2)"] and trace.outside == ()
+    assert trace.jobs[3].phases[0].stages == (Stage(2, 0.4),)  # submitted after the second "a" arrived
+    quiet = trace.jobs[1]
+    assert quiet.silent and quiet.reports is False and len(quiet.phases) == 1
+    assert quiet.phases[0].stages == (Stage(2, 0.4), Stage(2, 0.4))  # from its arrival to its last Spark job's end
+    assert quiet.phases[0].driver_s == pytest.approx(3.0 - 1.0 - 1.0)
+    assert trace.jobs[2].silent and notes == ["1 job with one loss or a loss past 1e+15, kept as jobs that reported none"]
+    assert set(trace.measured["fair"][0]["time_to_90pct_s"]) == {"a", "a (2)"}  # a silent job has no time to 90%
+    again = from_dict(json.loads(json.dumps(to_dict(trace))), "own.json")
+    assert again.jobs[1].silent and again.jobs[1].phases[0].stages == quiet.phases[0].stages
+    assert check_trace(again)[0].measured_s == trace.measured["fair"][0]["mean_time_to_90pct_s"]
 
 
 def test_what_a_trace_may_not_hold_is_cut_and_said(monkeypatch):

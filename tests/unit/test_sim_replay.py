@@ -234,3 +234,24 @@ def test_the_mllib_sweep_writes_one_trace_per_variant(tmp_path):
     t = trace.load(paths[1])
     assert t.jobs[0].reports is True and t.jobs[0].phases[1].latency_s == pytest.approx(0.05) and set(t.measured) == {"slaq", "stock"}
     assert t.setting["source"] == "slaq bench mllib (cv)"
+
+
+def test_a_job_that_reports_no_loss_takes_its_share_of_the_cores_and_no_part_in_the_figures(tmp_path):
+    # a fit (two phases of two 0.5 s tasks) beside a silent job (eight 1 s tasks) on 2 cores, both at 0: the
+    # clairvoyant order runs the fit first (no 90% point to reach for the silent one); a policy gives the silent
+    # job, known to report none, its even share from the start, as the live loop does
+    fit = job("fit", tasks=2, seconds=1.0, phases=2)
+    quiet = TraceJob("quiet", "kmeans", 0.0, (), (Phase(0.0, (Stage(8, 8.0),)),), reports=False)
+    back = trace.load(trace.save(make_trace([fit, quiet]), tmp_path / "t.json"))
+    assert back.jobs[1] == quiet and quiet.silent
+    times = {}
+    for policy in ("slaq", "fair", replay.STOCK, replay.CLAIRVOYANT):
+        result = replay.replay(back.jobs, policy, 2)
+        rows = {j["job"]: j for j in result.jobs}
+        assert rows["quiet"]["time_to_90pct_s"] is None and rows["quiet"]["finished_s"] >= 4.0 - 1e-9
+        assert result.mean() == rows["fit"]["time_to_90pct_s"] and result.makespan == pytest.approx(5.0)
+        times[policy] = result.mean()
+    assert times[replay.CLAIRVOYANT] == pytest.approx(1.0)  # alone: two phases of one 0.5 s wave
+    assert times["slaq"] == times["fair"] == pytest.approx(2.0)  # the silent job's even share: one core while the fit runs
+    assert times[replay.STOCK] == pytest.approx(1.0)  # stock: a tie at no running tasks goes to the earlier pool, the fit's
+    assert check.clairvoyant_bound(back.jobs, 2)["mean_time_to_90pct_s"] == pytest.approx(1.0)

@@ -56,6 +56,8 @@ def written(tmp_path, doc: object, name: str = "t.json") -> str:
     (with_job("stages", [[2, float("nan")]], 1), "job 'a' phases[1].stages[0] seconds must be finite, got nan"),
     (with_job("stages", [[10**12, 1.0]], 1), "job 'a' phases[1].stages[0] tasks must be in [1, 100000], got 1e+12"),
     (with_job("losses", [1.0, float("nan"), 0.1]), "job 'a' losses[1] must be finite, got nan"),
+    (with_job("losses", [1.0]), "job 'a' needs one phase per loss and two losses or more, or no loss and one phase"),
+    (with_job("losses", []), "(a job that reported none), got 3 phases and 0 losses"),
     (with_job("weight", 0), "job 'a' weight must be > 0, got 0.0"),
     (with_job("weight", -1), "job 'a' weight must be > 0, got -1.0"),
     (with_job("weight", float("nan")), "job 'a' weight must be finite, got nan"),

@@ -485,8 +485,8 @@ def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: fl
     (phase 0 ends at its start: spark.ml reports the initial objective only with the first iteration, so
     phase 1 is its set-up and first iteration, as ``summarize`` times it); the run's executor slot seconds
     inside and outside the fits' Spark jobs; and the Spark jobs outside them (a CrossValidator's
-    evaluations), as the trace replays them. A fit without a loss history (GBT) is kept as its Spark jobs
-    outside every job, as a user's own trace keeps a job that reported no loss."""
+    evaluations), as the trace replays them. A fit without a loss history (GBT) is a silent job: one phase
+    from its start to its end, no loss, known to report none, as SLAQ schedules it."""
     others: list[SparkJob] = []
     spark_jobs, tasks = spark_jobs_by_group(sc, set(recorder.records), start, others)
     busy, cores, ends = busy_cores(tasks), int(sc.defaultParallelism), clock.iteration_times()
@@ -497,7 +497,7 @@ def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: fl
         if len(times) == len(r.losses) >= 2:
             out.append(RunJob(name, r.family, arrival, tuple(r.losses), tuple(phases_of(arrival, times, spark_jobs[name], busy, cores)), True))
         elif r.trees is not None:
-            others.extend(spark_jobs[name])
+            out.append(RunJob(name, r.family, arrival, (), tuple(phases_of(arrival, [r.end - start], spark_jobs[name], busy, cores)), False))
     outside = [j for j in sorted(others, key=lambda j: j.submitted) if j.submitted >= 0 and j.stages]
     return out, slot_split(spark_jobs, tasks), [outside_job(k, j.submitted, j.stages) for k, j in enumerate(outside)]
 
