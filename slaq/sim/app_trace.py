@@ -100,7 +100,7 @@ def app_trace(jobs: Sequence[RanJob], spark_jobs: Sequence[tuple[str | None, Spa
     if unnamed:
         notes.append(f"{_count(unnamed, 'job')} whose name is longer than a trace holds, kept as Spark jobs outside every job")
     if lone := sum(bool(ordered[k].losses) for k in silent):
-        notes.append(f"{_count(lone, 'job')} with one loss or a loss past {bounds.MAX_LOSS:g}, kept as jobs that reported none")
+        notes.append(f"the losses of {_count(lone, 'job')} with one loss or a loss past ±{bounds.MAX_LOSS:g} (kept as reporting none)")
     # a Spark job in a job's pool belongs to the latest job of that name that had arrived when it was submitted
     arrivals: dict[str, list[tuple[float, int]]] = {}
     for k, j in enumerate(ordered):

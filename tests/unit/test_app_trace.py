@@ -56,7 +56,7 @@ def test_a_name_used_again_is_a_second_job_and_a_silent_job_keeps_its_work_and_n
     assert quiet.silent and quiet.reports is False and len(quiet.phases) == 1
     assert quiet.phases[0].stages == (Stage(2, 0.4), Stage(2, 0.4))  # from its arrival to its last Spark job's end
     assert quiet.phases[0].driver_s == pytest.approx(3.0 - 1.0 - 1.0)
-    assert trace.jobs[2].silent and notes == ["1 job with one loss or a loss past 1e+15, kept as jobs that reported none"]
+    assert trace.jobs[2].silent and notes == ["the losses of 1 job with one loss or a loss past ±1e+15 (kept as reporting none)"]
     assert set(trace.measured["fair"][0]["time_to_90pct_s"]) == {"a", "a (2)"}  # a silent job has no time to 90%
     again = from_dict(json.loads(json.dumps(to_dict(trace))), "own.json")
     assert again.jobs[1].silent and again.jobs[1].phases[0].stages == quiet.phases[0].stages

@@ -178,8 +178,11 @@ class SetupAllocator:
             return Decision({})
         setup = [j for j in jobs if len(j.history.losses) < 2]
         curve = [j for j in jobs if len(j.history.losses) >= 2]
-        if self.variant in ("srpt", "srpt-even"):
-            return Decision(self.srpt(jobs, setup, curve, capacity))
+        if self.variant in ("srpt", "srpt-even"):  # a job known to report no loss keeps its even share, as in the product
+            fixed = {j.name: c for j, c in zip(jobs, self.slaq.decide(jobs, capacity, [], now).cores) if j.reports is False}
+            steered = [j for j in jobs if j.name not in fixed]
+            rest = self.srpt(steered, [j for j in setup if j.name not in fixed], curve, capacity - sum(fixed.values())) if steered else {}
+            return Decision({**fixed, **rest})
         if self.variant in ("kfifo", "kest"):
             k = self.k_setups(capacity)
             if self.variant == "kfifo":
