@@ -9,8 +9,8 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from typing import NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
 
 from riffle.merger.addresses import address_error, is_loopback
 from riffle.merger.tokens import token_refusal
@@ -128,20 +128,15 @@ def check_address(flag: str, address: str) -> None:
         raise StartupError(f"{flag} {error}, got {address!r}")
 
 
-def _in_range(flag: str, value: float, low: float, high: float, shown: str = "") -> None:
-    if not low <= value <= high:  # also refuses NaN
-        raise StartupError(f"{flag} must be in {number_text(low)}..{number_text(high)}{shown}, got {number_text(value)}")
-
-
 def _size_text(size: int) -> str:
     """``size`` for a message: :func:`format_size`'s unit when it has one (``4m``), else counted bytes (``1 byte``)."""
     text = format_size(size)
     return counted(size, "byte") if text.isdigit() else text
 
 
-def _size_in(flag: str, size: int, low: int, high: int) -> None:
-    if not low <= size <= high:
-        raise StartupError(f"{flag} must be in {format_size(low)}..{format_size(high)}, got {_size_text(size)}")
+def _in_range(flag: str, value: float, low: float, high: float, shown: str = "", text: Callable[[Any], str] = number_text) -> None:
+    if not low <= value <= high:  # also refuses NaN
+        raise StartupError(f"{flag} must be in {text(low)}..{text(high)}{shown}, got {text(value)}")
 
 
 def check_ranges(args: argparse.Namespace) -> None:
@@ -149,13 +144,13 @@ def check_ranges(args: argparse.Namespace) -> None:
     check_address("--listen", args.listen)
     if args.metrics_listen:
         check_address("--metrics-listen", args.metrics_listen)
-    _size_in("--memory", args.memory, MIN_MEMORY, MAX_MEMORY)
+    _in_range("--memory", args.memory, MIN_MEMORY, MAX_MEMORY, text=_size_text)
     for flag, size in (("--read-buffer", args.read_buffer), ("--write-buffer", args.write_buffer)):
         if not MIN_BUFFER <= size <= args.memory:
             raise StartupError(f"{flag} must be between {format_size(MIN_BUFFER)} and --memory ({_size_text(args.memory)}), got {_size_text(size)}")
     _in_range("--workers", args.workers, 1, MAX_WORKERS)
     _in_range("--max-queue", args.max_queue, 0, MAX_QUEUE)
-    _size_in("--max-queue-memory", args.max_queue_memory, MIN_MEMORY, MAX_MEMORY)
+    _in_range("--max-queue-memory", args.max_queue_memory, MIN_MEMORY, MAX_MEMORY, text=_size_text)
     _in_range("--grace", args.grace, 0, MAX_SECONDS, " seconds")
     _in_range("--prune-interval", args.prune_interval, 0.1, MAX_SECONDS, " seconds")
     _in_range("--app-lease", args.app_lease, 1, MAX_SECONDS, " seconds")

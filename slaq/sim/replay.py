@@ -253,9 +253,7 @@ def _report(s: _Job, loss: float, t: float) -> None:
 def _future(job: TraceJob) -> tuple[int, float, float]:
     """What the clairvoyant order knows of a job: its 90% phase, its executor seconds to that phase and to its end
     (a silent job has no 90% point: it goes with the jobs past theirs)."""
-    if job.silent:
-        return -1, 0.0, job.work_to(0)[0]
-    ninety = ninety_phase(job)
+    ninety = -1 if job.silent else ninety_phase(job)
     return ninety, job.work_to(ninety)[0], job.work_to(len(job.phases) - 1)[0]
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import slaq.sim.replay as rp
-from slaq.live.allocation import Allocator, Decision
+from slaq.live.allocation import Allocator, Decision, fixed_shares
 from slaq.live.job import LiveJob
 from slaq.metrics import NINETY, reached
 from slaq.policy.base import fill_in_order, water_fill
@@ -179,7 +179,8 @@ class SetupAllocator:
         setup = [j for j in jobs if len(j.history.losses) < 2]
         curve = [j for j in jobs if len(j.history.losses) >= 2]
         if self.variant in ("srpt", "srpt-even"):  # a job known to report no loss keeps its even share, as in the product
-            fixed = {j.name: c for j, c in zip(jobs, self.slaq.decide(jobs, capacity, [], now).cores) if j.reports is False}
+            shares = fixed_shares(list(jobs), [], capacity)
+            fixed = {j.name: shares[j.name] for j in jobs if j.reports is False}
             steered = [j for j in jobs if j.name not in fixed]
             rest = self.srpt(steered, [j for j in setup if j.name not in fixed], curve, capacity - sum(fixed.values())) if steered else {}
             return Decision({**fixed, **rest})
