@@ -74,6 +74,11 @@ def write_new(data: bytes, names: tuple[Path, ...]) -> Path | None:
         os.unlink(tmp)
 
 
+def has_room(jobs: int, events: int, job: RanJob) -> bool:
+    """Whether a trace already holding ``jobs`` jobs with ``events`` losses among them has room for ``job``."""
+    return jobs < bounds.MAX_JOBS and events + len(job.losses) <= bounds.MAX_EVENTS
+
+
 def _ran(job: LiveJob) -> RanJob:
     """The job's arrival and losses (the loop's clock), at most one loss past what a trace holds."""
     keep = bounds.MAX_PHASES + 1
@@ -97,11 +102,11 @@ class TraceRecorder(LoopObserver):
 
     def _keep(self, job: RanJob) -> None:
         with self._lock:
-            if len(self._jobs) >= bounds.MAX_JOBS or self._events + len(job.losses) > bounds.MAX_EVENTS:
-                self._dropped += 1
-            else:
+            if has_room(len(self._jobs), self._events, job):
                 self._jobs.append(job)
                 self._events += len(job.losses)
+            else:
+                self._dropped += 1
 
     def write(self, sc: Any, config: SlaqConfig, still_open: list[LiveJob]) -> Path | None:
         """The trace of every job so far (``still_open`` too), once; a failure is one WARN line, never the stop's."""

@@ -10,7 +10,7 @@ import pytest
 
 from slaq.live.config import ConfigError, SlaqConfig
 from slaq.live.status_store import Lost
-from slaq.live.trace_out import TraceRecorder, lost_note, target_names, write_new
+from slaq.live.trace_out import has_room, lost_note, target_names, write_new
 from slaq.messages import POOL_PREFIX
 from slaq.sim import trace as bounds
 from slaq.sim.app_trace import RanJob, app_trace, measured_run
@@ -108,12 +108,12 @@ def test_the_conf_is_a_bounded_path_and_a_known_key():
     assert "spark.slaq.recordTrace" in runtimes.known_keys
 
 
-def test_the_recorder_keeps_at_most_a_traces_jobs(monkeypatch):
+def test_the_recorder_keeps_at_most_a_traces_jobs_and_losses(monkeypatch):
     monkeypatch.setattr(bounds, "MAX_JOBS", 2)
-    recorder = TraceRecorder("/nowhere")
-    for job in (A, B, A):
-        recorder._keep(job)
-    assert len(recorder._jobs) == 2 and recorder._dropped == 1
+    monkeypatch.setattr(bounds, "MAX_EVENTS", len(A.losses) + len(B.losses))
+    assert has_room(0, 0, A) and has_room(1, len(A.losses), B)
+    assert not has_room(2, 0, A)  # jobs
+    assert not has_room(1, len(A.losses) + len(B.losses), A)  # losses
     assert "2 Spark jobs and tasks of 1 stages that Spark's status store no longer held" in lost_note(Lost(2, 0, 1))
     assert "spark.ui.retainedTasks" in lost_note(Lost(1))
 

@@ -42,7 +42,7 @@ def add_mllib_arguments(p: argparse.ArgumentParser) -> None:
                         "master's worker memory is raised to match. Every iterative spark.ml fit caches its own copy of the data while "
                         "it runs, so concurrent fits need storage memory for all the copies")
     p.add_argument("--no-warmup", dest="warmup", action="store_false",
-                   help="skip the unmeasured warm-up session (a --small-sized sweep) that runs before the repeats; --small never warms up")
+                   help="skip the unmeasured warm-up session (the measured sweep, run once) before the repeats; --small never warms up")
     p.add_argument("--small", action="store_true",
                    help="CI size: 5 fits (gbt: 2 GBT and 1 linear) on tiny data, 6 iterations, 1 repeat, 1 GiB executors (overrides those options)")
     p.add_argument("--record-trace", metavar="PATH",
@@ -68,7 +68,7 @@ def run_from_args(args: argparse.Namespace) -> dict:
     from srlab.slaq_bench.mllib import bench_mllib
 
     work, repeats, executor_memory_mb = mllib_args_workload(args)
-    warmup = _sized(SMALL, args.seed) if args.warmup and not args.small else None
+    warmup = work if args.warmup and not args.small else None
     return bench_mllib(work, _names(args.configs), _names(args.variants), repeats, args.master, args.epoch, args.attribution, warmup,
                        executor_memory_mb, getattr(args, "record_trace", None))
 
