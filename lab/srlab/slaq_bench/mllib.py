@@ -482,8 +482,9 @@ def tuner_agreement(runs: list[dict[str, dict]]) -> dict | None:
 
 def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: float) -> tuple[list[RunJob], dict[str, float], list[TraceJob]]:
     """Each fit as a trace records it: arrival at its start, its objective history, one phase per iteration
-    (phase 0 ends at its start: spark.ml reports the initial objective only with the first iteration, so
-    phase 1 is its set-up and first iteration, as ``summarize`` times it); the run's executor slot seconds
+    (spark.ml reports the initial objective only with the first iteration's, so phase 0 is the set-up and
+    first iteration and phase 1 ends at the same time: SLAQ has no loss of the fit before then, in the
+    replay as live); the run's executor slot seconds
     inside and outside the fits' Spark jobs; and the Spark jobs outside them (a CrossValidator's
     evaluations), as the trace replays them. A fit without a loss history (GBT) is a silent job: one phase
     from its start to its end, no loss, known to report none, as SLAQ schedules it."""
@@ -493,7 +494,8 @@ def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: fl
     out = []
     for name, r in sorted(recorder.records.items(), key=lambda kv: kv[1].start):
         arrival = r.start - start
-        times = [arrival] + [t - start for t in ends.get(name, [])]
+        iterations = [t - start for t in ends.get(name, [])]
+        times = iterations[:1] + iterations
         if len(times) == len(r.losses) >= 2:
             out.append(RunJob(name, r.family, arrival, tuple(r.losses), tuple(phases_of(arrival, times, spark_jobs[name], busy, cores)), True))
         elif r.trees is not None:
