@@ -94,7 +94,7 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     assert sorted(silent) == sorted(f.name for f in gbt_fits if f.family in GBT_FAMILIES), [j.name for j in gbt.jobs]
     assert all(j.reports is False and len(j.phases) == 1 and len(j.phases[0].stages) >= SIZE["max_iter"] for j in silent.values())
     assert {c.config for c in check_trace(gbt)} == {"slaq", "stock"}
-    # a fit's initial objective reaches SLAQ with its first iteration's: phase 0 holds the set-up and the first
-    # iteration, and the initial objective's phase ends at the same time, so the replay has no loss of it earlier
+    # SLAQ has no loss of a fit before its first iteration's: phase 0 holds the set-up and the first iteration,
+    # and the phase after it ends at the same time, so the replay has no loss of it earlier
     fitted = [j for j in trace.load(tmp_path / "t-fits.json.gz").jobs if j.losses]
     assert fitted and all(p0.stages and not (p1.stages or p1.driver_s) for p0, p1 in (j.phases[:2] for j in fitted)), fitted

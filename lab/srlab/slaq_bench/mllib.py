@@ -482,9 +482,10 @@ def tuner_agreement(runs: list[dict[str, dict]]) -> dict | None:
 
 def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: float) -> tuple[list[RunJob], dict[str, float], list[TraceJob]]:
     """Each fit as a trace records it: arrival at its start, its objective history, one phase per iteration
-    (spark.ml reports the initial objective only with the first iteration's, so phase 0 is the set-up and
-    first iteration and phase 1 ends at the same time: SLAQ has no loss of the fit before then, in the
-    replay as live); the run's executor slot seconds
+    (SLAQ captures a fit's losses from breeze's per-iteration line, which starts with the first iteration:
+    so phase 0 is the set-up and first iteration and phase 1 ends at the same time, and the replay has no
+    loss of the fit before then, as SLAQ live has none; the replay's SLAQ then has the initial objective
+    too, which live it never sees); the run's executor slot seconds
     inside and outside the fits' Spark jobs; and the Spark jobs outside them (a CrossValidator's
     evaluations), as the trace replays them. A fit without a loss history (GBT) is a silent job: one phase
     from its start to its end, no loss, known to report none, as SLAQ schedules it."""
