@@ -528,17 +528,17 @@ def record_traces(path: str, runs: list[dict[str, dict[str, dict]]], configs: li
 
 
 def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats: int, master: str, epoch: float,
-                attribution: str, warmup: Workload | None = None, executor_memory_mb: int | None = None,
+                attribution: str, warmup: bool = False, executor_memory_mb: int | None = None,
                 record_trace: str | None = None) -> dict:
     """Every configuration once per repeat (order rotated), medians per variant and configuration, ratios vs stock.
 
-    ``warmup``: a workload run once, unmeasured, in a session of the first configuration before the
+    ``warmup``: run ``work`` once, unmeasured, in a session of the first configuration before the
     repeats. pyspark keeps one gateway JVM across sessions, so the first session alone runs the
     driver's scheduler and spark.ml code before the JIT compiled it. Without a warm-up the run's first
     session took 1.7x its configuration's median time to 90% (docs/benchmarks.md), and after a warm-up
     on small data its driver JVM still used 80-93 s of CPU against 45-66 s in later sessions (the GBT
-    sweep): the warm-up is the measured workload itself. The rotation and the median keep one slow session out of the figure, the
-    warm-up keeps it out of the repeats.
+    sweep), hence the measured workload itself. The rotation and the median keep one slow session out
+    of the figure, the warm-up keeps it out of the repeats.
     """
     check_configs(configs)
     if not variants or any(v not in VARIANTS for v in variants):
@@ -551,10 +551,10 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
     if executor_memory_mb is not None:
         master, extra = executor_memory(master, executor_memory_mb)
     warmup_s = None
-    if warmup is not None:
-        log.info("warm-up: %s, %d fits on %d rows (not measured)", configs[0], len(warmup.fits), warmup.data.rows)
+    if warmup:
+        log.info("warm-up: %s, the measured workload once (not measured)", configs[0])
         began = time.monotonic()
-        run_config(configs[0], warmup, variants, master, epoch, attribution, extra)
+        run_config(configs[0], work, variants, master, epoch, attribution, extra)
         warmup_s = round(time.monotonic() - began, 1)
     runs: list[dict[str, dict[str, dict]]] = []  # per repeat: config -> variant -> summary
     for r in range(repeats):

@@ -68,9 +68,8 @@ def run_from_args(args: argparse.Namespace) -> dict:
     from srlab.slaq_bench.mllib import bench_mllib
 
     work, repeats, executor_memory_mb = mllib_args_workload(args)
-    warmup = work if args.warmup and not args.small else None
-    return bench_mllib(work, _names(args.configs), _names(args.variants), repeats, args.master, args.epoch, args.attribution, warmup,
-                       executor_memory_mb, getattr(args, "record_trace", None))
+    return bench_mllib(work, _names(args.configs), _names(args.variants), repeats, args.master, args.epoch, args.attribution,
+                       args.warmup and not args.small, executor_memory_mb, getattr(args, "record_trace", None))
 
 
 def _names(text: str) -> list[str]:
