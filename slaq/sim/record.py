@@ -83,8 +83,20 @@ def phases_of(arrival: float, loss_times: Sequence[float], spark_jobs: Sequence[
         stages = tuple(s for j in ordered for s in j.stages)
         free = all(busy(j.submitted) < cores for j in ordered)
         latency = sum(max(j.first_launch - j.submitted, 0.0) + max(j.completed - j.last_end, 0.0) for j in ordered)
-        phases.append(RunPhase(Phase(max(end - begin - inside, 0.0), stages), latency if free else None))
+        phases.append(RunPhase(Phase(max(end - begin - inside, 0.0), stages, gaps=_gaps(begin, end, ordered)), latency if free else None))
     return phases
+
+
+def _gaps(begin: float, end: float, ordered: Sequence[SparkJob]) -> tuple[float, ...]:
+    """The driver time before each stage of a phase's Spark jobs (by submission): before a job's first stage, the time
+    since every earlier one ended; 0 before its others. With the time after the last, they add up to its driver time."""
+    gaps: list[float] = []
+    reach = begin
+    for j in ordered:
+        if j.stages:
+            gaps += [max(min(j.submitted, end) - reach, 0.0)] + [0.0] * (len(j.stages) - 1)
+        reach = max(reach, min(j.completed, end))
+    return tuple(gaps)
 
 
 @dataclass(frozen=True)
@@ -108,7 +120,15 @@ def _median_phase(seen: list[RunPhase]) -> Phase:
     stages = tuple(Stage(s.tasks, statistics.median(p.stages[i].seconds for p in same)) for i, s in enumerate(first.stages))
     known = [r.latency for r in seen if r.latency is not None]
     latency = statistics.median(known) if known else 0.0
-    return Phase(statistics.median(p.driver_s for p in phases), stages, latency)
+    driver = statistics.median(p.driver_s for p in phases)
+    gaps = None
+    if all(p.gaps is not None for p in same):
+        gaps = [statistics.median(p.gaps[i] for p in same if p.gaps is not None) for i in range(len(stages))]
+        if sum(gaps) > driver > 0:  # medians of the parts need not fit in the median of the whole
+            gaps = [g * driver / sum(gaps) for g in gaps]
+        elif driver == 0:
+            gaps = [0.0] * len(stages)
+    return Phase(driver, stages, latency, None if gaps is None else tuple(gaps))
 
 
 def combine(runs: Sequence[Sequence[RunJob]], cores: int, epoch: float, setting: dict[str, Any],

@@ -4,7 +4,8 @@ What :mod:`slaq.sim.engine` treats as a fluid (cores x seconds), this replays as
 can be checked against the live runs the trace came from:
 
 * each job runs its phases in order: its driver time and its Spark jobs' latency (no executor core:
-  the driver runs elsewhere), then its stages one after another, each ``tasks`` tasks of equal length; a task, once launched, runs
+  the driver runs elsewhere), and its stages one after another, the driver time before each where the trace
+  places it (``Phase.wait_before``), each ``tasks`` tasks of equal length; a task, once launched, runs
   to its end (Spark never preempts one). Its loss is reported when its phase's last task ends.
 * free cores are offered once per event (a task ending, a stage submitted), in one sorted round, the
   first job in the order taking every free core it has tasks for, as Spark's ``resourceOffers`` does.
@@ -142,7 +143,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
 
     def start_phase(s: _Job, t: float) -> None:
         s.stage = -1
-        push(t + s.spec.phases[s.phase].waits, _DRIVER_DONE, s.index)
+        push(t + s.spec.phases[s.phase].wait_before(0), _DRIVER_DONE, s.index)
 
     def next_stage(s: _Job, t: float) -> bool:
         """Submit the job's next stage; False when its phase has none left (the phase ends now)."""
@@ -151,6 +152,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         if s.stage >= len(stages):
             return False
         pending[s.index], running[s.index] = stages[s.stage].tasks, 0
+        s.stage_started = t
         if futures:
             clairvoyant_key(s)
         return True
@@ -205,7 +207,6 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
                 start_phase(s, t)
                 changed = True
             elif kind == _DRIVER_DONE:
-                s.stage_started = t
                 if not next_stage(s, t) and end_phase(s, t):
                     del active[who]
                     done += 1
@@ -216,9 +217,12 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
                 s.consumed += count * s.spec.phases[s.phase].stages[s.stage].task_seconds
                 if futures:
                     clairvoyant_key(s)
-                if pending[who] == 0 and running[who] == 0 and not next_stage(s, t):
+                if pending[who] == 0 and running[who] == 0:
                     s.stage_seconds += t - s.stage_started
-                    if end_phase(s, t):
+                    wait = s.spec.phases[s.phase].wait_before(s.stage + 1)
+                    if wait > 0:
+                        push(t + wait, _DRIVER_DONE, who)
+                    elif not next_stage(s, t) and end_phase(s, t):
                         del active[who]
                         done += 1
                         changed = True

@@ -94,6 +94,11 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     assert sorted(silent) == sorted(f.name for f in gbt_fits if f.family in GBT_FAMILIES), [j.name for j in gbt.jobs]
     assert all(j.reports is False and len(j.phases) == 1 and len(j.phases[0].stages) >= SIZE["max_iter"] for j in silent.values())
     assert {c.config for c in check_trace(gbt)} == {"slaq", "stock"}
+    # the driver works between a GBT fit's Spark jobs (a tree's splits), and the trace places its time there
+    for j in silent.values():
+        (p,) = j.phases
+        assert p.gaps is not None and sum(p.gaps) <= p.driver_s + 1e-3 * len(p.gaps), (j.name, p)
+        assert sum(g > 0 for g in p.gaps[1:]) >= SIZE["max_iter"], (j.name, p.gaps)  # before later trees' Spark jobs, not only the first
     # SLAQ has no loss of a fit before its first iteration's: phase 0 holds the set-up and the first iteration,
     # and the phase after it ends at the same time, so the replay has no loss of it earlier
     fitted = [j for j in trace.load(tmp_path / "t-fits.json.gz").jobs if j.losses]

@@ -157,6 +157,7 @@ def test_the_recorder_splits_a_run_into_phases_by_submission():
     phases = phases_of(0.0, [0.6, 1.1], sj, busy_cores([]), 2)
     assert [p.phase.stages for p in phases] == [(Stage(4, 0.8),), (Stage(4, 0.6),)]
     assert phases[0].phase.driver_s == pytest.approx(0.6 - 0.4) and phases[0].latency == pytest.approx(0.05 + 0.05)
+    assert phases[0].phase.gaps == pytest.approx((0.1,)) and phases[1].phase.gaps == pytest.approx((0.1,))  # 0.1 s each after the job
     busy = phases_of(0.0, [0.6, 1.1], sj, busy_cores([(0.0, 2.0), (0.0, 2.0)]), 2)
     assert busy[0].latency is None  # submitted with every core busy: its wait is not latency
     run = RunJob("a", "f", 0.0, (1.0, 0.5), tuple(phases))
@@ -166,6 +167,41 @@ def test_the_recorder_splits_a_run_into_phases_by_submission():
     assert [j.name for j in combine([[run], [run, refit]], 2, 1.0, {}, {}).jobs] == ["a"]  # the first run's jobs only
     tasks = [(-3.0, -1.0), *[(0.15, 0.35)] * 4, *[(0.75, 0.9)] * 4, (1.0, 1.5)]  # an earlier variant's task; an evaluation's
     assert slot_split({"a": sj}, tasks) == {"in_recorded_jobs": 1.4, "outside": 0.5}
+
+
+def test_the_recorder_places_a_phases_driver_time_between_its_spark_jobs_and_the_replay_keeps_it_there():
+    from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of
+
+    # one phase of three Spark jobs (a GBT fit's trees): 0.5 s of driver first, 1 s between the first two (the second has
+    # two stages), the third submitted while the second runs, then 0.25 s until the loss
+    sj = [SparkJob(0.5, 1.0, (Stage(1, 0.5),), 0.5, 1.0), SparkJob(2.0, 3.0, (Stage(1, 0.5), Stage(1, 0.5)), 2.0, 3.0),
+          SparkJob(2.5, 3.25, (Stage(1, 0.5),), 2.75, 3.25)]
+    run = phases_of(0.0, [3.5], sj, busy_cores([]), 1)
+    phase = run[0].phase
+    assert phase.driver_s == pytest.approx(1.75) and phase.gaps == pytest.approx((0.5, 1.0, 0.0, 0.0))
+    assert [phase.wait_before(k) for k in range(5)] == pytest.approx([0.5, 1.0, 0.0, 0.0, 0.25])
+    t = combine([[RunJob("gbt", "f", 0.0, (), tuple(run))]] * 2, 1, 1.0, {}, {})
+    assert t.jobs[0].phases[0].gaps == pytest.approx((0.5, 1.0, 0.0, 0.0))
+    # replayed on one core beside a job with one 1.5 s task arriving at 0.6 s: with the gaps it waits for the first
+    # tree (to 1.0) and runs in the driver's second (to 2.5), the other trees after it; with all of the driver time
+    # first it runs at once (to 2.1), every tree after it
+    other = TraceJob("other", "f", 0.6, (), (Phase(0.0, (Stage(1, 1.5),)),), reports=False)
+    for gaps, other_ends, gbt_ends in (((0.5, 1.0, 0.0, 0.0), 2.5, 2.5 + 1.5 + 0.25), (None, 2.1, 2.1 + 2.0)):
+        gbt = TraceJob("gbt", "f", 0.0, (), (Phase(1.75, (Stage(1, 0.5),) * 4, gaps=gaps),), reports=False)
+        result = {j["job"]: j for j in replay.replay([gbt, other], replay.STOCK, 1).jobs}
+        assert result["other"]["finished_s"] + 0.6 == pytest.approx(other_ends)
+        assert result["gbt"]["finished_s"] == pytest.approx(gbt_ends)
+
+
+def test_a_traces_gaps_fit_its_stages_and_its_driver_time(tmp_path):
+    base = {"format": "slaq-trace/1", "setting": {"executor_cores": 2, "epoch_s": 1}}
+    for gaps, reason in (([0.1], "gaps_s must hold 2 to 2 entries"), ([0.3, 0.3], "gaps_s add up to 0.600 s, more than the phase's driver_s 0.500")):
+        phase = {"driver_s": 0.5, "stages": [[1, 1.0], [1, 1.0]], "gaps_s": gaps}
+        (tmp_path / "t.json").write_text(json.dumps({**base, "jobs": [{"name": "a", "arrival_s": 0, "losses": [], "phases": [phase]}]}))
+        with pytest.raises(TraceError, match=reason):
+            trace.load(tmp_path / "t.json")
+    t = make_trace([TraceJob("a", "f", 0.0, (), (Phase(0.5, (Stage(1, 1.0), Stage(1, 1.0)), gaps=(0.2, 0.1)),), reports=False)])
+    assert trace.load(trace.save(t, tmp_path / "g.json")).jobs == t.jobs
 
 
 def test_simulate_check_and_project_print_json_and_exit_1_on_a_miss(tmp_path, capsys):
