@@ -124,10 +124,9 @@ def _median_phase(seen: list[RunPhase]) -> Phase:
     gaps = None
     if all(p.gaps is not None for p in same):
         gaps = [statistics.median(p.gaps[i] for p in same if p.gaps is not None) for i in range(len(stages))]
-        if sum(gaps) > driver > 0:  # medians of the parts need not fit in the median of the whole
-            gaps = [g * driver / sum(gaps) for g in gaps]
-        elif driver == 0:
-            gaps = [0.0] * len(stages)
+        total = sum(gaps)
+        if total > driver:  # medians of the parts need not fit in the median of the whole
+            gaps = [g * driver / total for g in gaps]
     return Phase(driver, stages, latency, None if gaps is None else tuple(gaps))
 
 

@@ -170,7 +170,7 @@ def test_the_recorder_splits_a_run_into_phases_by_submission():
 
 
 def test_the_recorder_places_a_phases_driver_time_between_its_spark_jobs_and_the_replay_keeps_it_there():
-    from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of
+    from slaq.sim.record import RunJob, RunPhase, SparkJob, busy_cores, combine, phases_of
 
     # one phase of three Spark jobs (a GBT fit's trees): 0.5 s of driver first, 1 s between the first two (the second has
     # two stages), the third submitted while the second runs, then 0.25 s until the loss
@@ -182,6 +182,9 @@ def test_the_recorder_places_a_phases_driver_time_between_its_spark_jobs_and_the
     assert [phase.wait_before(k) for k in range(5)] == pytest.approx([0.5, 1.0, 0.0, 0.0, 0.25])
     t = combine([[RunJob("gbt", "f", 0.0, (), tuple(run))]] * 2, 1, 1.0, {}, {})
     assert t.jobs[0].phases[0].gaps == pytest.approx((0.5, 1.0, 0.0, 0.0))
+    two = (Stage(1, 0.5), Stage(1, 0.5))  # the medians of the parts (1, 1) do not fit in the median driver time (1): scaled to it
+    runs = [[RunJob("j", "f", 0.0, (), (RunPhase(Phase(d, two, gaps=g), None),))] for d, g in ((1.0, (1.0, 0.0)), (1.0, (0.0, 1.0)), (2.0, (1.0, 1.0)))]
+    assert combine(runs, 1, 1.0, {}, {}).jobs[0].phases[0].gaps == pytest.approx((0.5, 0.5))
     # replayed on one core beside a job with one 1.5 s task arriving at 0.6 s: with the gaps it waits for the first
     # tree (to 1.0) and runs in the driver's second (to 2.5), the other trees after it; with all of the driver time
     # first it runs at once (to 2.1), every tree after it
