@@ -58,8 +58,9 @@ def _clip_phase(p: Phase, cut: dict[str, int]) -> Phase:
         cut["stages"] += len(p.stages) - bounds.MAX_STAGES
     stages = tuple(Stage(min(s.tasks, bounds.MAX_TASKS), min(s.seconds, bounds.MAX_SECONDS)) for s in p.stages[: bounds.MAX_STAGES])
     cut["clipped"] += sum(s.tasks > bounds.MAX_TASKS or s.seconds > bounds.MAX_SECONDS for s in p.stages[: bounds.MAX_STAGES])
-    gaps = None if p.gaps is None else tuple(min(g, bounds.MAX_SECONDS) for g in p.gaps[: bounds.MAX_STAGES])
-    return Phase(min(p.driver_s, bounds.MAX_SECONDS), stages, min(p.latency_s, bounds.MAX_SECONDS), gaps)
+    driver = min(p.driver_s, bounds.MAX_SECONDS)
+    gaps = None if p.gaps is None else bounds.gaps_within(p.gaps[: bounds.MAX_STAGES], driver)
+    return Phase(driver, stages, min(p.latency_s, bounds.MAX_SECONDS), gaps)
 
 
 def measured_run(jobs: Sequence[RanJob]) -> dict[str, object] | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slaq.sim.trace import Phase, Stage, Trace, TraceJob
+from slaq.sim.trace import Phase, Stage, Trace, TraceJob, gaps_within
 
 __all__ = ["RunJob", "RunPhase", "SparkJob", "busy_cores", "combine", "phases_of", "slot_split", "union_length"]
 
@@ -122,12 +122,9 @@ def _median_phase(seen: list[RunPhase]) -> Phase:
     latency = statistics.median(known) if known else 0.0
     driver = statistics.median(p.driver_s for p in phases)
     gaps = None
-    if all(p.gaps is not None for p in same):
-        gaps = [statistics.median(p.gaps[i] for p in same if p.gaps is not None) for i in range(len(stages))]
-        total = sum(gaps)
-        if total > driver:  # medians of the parts need not fit in the median of the whole
-            gaps = [g * driver / total for g in gaps]
-    return Phase(driver, stages, latency, None if gaps is None else tuple(gaps))
+    if all(p.gaps is not None for p in same):  # the medians of the parts need not fit in the median of the whole
+        gaps = gaps_within([statistics.median(p.gaps[i] for p in same if p.gaps is not None) for i in range(len(stages))], driver)
+    return Phase(driver, stages, latency, gaps)
 
 
 def combine(runs: Sequence[Sequence[RunJob]], cores: int, epoch: float, setting: dict[str, Any],

@@ -121,6 +121,12 @@ class Trace:
         return tuple(sorted((*self.jobs, *self.outside), key=lambda j: j.arrival))
 
 
+def gaps_within(gaps: Sequence[float], driver: float) -> tuple[float, ...]:
+    """``gaps`` scaled down, if they must be, to add up to at most the phase's ``driver`` time, as a reader requires."""
+    total = sum(gaps)
+    return tuple(g * driver / total for g in gaps) if total > driver else tuple(gaps)
+
+
 def outside_job(index: int, submitted: float, stages: tuple[Stage, ...]) -> TraceJob:
     """A Spark job outside every job as the replay runs it: one phase of its stages after an empty one."""
     return TraceJob(f"outside-{index}", "", submitted, (1.0, 1.0), (Phase(0.0), Phase(0.0, stages)), False, outside=True)

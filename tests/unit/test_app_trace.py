@@ -78,6 +78,14 @@ def test_what_a_trace_may_not_hold_is_cut_and_said(monkeypatch):
     assert set(trace.measured["slaq"][0]["time_to_90pct_s"]) == {"a"}  # the measured run is the jobs the trace kept
 
 
+def test_a_phases_gaps_clipped_with_its_driver_time_still_fit_in_it(monkeypatch):
+    monkeypatch.setattr(bounds, "MAX_SECONDS", 0.3)  # a's first phase: 0.2 s before each of its two Spark jobs, 0.4 s of driver time
+    trace, _ = app_trace([A], [(POOL_PREFIX + "a", spark_job(0.2)), (POOL_PREFIX + "a", spark_job(0.9))], [], 2, 1.0, "slaq", {})
+    (phase, *_) = trace.jobs[0].phases
+    assert phase.driver_s == pytest.approx(0.3) and phase.gaps == pytest.approx((0.15, 0.15))
+    assert from_dict(json.loads(json.dumps(to_dict(trace))), "own.json").jobs[0].phases[0].gaps == pytest.approx((0.15, 0.15))
+
+
 def test_a_run_whose_losses_never_fell_has_no_measured_run():
     flat = RanJob("flat", 0.0, (1.0, 2.0), (1.0, 1.0))
     assert measured_run([flat]) is None
