@@ -1,18 +1,20 @@
 """What Spark's status store (kept whether or not the UI runs) holds of a run's work, read through py4j: each
-finished Spark job's submission, completion, job group and scheduling pool, its stages' tasks and core
-time, and every task's ``(launch, end)``; and what the store no longer held (it forgets old jobs, stages and
+finished Spark job's submission, completion, job group and scheduling pool, its stages' tasks, core
+time and tasks run on an executor's cached data, and every task's ``(launch, end)``; and what the store no longer held (it forgets old jobs, stages and
 tasks past ``spark.ui.retained*``). :mod:`slaq.sim.record` turns it into a trace's phases.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.sim.record import SparkJob
-from slaq.sim.trace import Stage
+from slaq.sim.trace import MAX_SECONDS, Stage
 
-__all__ = ["RETAIN_CONF", "RETAIN_KEYS", "Lost", "StoreJob", "StoreRead", "read_store", "scala_list", "spark_jobs_by_group"]
+__all__ = ["RETAIN_CONF", "RETAIN_KEYS", "Lost", "StoreJob", "StoreRead", "locality_wait", "read_store", "scala_list", "spark_jobs_by_group"]
 
 ALL_TASKS = 2**31 - 1  # taskList's maxTasks: every task of a stage
 # the status store forgets old jobs and stages past these (default 1000 each; tasks past spark.ui.retainedTasks, default
@@ -58,6 +60,7 @@ class _StageTasks:
     first: float = float("inf")
     last: float = float("-inf")
     pool: str | None = None
+    local: Counter[str] = field(default_factory=Counter)  # executor -> tasks that ran on its cached data
 
 
 def read_store(sc: Any, offset: float) -> StoreRead:
@@ -66,6 +69,7 @@ def read_store(sc: Any, offset: float) -> StoreRead:
     stages: dict[int, _StageTasks] = {}
     out = StoreRead()
     short = 0
+    executors: set[str] = set()
     # stageList(statuses, details, withSummaries, quantiles, taskStatuses): Scala defaults spelled out for py4j
     every = store.stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
     for st in scala_list(sc, every):
@@ -81,6 +85,11 @@ def read_store(sc: Any, offset: float) -> StoreRead:
                 cost.seconds += end - launch
                 cost.first, cost.last = min(cost.first, launch), max(cost.last, end)
                 out.tasks.append((launch, end))
+                executor = str(task.executorId())
+                executors.add(executor)
+                if str(task.taskLocality()) == "PROCESS_LOCAL":
+                    cost.local[executor] += 1
+    local = _local_counts(executors, int(sc.defaultParallelism))
     job_ids = []
     for job in scala_list(sc, store.jobsList(None)):
         job_ids.append(int(job.jobId()))
@@ -93,11 +102,28 @@ def read_store(sc: Any, offset: float) -> StoreRead:
         # this job's work is what ran after its submission, and its pool is its result stage's (created last: the highest id)
         ran = [stages[i] for i in ids if i in stages and stages[i].tasks and stages[i].first >= t0]
         pool = stages[ids[-1]].pool if ids and ids[-1] in stages else None
-        found = SparkJob(t0, t1, tuple(Stage(c.tasks, c.seconds) for c in ran), min((c.first for c in ran), default=t1),
+        found = SparkJob(t0, t1, tuple(Stage(c.tasks, c.seconds, local(c.local)) for c in ran), min((c.first for c in ran), default=t1),
                          max((c.last for c in ran), default=t0))
         out.jobs.append(StoreJob(group.get() if group.isDefined() else None, pool, found))
     out.lost = Lost(max(job_ids, default=-1) + 1 - len(set(job_ids)), max(stages, default=-1) + 1 - len(stages), short)
     return out
+
+
+def locality_wait(sc: Any) -> float:
+    """Seconds Spark holds a task for the executor caching its data (``spark.locality.wait.process``, else
+    ``spark.locality.wait``), within a trace's bounds."""
+    conf = sc._jsc.sc().conf()
+    return min(max(conf.getTimeAsMs("spark.locality.wait.process", conf.get("spark.locality.wait", "3s")) / 1000.0, 0.0), MAX_SECONDS)
+
+
+def _local_counts(executors: set[str], cores: int) -> Callable[[Counter[str]], tuple[int, ...]]:
+    """A stage's tasks run on each executor's cached data, one count per executor of the run (by id), or none
+    when the replay could not place them: one executor, or executors that do not share the cores evenly (some
+    were lost or added)."""
+    ids = sorted(executors, key=lambda e: (not e.isdigit(), int(e) if e.isdigit() else 0, e))
+    if not 1 < len(ids) <= cores or cores % len(ids):
+        return lambda counts: ()
+    return lambda counts: tuple(counts[e] for e in ids) if counts else ()
 
 
 def spark_jobs_by_group(sc: Any, groups: set[str], offset: float,

@@ -23,7 +23,7 @@ from typing import Any
 from slaq.live.config import PREFIX, SlaqConfig
 from slaq.live.job import LiveJob
 from slaq.live.observer import LoopObserver
-from slaq.live.status_store import RETAIN_KEYS, Lost, read_store
+from slaq.live.status_store import RETAIN_KEYS, Lost, locality_wait, read_store
 from slaq.names import shown
 from slaq.sim import trace as bounds
 from slaq.sim.app_trace import RanJob, app_trace
@@ -135,7 +135,7 @@ class TraceRecorder(LoopObserver):
         app_id = str(sc.applicationId)
         setting = {"source": KEY, "app_id": app_id, "app_name": str(sc.appName), "master": str(sc.master),
                    "policy": config.policy, "work_conserving": config.work_conserving, "reserve_cores": config.reserve_cores,
-                   "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                   "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "locality_wait_s": locality_wait(sc)}
         trace, notes = app_trace(ran, [(j.pool, j.job) for j in read.jobs], read.tasks, cores, config.epoch, config.policy, setting)
         if dropped:
             notes.insert(0, f"{dropped:,} jobs after the first {len(jobs):,} past a trace's bounds")

@@ -22,7 +22,7 @@ from slaq.metrics import NINETY, time_to_key, time_to_reduction
 from slaq.names import check_name_size
 from slaq.sim import trace as bounds
 from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of
-from slaq.sim.trace import Phase, Stage, Trace, TraceJob, outside_job, to_dict
+from slaq.sim.trace import Phase, Stage, Trace, TraceJob, local_within, outside_job, to_dict
 
 __all__ = ["RanJob", "app_trace", "measured_run"]
 
@@ -56,7 +56,8 @@ def _clip_phase(p: Phase, cut: dict[str, int]) -> Phase:
     """``p`` within the bounds of one phase: its first :data:`~slaq.sim.trace.MAX_STAGES` stages, each's tasks and every time clipped."""
     if len(p.stages) > bounds.MAX_STAGES:
         cut["stages"] += len(p.stages) - bounds.MAX_STAGES
-    stages = tuple(Stage(min(s.tasks, bounds.MAX_TASKS), min(s.seconds, bounds.MAX_SECONDS)) for s in p.stages[: bounds.MAX_STAGES])
+    stages = tuple(Stage(min(s.tasks, bounds.MAX_TASKS), min(s.seconds, bounds.MAX_SECONDS), local_within(s.local, min(s.tasks, bounds.MAX_TASKS)))
+                   for s in p.stages[: bounds.MAX_STAGES])
     cut["clipped"] += sum(s.tasks > bounds.MAX_TASKS or s.seconds > bounds.MAX_SECONDS for s in p.stages[: bounds.MAX_STAGES])
     driver = min(p.driver_s, bounds.MAX_SECONDS)
     gaps = None if p.gaps is None else bounds.gaps_within(p.gaps[: bounds.MAX_STAGES], driver)

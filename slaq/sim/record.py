@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slaq.sim.trace import Phase, Stage, Trace, TraceJob, gaps_within
+from slaq.sim.trace import Phase, Stage, Trace, TraceJob, gaps_within, local_within
 
 __all__ = ["RunJob", "RunPhase", "SparkJob", "busy_cores", "combine", "phases_of", "slot_split", "union_length"]
 
@@ -117,7 +117,8 @@ def _median_phase(seen: list[RunPhase]) -> Phase:
     phases = [r.phase for r in seen]
     first = phases[0]
     same = [p for p in phases if [s.tasks for s in p.stages] == [s.tasks for s in first.stages]]
-    stages = tuple(Stage(s.tasks, statistics.median(p.stages[i].seconds for p in same)) for i, s in enumerate(first.stages))
+    stages = tuple(Stage(s.tasks, statistics.median(p.stages[i].seconds for p in same), _median_local([p.stages[i] for p in same]))
+                   for i, s in enumerate(first.stages))
     known = [r.latency for r in seen if r.latency is not None]
     latency = statistics.median(known) if known else 0.0
     driver = statistics.median(p.driver_s for p in phases)
@@ -125,6 +126,13 @@ def _median_phase(seen: list[RunPhase]) -> Phase:
     if all(p.gaps is not None for p in same):  # the medians of the parts need not fit in the median of the whole
         gaps = gaps_within([statistics.median(p.gaps[i] for p in same if p.gaps is not None) for i in range(len(stages))], driver)
     return Phase(driver, stages, latency, gaps)
+
+
+def _median_local(seen: list[Stage]) -> tuple[int, ...]:
+    """Per executor, the median over the runs of the stage's tasks run on its cached data (a run without any: 0)."""
+    width = max(len(s.local) for s in seen)
+    medians = [int(statistics.median(s.local[e] if e < len(s.local) else 0 for s in seen)) for e in range(width)]
+    return local_within(medians, seen[0].tasks) if any(medians) else ()
 
 
 def combine(runs: Sequence[Sequence[RunJob]], cores: int, epoch: float, setting: dict[str, Any],

@@ -51,6 +51,7 @@ class TraceError(ValueError):
 class Stage:
     tasks: int
     seconds: float  # all its tasks' time on a core together, each from its launch to its end
+    local: tuple[int, ...] = ()  # per executor, how many of its tasks read that executor's cached data (Spark held them for it)
 
     @property
     def task_seconds(self) -> float:
@@ -116,9 +117,29 @@ class Trace:
     outside: tuple[TraceJob, ...] = ()  # the Spark jobs outside every job, by submission
 
     @property
+    def executors(self) -> int:
+        """The live runs' executors, as the stages' locality counts them (1: none recorded)."""
+        return max((len(s.local) for j in self.replayed for p in j.phases for s in p.stages), default=1) or 1
+
+    @property
+    def locality_wait(self) -> float:
+        """How long Spark held a task for the executor caching its data (``spark.locality.wait``, 3 s by default)."""
+        return float(self.setting.get("locality_wait_s", 3.0))
+
+    @property
     def replayed(self) -> tuple[TraceJob, ...]:
         """What the check replays: the jobs and the Spark jobs outside them."""
         return tuple(sorted((*self.jobs, *self.outside), key=lambda j: j.arrival))
+
+
+def local_within(local: Sequence[int], tasks: int) -> tuple[int, ...]:
+    """``local`` cut down, if it must be, to at most ``tasks`` together, as a reader requires: the medians of the
+    runs' counts need not fit in one stage."""
+    out, room = [], tasks
+    for n in local:
+        out.append(min(int(n), room))
+        room -= out[-1]
+    return tuple(out)
 
 
 def gaps_within(gaps: Sequence[float], driver: float) -> tuple[float, ...]:
@@ -186,11 +207,21 @@ def _items(value: object, what: str, kind: type, high: int, low: int = 0) -> Any
 
 
 def _stages(raw: object, what: str) -> tuple[Stage, ...]:
+    """Each stage: its tasks and core seconds, and optionally how many of its tasks each executor's cache held."""
     stages = []
-    for k, pair in enumerate(_items(raw, what, list, MAX_STAGES)):
-        tasks, seconds = _items(pair, f"{what}[{k}]", list, 2, 2)
-        stages.append(Stage(_count(tasks, f"{what}[{k}] tasks", 1, MAX_TASKS), _number(seconds, f"{what}[{k}] seconds", 0, MAX_SECONDS)))
+    for k, item in enumerate(_items(raw, what, list, MAX_STAGES)):
+        tasks, seconds, *rest = _items(item, f"{what}[{k}]", list, 3, 2)
+        n = _count(tasks, f"{what}[{k}] tasks", 1, MAX_TASKS)
+        counts = _items(rest[0], f"{what}[{k}] local", list, CORES[1], 1) if rest else []
+        local = tuple(_count(c, f"{what}[{k}] local[{e}]", 0, n) for e, c in enumerate(counts))
+        if sum(local) > n:
+            raise TraceError(f"{what}[{k}] local: {sum(local)} tasks held for executors, more than the stage's {n}")
+        stages.append(Stage(n, _number(seconds, f"{what}[{k}] seconds", 0, MAX_SECONDS), local))
     return tuple(stages)
+
+
+def _stage(s: Stage) -> list:
+    return [s.tasks, round(s.seconds, 3), *([list(s.local)] if s.local else [])]
 
 
 def _phase(raw: Any, what: str) -> Phase:
@@ -287,6 +318,12 @@ def from_dict(doc: object, name: str = "") -> Trace:
                     for k, o in enumerate(_items(doc.get("outside_spark_jobs", []), f"{where}: outside_spark_jobs", list, MAX_JOBS)))
     trace = Trace(tuple(sorted(jobs, key=lambda j: j.arrival)), cores, epoch, setting, _measured(doc.get("measured", {}), where), name, outside)
     check_workload(trace.replayed, epoch, where)
+    executors = {len(s.local) for j in trace.replayed for p in j.phases for s in p.stages if s.local}
+    if len(executors) > 1 or cores % max(executors, default=1):
+        raise TraceError(f"{where}: stages' local counts must all name the same executors, a divisor of the "
+                         f"{cores} executor cores, got {sorted(executors)}")
+    if setting.get("locality_wait_s") is not None:
+        _number(setting["locality_wait_s"], f"{where}: setting.locality_wait_s", 0, MAX_SECONDS)
     return trace
 
 
@@ -297,10 +334,10 @@ def to_dict(trace: Trace) -> dict:
             "jobs": [{"name": j.name, "family": j.family, "arrival_s": round(j.arrival, 3), "reports": j.reports, "weight": j.weight,
                       "losses": [float(f"{v:.7g}") for v in j.losses],
                       "phases": [{"driver_s": round(p.driver_s, 3), "latency_s": round(p.latency_s, 3),
-                                  "stages": [[s.tasks, round(s.seconds, 3)] for s in p.stages],
+                                  "stages": [_stage(s) for s in p.stages],
                                   **({} if p.gaps is None else {"gaps_s": [round(g, 3) for g in p.gaps]})}
                                  for p in j.phases]} for j in trace.jobs],
-            "outside_spark_jobs": [{"submitted_s": round(o.arrival, 3), "stages": [[s.tasks, round(s.seconds, 3)] for s in o.phases[1].stages]}
+            "outside_spark_jobs": [{"submitted_s": round(o.arrival, 3), "stages": [_stage(s) for s in o.phases[1].stages]}
                                    for o in trace.outside]}
 
 

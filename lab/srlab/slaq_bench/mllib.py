@@ -35,7 +35,7 @@ import slaq
 from slaq.integrations.sparkml import hyperparameters
 from slaq.live.job import LiveJob
 from slaq.live.loop import LOOP_THREAD
-from slaq.live.status_store import RETAIN_CONF, spark_jobs_by_group
+from slaq.live.status_store import RETAIN_CONF, locality_wait, spark_jobs_by_group
 from slaq.live.storage import MB
 from slaq.metrics import change_vs, mean_time_to_key, mean_times
 from slaq.names import fit_job_name
@@ -392,6 +392,7 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                         out[variant]["trace_jobs"], out[variant]["executor_slot_s"], out[variant]["outside_spark_jobs"] = \
                             _trace_jobs(sc, recorder, clock, start)
                         out[variant]["executor_cores"] = int(sc.defaultParallelism)
+                        out[variant]["locality_wait_s"] = locality_wait(sc)
                     if scheduler.loop is not None:
                         out[variant]["capture"] = capture_figures(recorder, [j for j in scheduler.jobs.finished() if id(j) not in seen])
                         out[variant]["epoch_loop"] = {"epochs": scheduler.loop.epochs, "failures": scheduler.loop.failures,
@@ -517,6 +518,7 @@ def record_traces(path: str, runs: list[dict[str, dict[str, dict]]], configs: li
         every = [s for ss in summaries.values() for s in ss]
         trace = combine([s["trace_jobs"] for s in every], every[0]["executor_cores"], epoch,
                         {**setting, "source": f"slaq bench mllib ({variant})", "work_conserving": True,
+                         **{k: every[0][k] for k in ("locality_wait_s",) if k in every[0]},
                          "phases": "median over every run of every configuration"}, measured)
         trace = replace(trace, outside=tuple(every[0].get("outside_spark_jobs", ())))  # the first run's, as its arrivals
         target = Path(path)
