@@ -89,6 +89,7 @@ def read_store(sc: Any, offset: float) -> StoreRead:
                 executors.add(executor)
                 if str(task.taskLocality()) == "PROCESS_LOCAL":
                     cost.local[executor] += 1
+    executors.update(str(e.id()) for e in scala_list(sc, store.executorList(True)) if str(e.id()) != "driver")  # one that ran no task too
     local = _local_counts(executors, int(sc.defaultParallelism))
     job_ids = []
     for job in scala_list(sc, store.jobsList(None)):

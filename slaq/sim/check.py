@@ -75,7 +75,8 @@ def check_trace(trace: Trace, progress: Progress | None = None) -> list[ConfigCh
     for config, runs in compared.items():
         if progress:
             progress(f"checking {trace.name or 'trace'}: replaying {config} on {trace.cores} cores")
-        result = replay(trace.replayed, CONFIG_POLICIES[config], trace.cores, trace.epoch, work_conserving)
+        result = replay(trace.replayed, CONFIG_POLICIES[config], trace.cores, trace.epoch, work_conserving,
+                        executors=trace.executors, locality_wait=trace.locality_wait)
         measured = [float(r["mean_time_to_90pct_s"]) for r in runs]
         per_job = _job_errors(result, runs)
         out.append(ConfigCheck(trace.name, config, result.mean(NINETY), statistics.median(measured), tuple(measured),
@@ -201,7 +202,8 @@ def against_clairvoyant(means: Mapping[str, float], clairvoyant: float) -> dict:
 
 def check_against_clairvoyant(trace: Trace, checks: Sequence[ConfigCheck]) -> dict:
     """:func:`against_clairvoyant` on the check's own replays (the trace on its live cores) and the clairvoyant order's."""
-    order = replay(trace.replayed, CLAIRVOYANT, trace.cores, trace.epoch, bool(trace.setting.get("work_conserving", True)))
+    order = replay(trace.replayed, CLAIRVOYANT, trace.cores, trace.epoch, bool(trace.setting.get("work_conserving", True)),
+                   executors=trace.executors, locality_wait=trace.locality_wait)
     return against_clairvoyant({c.config: c.predicted_s for c in checks}, order.mean(NINETY))
 
 

@@ -9,6 +9,11 @@ can be checked against the live runs the trace came from:
   to its end (Spark never preempts one). Its loss is reported when its phase's last task ends.
 * free cores are offered once per event (a task ending, a stage submitted), in one sorted round, the
   first job in the order taking every free core it has tasks for, as Spark's ``resourceOffers`` does.
+* where the trace records which executor's cached data a stage's tasks read (``Stage.local``, checked on the
+  live run's executors, each an even share of the cores), a job's tasks held for an executor take its cores
+  first and refuse the others', as Spark's delay scheduling does (a refused core goes to the next job in the
+  order), until the stage has gone ``spark.locality.wait`` without an offer round it took without a refusal;
+  then they run on any executor (one host: Spark's next level). A projection has no such executors.
 * ``stock``: Spark's FAIR scheduler with one pool per job, weight 1, min share 0: fewest running tasks
   first, ties to the earlier job (pools named by arrival, ``srlab.slaq_bench.configs.stock_pool_name``).
 * any policy of :mod:`slaq.policy` (``slaq``, ``fair``, ...): SLAQ's live path. The epoch loop's
@@ -29,8 +34,8 @@ can be checked against the live runs the trace came from:
   beside SLAQ's ``slaq`` pool under a policy (Spark's FAIR order at the root: fewer running tasks first,
   a tie to the name sorting first). They are no job of the result.
 
-Left out: the driver's own CPU use on the executors' machine, scheduler delays, locality waits and the
-epoch loop's own time. Pure: no Spark, no clock.
+Left out: the driver's own CPU use on the executors' machine, scheduler delays (a revive every second, offers
+of one executor's cores) and the epoch loop's own time. Pure: no Spark, no clock.
 
 Cost, for thousands of jobs: the pools are numpy arrays, so an event's token draw-down and offer order are a
 few array operations (the same float64 arithmetic, the same stable order) rather than a Python pass over every
@@ -59,7 +64,7 @@ from slaq.sim.trace import TraceJob, ninety_phase
 STOCK = "stock"  # Spark's own FAIR scheduler, SLAQ off
 CLAIRVOYANT = "clairvoyant"  # the order that knows each job's future (module docstring)
 _PAST_NINETY, _OUTSIDE = 1e9, 2e9  # the clairvoyant order's key: seconds left, plus these past the 90% point / outside every job
-_ARRIVE, _DRIVER_DONE, _TASKS_DONE, _STEP = 0, 1, 2, 3
+_ARRIVE, _DRIVER_DONE, _TASKS_DONE, _STEP, _HELD = 0, 1, 2, 3, 4  # _HELD: a stage's locality wait runs out
 _TICK, _WAKE = -1, -2  # a _STEP event's ``who``: the epoch's end, or a decision held back by ``min_step_gap``
 
 
@@ -89,6 +94,9 @@ class _Job:
     consumed: float = 0.0  # core-seconds its tasks ran so far
     stage_seconds: float = 0.0  # seconds it had a stage in the scheduler
     stage_started: float = 0.0
+    held: list[int] = field(default_factory=list)  # per executor, its stage's tasks waiting for that executor's cached data
+    held_since: float = 0.0  # the stage's locality timer: since its submission or its latest offer round taken without a refusal
+    held_until: float = -1.0  # when its pending _HELD event falls
     last: tuple[float, float, float] | None = None  # (time, consumed, stage seconds) at its latest report
     times: list[float] = field(default_factory=list)
     finished: float | None = None
@@ -108,13 +116,17 @@ class ReplayResult:
 
 
 def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0, work_conserving: bool = True,
-           progress: Callable[[float, int, int], None] | None = None, min_step_gap: float = 0.0) -> ReplayResult:
+           progress: Callable[[float, int, int], None] | None = None, min_step_gap: float = 0.0,
+           executors: int = 1, locality_wait: float = 3.0) -> ReplayResult:
     """Run ``jobs`` under ``policy`` (``stock`` or a :mod:`slaq.policy` name) on ``cores`` executor cores.
 
     ``min_step_gap``: the epoch loop decides again on an arrival or an end at most this often (0: at once,
-    as the live loop does when its decision takes no time; at thousands of jobs a decision takes a while)."""
-    if cores < 1 or epoch <= 0:
-        raise ValueError("cores must be >= 1 and epoch > 0")
+    as the live loop does when its decision takes no time; at thousands of jobs a decision takes a while).
+    ``executors``: the cores split evenly over that many executors, each stage's tasks held for the executor
+    caching their data (``Stage.local``) as Spark holds them, for up to ``locality_wait`` seconds; 1: any task on
+    any core."""
+    if cores < 1 or epoch <= 0 or executors < 1 or cores % executors or locality_wait < 0:
+        raise ValueError("cores must be >= 1, epoch > 0, executors a divisor of the cores and the locality wait >= 0")
     allocator = None if policy in (STOCK, CLAIRVOYANT) else Allocator(policy, epoch, status=False)  # the cores, not the status's figures
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].arrival)
     fits: dict[bytes, Curve] = {}
@@ -127,18 +139,19 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     def clairvoyant_key(s: _Job) -> None:
         ninety, to_ninety, to_end = futures[s.index]
         pools.left[s.index] = (_OUTSIDE + to_end if s.spec.outside else to_ninety if s.phase <= ninety else _PAST_NINETY + to_end) - s.consumed
-    events: list[tuple[float, int, int, int, int]] = []
+    events: list[tuple[float, int, int, int, int, int]] = []
     seq = 0
 
-    def push(t: float, kind: int, who: int = -1, count: int = 0) -> None:
+    def push(t: float, kind: int, who: int = -1, count: int = 0, executor: int = 0) -> None:
         nonlocal seq
         seq += 1
-        heapq.heappush(events, (t, seq, kind, who, count))
+        heapq.heappush(events, (t, seq, kind, who, count, executor))
 
     for s in states:
         push(s.spec.arrival, _ARRIVE, s.index)
     active: dict[int, _Job] = {}  # by index: in arrival order, as the arrivals are popped
-    free, steps, epochs, done, said, arrived = cores, 0, 0, 0, 0, 0
+    free = [cores // executors] * executors
+    steps, epochs, done, said, arrived = 0, 0, 0, 0, 0
     last_step, wake_pending, next_tick = -math.inf, False, -math.inf
 
     def start_phase(s: _Job, t: float) -> None:
@@ -152,7 +165,8 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         if s.stage >= len(stages):
             return False
         pending[s.index], running[s.index] = stages[s.stage].tasks, 0
-        s.stage_started = t
+        s.stage_started = s.held_since = t
+        s.held = list(stages[s.stage].local) if executors > 1 and len(stages[s.stage].local) == executors else []
         if futures:
             clairvoyant_key(s)
         return True
@@ -193,7 +207,9 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
             pools.settle(t, arrived)
         changed = False
         while events and events[0][0] <= t:
-            _, _, kind, who, count = heapq.heappop(events)
+            _, _, kind, who, count, executor = heapq.heappop(events)
+            if kind == _HELD:
+                continue
             if kind == _STEP:
                 if who == _WAKE:
                     wake_pending = False
@@ -213,7 +229,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
                     changed = True
             elif kind == _TASKS_DONE:
                 running[who] -= count
-                free += count
+                free[executor] += count
                 s.consumed += count * s.spec.phases[s.phase].stages[s.stage].task_seconds
                 if futures:
                     clairvoyant_key(s)
@@ -233,7 +249,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
             elif not wake_pending:
                 wake_pending = True
                 push(last_step + min_step_gap, _STEP, _WAKE)
-        free = _offer(states, pools, arrived, free, t, push, policy, work_conserving)
+        _offer(states, pools, arrived, free, t, push, policy, work_conserving, locality_wait)
         if progress is not None and done >= said + 100:
             said = done
             progress(t, done, len(states))
@@ -261,26 +277,56 @@ def _future(job: TraceJob) -> tuple[int, float, float]:
     return ninety, job.work_to(ninety)[0], job.work_to(len(job.phases) - 1)[0]
 
 
-def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: int, t: float, push: Callable[..., None], policy: str,
-           work_conserving: bool) -> int:
-    """One offer round: the free cores to the waiting tasks, in the scheduler's order; returns the cores left free."""
-    if free <= 0:
-        return free
+def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: list[int], t: float, push: Callable[..., None], policy: str,
+           work_conserving: bool, locality_wait: float) -> None:
+    """One offer round: the free cores of each executor to the waiting tasks, in the scheduler's order.
+
+    A job's tasks held for an executor (:attr:`_Job.held`) take its cores first and refuse the others', as Spark's
+    delay scheduling does, until the stage has gone ``locality_wait`` seconds without a round it took without a
+    refusal; then they run anywhere (the executors share a host: Spark's next level, node-local)."""
+    total = sum(free)
+    if total <= 0:
+        return
     waiting = np.flatnonzero(pools.pending[:arrived] > 0)
     if not waiting.size:
-        return free
+        return
     pending, running = pools.pending, pools.running
-    order = first_of(pools.left[waiting], waiting, free) if policy == CLAIRVOYANT else offer_order(pools, waiting, policy == STOCK, work_conserving, free)
+    k = total if len(free) == 1 else waiting.size  # a job refusing a core leaves it to the next
+    order = first_of(pools.left[waiting], waiting, k) if policy == CLAIRVOYANT else offer_order(pools, waiting, policy == STOCK, work_conserving, k)
     for i in order.tolist():
         s = states[i]
-        n = min(free, int(pending[i]))
-        pending[i] -= n
-        running[i] += n
-        free -= n
-        push(t + s.spec.phases[s.phase].stages[s.stage].task_seconds, _TASKS_DONE, i, n)
-        if free == 0:
+        seconds = s.spec.phases[s.phase].stages[s.stage].task_seconds
+        held = s.held
+        loose = int(pending[i]) - sum(held)  # tasks any executor may run
+        expired = bool(held) and t >= s.held_since + locality_wait  # the _HELD event's own sum: no rounding between them
+        launched = refused = 0
+        for e, cores in enumerate(free):
+            if not cores:
+                continue
+            n = min(cores, held[e]) if held else 0
+            if held:
+                held[e] -= n
+            m = min(cores - n, loose)
+            loose -= m
+            n += m
+            for f in range(len(held)) if expired else ():
+                m = min(cores - n, held[f])
+                held[f] -= m
+                n += m
+            refused += n < cores and any(held)
+            if n:
+                pending[i] -= n
+                running[i] += n
+                free[e] -= n
+                launched += n
+                push(t + seconds, _TASKS_DONE, i, n, e)
+        if launched and not refused:
+            s.held_since = t
+        elif refused and s.held_until != s.held_since + locality_wait:
+            s.held_until = s.held_since + locality_wait
+            push(s.held_until, _HELD, i)  # an offer round then, as Spark's revive makes one: the tasks may go anywhere
+        if not any(free):
             break
-    return free
 
 
 def _record(s: _Job) -> dict:

@@ -14,6 +14,10 @@ driver's time since the previous one ended; 0 before its others), the rest after
 one phase is some 120 Spark jobs with the driver working between them: replayed with all of its driver time
 first, it left the pools' shares idle for whole epochs, and the check 22-34% off. Without them, all of it
 comes first.
+Where the live run had several executors, a stage may say how many of its tasks each executor ran on the data it
+cached (``local``: Spark's PROCESS_LOCAL tasks, which it held for that executor for up to ``spark.locality.wait``,
+``setting.locality_wait_s``); the replay holds them too. Under stock FAIR on the GBT-heavy sweep, a tree's tasks
+waiting for their executor left the other core to the fits queued behind them.
 Spark jobs outside every job (a CrossValidator's evaluations) are kept apart, each as its submission and
 stages: they run in Spark's ``default`` pool, which no policy allocates. The lab writes traces
 (``--record-trace`` on the sweeps), an application its own (``spark.slaq.recordTrace``, :mod:`slaq.live.trace_out`);

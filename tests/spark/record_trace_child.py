@@ -26,10 +26,10 @@ def train(data, name: str, arrival: float, iterations: int) -> None:
 
 
 def main(target: str, *confs: str) -> None:
-    builder = SparkSession.builder
-    for conf in confs:  # KEY=VALUE
+    builder = SparkSession.builder.master("local[2]")
+    for conf in confs:  # KEY=VALUE (spark.master=... too)
         builder = builder.config(*conf.split("=", 1))
-    spark = (builder.master("local[2]").appName("record-trace-child")
+    spark = (builder.appName("record-trace-child")
              .config("spark.ui.enabled", "false").config("spark.scheduler.mode", "FAIR")
              .config("spark.slaq.enabled", "true").config("spark.slaq.epoch", "500ms")
              .config("spark.slaq.recordTrace", target).getOrCreate())

@@ -99,6 +99,9 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
         (p,) = j.phases
         assert p.gaps is not None and sum(p.gaps) <= p.driver_s + 1e-3 * len(p.gaps), (j.name, p)
         assert sum(g > 0 for g in p.gaps[1:]) >= SIZE["max_iter"], (j.name, p.gaps)  # before later trees' Spark jobs, not only the first
+    # one executor holds every cached block: no task waits for another, so the trace holds none for one
+    # (test_record_trace.py records two executors)
+    assert gbt.executors == 1 and not any(s.local for j in gbt.replayed for p in j.phases for s in p.stages)
     # SLAQ has no loss of a fit before its first iteration's: phase 0 holds the set-up and the first iteration,
     # and the phase after it ends at the same time, so the replay has no loss of it earlier
     fitted = [j for j in trace.load(tmp_path / "t-fits.json.gz").jobs if j.losses]

@@ -27,7 +27,7 @@ def run_app(target: str, cwd: Path, *confs: str) -> tuple[dict, str]:
 def test_an_app_records_its_workload_and_the_check_replays_it(tmp_path, capsys):
     out = tmp_path / "traces"
     out.mkdir()
-    ran, log = run_app(str(out), tmp_path)
+    ran, log = run_app(str(out), tmp_path, "spark.master=local-cluster[2,1,1024]")
     path = out / f"{ran['app_id']}.json.gz"
     assert sorted(p.name for p in out.iterdir()) == [path.name]  # a directory target: one file named by the application
     assert f"slaq simulate --check {path}" in log
@@ -36,6 +36,9 @@ def test_an_app_records_its_workload_and_the_check_replays_it(tmp_path, capsys):
     # each loss after its Spark work: one stage, the result stage in the job's pool (not the map stage that ran before the job)
     assert all(len(j.losses) == 6 and all([s.tasks for s in p.stages] == [2] for p in j.phases) for j in trace.jobs), trace.jobs
     assert not trace.outside  # the count before the first job is left out
+    # two executors, each caching one of the input's partitions: Spark held each task for its executor, and the trace says so
+    assert trace.executors == 2 and trace.locality_wait == 3.0
+    assert all(sum(s.local) == 2 for j in trace.jobs for p in j.phases for s in p.stages), trace.jobs
     assert list(trace.measured) == ["slaq"] and trace.setting["app_id"] == ran["app_id"]
     capsys.readouterr()
     assert main(["simulate", "--check", str(path)]) == 0

@@ -207,6 +207,55 @@ def test_a_traces_gaps_fit_its_stages_and_its_driver_time(tmp_path):
     assert trace.load(trace.save(t, tmp_path / "g.json")).jobs == t.jobs
 
 
+def test_a_task_held_for_its_executors_cached_data_leaves_the_other_core_to_the_next_job_until_the_wait_runs_out():
+    # two single-core executors; "cached" holds its 2 tasks (1 s each) for executor 0, "any" arrives with it and
+    # has one task: Spark gives "any" executor 1 at once, where a replay without executors runs it after both
+    cached = TraceJob("cached", "f", 0.0, (), (Phase(0.0, (Stage(2, 2.0, (2, 0)),)),), reports=False)
+    other = TraceJob("other", "f", 0.0, (), (Phase(0.0, (Stage(1, 1.0),)),), reports=False)
+    for executors, ends in ((2, {"cached": 2.0, "other": 1.0}), (1, {"cached": 1.0, "other": 2.0})):
+        result = replay.replay([cached, other], replay.STOCK, 2, executors=executors)
+        assert {j["job"]: j["finished_s"] for j in result.jobs} == pytest.approx(ends)
+    # alone, 4 tasks of 5 s held for executor 0: executor 1 idles for the locality wait (3 s), then takes one; the
+    # wait starts again at each round the stage takes without refusing (at 3 and at 5: the last task goes at 8)
+    alone = TraceJob("alone", "f", 0.0, (), (Phase(0.0, (Stage(4, 20.0, (4, 0)),)),), reports=False)
+    for executors, wait, end in ((2, 3.0, 13.0), (2, 0.0, 10.0), (1, 3.0, 10.0)):
+        (j,) = replay.replay([alone], replay.STOCK, 2, executors=executors, locality_wait=wait).jobs
+        assert j["finished_s"] == pytest.approx(end), (executors, wait)
+    with pytest.raises(ValueError, match="executors a divisor"):
+        replay.replay([alone], replay.STOCK, 3, executors=2)
+
+
+def test_a_traces_locality_names_the_same_executors_within_its_stages_and_cores(tmp_path):
+    base = {"format": "slaq-trace/1", "setting": {"executor_cores": 2, "epoch_s": 1}}
+    for stages, setting, reason in (
+            ([[2, 1.0, [2, 1]]], {}, r"local: 3 tasks held for executors, more than the stage's 2"),
+            ([[2, 1.0, [1, 1]], [2, 1.0, [1, 0, 0]]], {}, r"must all name the same executors, a divisor of the 2 executor cores, got \[2, 3\]"),
+            ([[2, 1.0, [0, 0, 1]]], {}, r"got \[3\]"),
+            ([[2, 1.0, [-1, 1]]], {}, r"local\[0\] must be in \[0, 2\]"),
+            ([[2, 1.0, [1, 1]]], {"locality_wait_s": -1}, r"setting.locality_wait_s must be in \[0, 86400\]")):
+        raw = {"name": "a", "arrival_s": 0, "losses": [], "phases": [{"driver_s": 0, "stages": stages}]}
+        doc = {**base, "setting": {**base["setting"], **setting}, "jobs": [raw]}
+        (tmp_path / "t.json").write_text(json.dumps(doc))
+        with pytest.raises(TraceError, match=reason):
+            trace.load(tmp_path / "t.json")
+    t = make_trace([TraceJob("a", "f", 0.0, (), (Phase(0.5, (Stage(2, 1.0, (1, 1)), Stage(1, 1.0))),), reports=False)])
+    back = trace.load(trace.save(t, tmp_path / "l.json"))
+    assert back.jobs == t.jobs and back.executors == 2 and back.locality_wait == 3.0 and t.executors == 2
+    assert make_trace([job("b")]).executors == 1
+
+
+def test_the_recorder_takes_each_executors_median_of_the_tasks_run_on_its_cached_data():
+    from slaq.sim.record import RunJob, RunPhase, combine
+
+    def run(*local: tuple[int, ...]) -> list[RunJob]:
+        return [RunJob("j", "f", 0.0, (), (RunPhase(Phase(0.0, tuple(Stage(4, 1.0, loc) for loc in local)), None),))]
+    # per executor over three runs, a run without counts as 0; medians that add up past the stage's tasks are cut to them
+    t = combine([run((4, 0), (3, 1)), run((0, 4), (3, 1)), run((), (1, 3))], 2, 1.0, {}, {})
+    assert [s.local for s in t.jobs[0].phases[0].stages] == [(), (3, 1)]
+    assert combine([run((3, 1)), run((1, 3)), run((4, 4))], 2, 1.0, {}, {}).jobs[0].phases[0].stages[0].local == (3, 1)
+    assert trace.local_within((3, 3), 4) == (3, 1)
+
+
 def test_simulate_check_and_project_print_json_and_exit_1_on_a_miss(tmp_path, capsys):
     jobs = [job("a"), job("b", arrival=1.0)]
     path = trace.save(make_trace(jobs, {"stock": [{"mean_time_to_90pct_s": 100.0, "makespan_s": 9.0}]}), tmp_path / "t.json.gz")
