@@ -179,6 +179,7 @@ MAX_LOSS = 1e15  # a loss's magnitude: a job's whole reduction (first loss minus
 MAX_EVENTS = 4_000_000  # phases and tasks in one replay: each is at most two events (a task's end, the wait before a stage)
 MAX_EPOCHS = 1_000_000  # epochs of the longest replay a workload allows: (last arrival + every wait + every core-second) / epoch
 MAX_RUNS = 1_000  # measured runs of a configuration
+MAX_HELD_WORK = 200_000_000  # jobs x (phases and tasks) of a replay that holds tasks for executors: each offer round visits every waiting job
 CORES = (1, 4096)  # a trace's executor cores, and a projection's
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
@@ -286,12 +287,24 @@ def _measured(raw: object, where: str) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def events_of(jobs: Sequence[TraceJob]) -> int:
+    """The phases and tasks of ``jobs``: a replay's events, at most two each (a task's end, the wait before a stage)."""
+    return sum(len(j.phases) + sum(s.tasks for p in j.phases for s in p.stages) for j in jobs)
+
+
+def held_work(jobs: Sequence[TraceJob]) -> int:
+    """What a replay holding tasks for executors costs, jobs x events (0 when no stage holds any): held tasks may
+    refuse a free core, so each offer round visits every waiting job."""
+    held = any(s.local for j in jobs for p in j.phases for s in p.stages)
+    return len(jobs) * events_of(jobs) if held else 0
+
+
 def check_workload(jobs: Sequence[TraceJob], epoch: float, where: str) -> None:
     """TraceError unless a replay of ``jobs`` stays within :data:`MAX_JOBS`, :data:`MAX_EVENTS` and :data:`MAX_EPOCHS`
     (a trace's, and each projection's: jobs scale with the cores)."""
     if len(jobs) > MAX_JOBS:
         raise TraceError(f"{where}: {len(jobs)} jobs, more than a replay runs ({MAX_JOBS})")
-    events = sum(len(j.phases) + sum(s.tasks for p in j.phases for s in p.stages) for j in jobs)
+    events = events_of(jobs)
     if events > MAX_EVENTS:
         raise TraceError(f"{where}: {events} phases and tasks, more than a replay runs ({MAX_EVENTS})")
     horizon = max(j.arrival for j in jobs) + sum(p.waits + p.executor_s for j in jobs for p in j.phases)
@@ -326,6 +339,9 @@ def from_dict(doc: object, name: str = "") -> Trace:
     if len(executors) > 1 or cores % max(executors, default=1):
         raise TraceError(f"{where}: stages' local counts must all name the same executors, a divisor of the "
                          f"{cores} executor cores, got {sorted(executors)}")
+    if held_work(trace.replayed) > MAX_HELD_WORK:
+        raise TraceError(f"{where}: tasks held for executors, and {len(trace.replayed):,} jobs x {events_of(trace.replayed):,} phases and "
+                         f"tasks = {held_work(trace.replayed):,}, more than a replay holding them runs ({MAX_HELD_WORK:,})")
     if setting.get("locality_wait_s") is not None:
         _number(setting["locality_wait_s"], f"{where}: setting.locality_wait_s", 0, MAX_SECONDS)
     return trace

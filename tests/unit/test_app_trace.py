@@ -86,6 +86,18 @@ def test_a_phases_gaps_clipped_with_its_driver_time_still_fit_in_it(monkeypatch)
     assert from_dict(json.loads(json.dumps(to_dict(trace))), "own.json").jobs[0].phases[0].gaps == pytest.approx((0.15, 0.15))
 
 
+def test_a_run_past_what_a_replay_holding_tasks_runs_keeps_its_work_and_drops_which_executor_held_it(monkeypatch):
+    held = [(POOL_PREFIX + "a", SparkJob(at, at + 0.5, (Stage(2, 0.4, (1, 1)),), at + 0.05, at + 0.45)) for at in (0.2, 1.2, 2.2)]
+    trace, notes = app_trace([A], held, [], 2, 1.0, "slaq", {})
+    assert trace.executors == 2 and notes == []
+    monkeypatch.setattr(bounds, "MAX_HELD_WORK", 5)  # 1 job x (3 phases + 6 tasks)
+    trace, notes = app_trace([A], held, [], 2, 1.0, "slaq", {})
+    assert trace.executors == 1 and [s.tasks for p in trace.jobs[0].phases for s in p.stages] == [2, 2, 2]
+    assert notes == ["which executor's cached data each task read (1 jobs x 9 phases and tasks = 9, more than a replay holding "
+                     "tasks for executors runs: 5)"]
+    assert from_dict(json.loads(json.dumps(to_dict(trace))), "own.json").executors == 1
+
+
 def test_a_run_whose_losses_never_fell_has_no_measured_run():
     flat = RanJob("flat", 0.0, (1.0, 2.0), (1.0, 1.0))
     assert measured_run([flat]) is None

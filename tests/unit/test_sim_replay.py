@@ -225,7 +225,7 @@ def test_a_task_held_for_its_executors_cached_data_leaves_the_other_core_to_the_
         replay.replay([alone], replay.STOCK, 3, executors=2)
 
 
-def test_a_traces_locality_names_the_same_executors_within_its_stages_and_cores(tmp_path):
+def test_a_traces_locality_names_the_same_executors_within_its_stages_and_cores(tmp_path, monkeypatch):
     base = {"format": "slaq-trace/1", "setting": {"executor_cores": 2, "epoch_s": 1}}
     for stages, setting, reason in (
             ([[2, 1.0, [2, 1]]], {}, r"local: 3 tasks held for executors, more than the stage's 2"),
@@ -242,6 +242,12 @@ def test_a_traces_locality_names_the_same_executors_within_its_stages_and_cores(
     back = trace.load(trace.save(t, tmp_path / "l.json"))
     assert back.jobs == t.jobs and back.executors == 2 and back.locality_wait == 3.0 and t.executors == 2
     assert make_trace([job("b")]).executors == 1
+    # held tasks may refuse a free core, so every offer round visits every waiting job: jobs x events is bounded
+    monkeypatch.setattr(trace, "MAX_HELD_WORK", 4)  # 1 job x (1 phase + 3 tasks)
+    assert trace.load(tmp_path / "l.json").executors == 2
+    monkeypatch.setattr(trace, "MAX_HELD_WORK", 3)
+    with pytest.raises(TraceError, match=r"tasks held for executors, and 1 jobs x 4 phases and tasks = 4, more than a replay holding them runs \(3\)"):
+        trace.load(tmp_path / "l.json")
 
 
 def test_the_recorder_takes_each_executors_median_of_the_tasks_run_on_its_cached_data():
