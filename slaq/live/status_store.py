@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.sim.record import SparkJob
-from slaq.sim.trace import MAX_SECONDS, Stage
+from slaq.sim.trace import CORES, MAX_SECONDS, Stage
 
 __all__ = ["RETAIN_CONF", "RETAIN_KEYS", "Lost", "StoreJob", "StoreRead", "locality_wait", "read_store", "scala_list", "spark_jobs_by_group"]
 
@@ -119,9 +119,10 @@ def locality_wait(sc: Any) -> float:
 
 def _local_counts(executors: set[str], cores: int) -> Callable[[Counter[str]], tuple[int, ...]]:
     """A stage's tasks run on each executor's cached data, one count per executor of the run (by id), or none
-    when the replay could not place them: one executor, or executors that do not share the cores evenly (some
-    were lost or added)."""
+    when the replay could not place them: one executor, or executors that do not divide the cores (as a trace
+    holds them) evenly."""
     ids = sorted(executors, key=lambda e: (not e.isdigit(), int(e) if e.isdigit() else 0, e))
+    cores = min(cores, CORES[1])
     if not 1 < len(ids) <= cores or cores % len(ids):
         return lambda counts: ()
     return lambda counts: tuple(counts[e] for e in ids) if counts else ()

@@ -12,8 +12,9 @@ can be checked against the live runs the trace came from:
 * where the trace records which executor's cached data a stage's tasks read (``Stage.local``, checked on the
   live run's executors, each an even share of the cores), a job's tasks held for an executor take its cores
   first and refuse the others', as Spark's delay scheduling does (a refused core goes to the next job in the
-  order), until the stage has gone ``spark.locality.wait`` without an offer round it took without a refusal;
-  then they run on any executor (one host: Spark's next level). A projection has no such executors.
+  order), until the stage has gone ``spark.locality.wait`` without a round that ran a held task and refused no
+  core; then they run on any executor (one host: Spark's next level) until one runs on its own again. A
+  projection has no such executors.
 * ``stock``: Spark's FAIR scheduler with one pool per job, weight 1, min share 0: fewest running tasks
   first, ties to the earlier job (pools named by arrival, ``srlab.slaq_bench.configs.stock_pool_name``).
 * any policy of :mod:`slaq.policy` (``slaq``, ``fair``, ...): SLAQ's live path. The epoch loop's
@@ -95,8 +96,9 @@ class _Job:
     stage_seconds: float = 0.0  # seconds it had a stage in the scheduler
     stage_started: float = 0.0
     held: list[int] = field(default_factory=list)  # per executor, its stage's tasks waiting for that executor's cached data
-    held_since: float = 0.0  # the stage's locality timer: since its submission or its latest offer round taken without a refusal
+    held_since: float = 0.0  # the stage's locality timer: since its submission or its latest round that ran a held task and refused no core
     held_until: float = -1.0  # when its pending _HELD event falls
+    anywhere: bool = False  # its held tasks waited out the timer: they run on any executor until one runs on its own again
     last: tuple[float, float, float] | None = None  # (time, consumed, stage seconds) at its latest report
     times: list[float] = field(default_factory=list)
     finished: float | None = None
@@ -166,6 +168,7 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
             return False
         pending[s.index], running[s.index] = stages[s.stage].tasks, 0
         s.stage_started = s.held_since = t
+        s.anywhere = False
         s.held = list(stages[s.stage].local) if executors > 1 and len(stages[s.stage].local) == executors else []
         if futures:
             clairvoyant_key(s)
@@ -281,47 +284,60 @@ def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: list[i
            work_conserving: bool, locality_wait: float) -> None:
     """One offer round: the free cores of each executor to the waiting tasks, in the scheduler's order.
 
-    A job's tasks held for an executor (:attr:`_Job.held`) take its cores first and refuse the others', as Spark's
-    delay scheduling does, until the stage has gone ``locality_wait`` seconds without a round it took without a
-    refusal; then they run anywhere (the executors share a host: Spark's next level, node-local)."""
-    total = sum(free)
-    if total <= 0:
+    As Spark's ``resourceOffers`` does for each task set in turn: every executor takes the job's tasks held for it
+    (:attr:`_Job.held`), and any of its other tasks; a core left while tasks are held elsewhere is refused, for
+    the next job. Once the stage has gone ``locality_wait`` without a round that ran a held task and refused no
+    core, its held tasks take the cores left too (the executors share a host: Spark's next level, node-local),
+    and stay at that level until a round runs one on its own executor again (``resetDelayScheduleTimer``)."""
+    if sum(free) <= 0:
         return
     waiting = np.flatnonzero(pools.pending[:arrived] > 0)
     if not waiting.size:
         return
     pending, running = pools.pending, pools.running
-    k = total if len(free) == 1 else waiting.size  # a job refusing a core leaves it to the next
+    k = sum(free) if len(free) == 1 else waiting.size  # a job refusing a core leaves it to the next
     order = first_of(pools.left[waiting], waiting, k) if policy == CLAIRVOYANT else offer_order(pools, waiting, policy == STOCK, work_conserving, k)
     for i in order.tolist():
         s = states[i]
-        seconds = s.spec.phases[s.phase].stages[s.stage].task_seconds
         held = s.held
-        loose = int(pending[i]) - sum(held)  # tasks any executor may run
-        expired = bool(held) and t >= s.held_since + locality_wait  # the _HELD event's own sum: no rounding between them
-        launched = refused = 0
+        waiting_held = sum(held)
+        loose = int(pending[i]) - waiting_held  # tasks any executor may run
+        if waiting_held and not s.anywhere and t >= s.held_since + locality_wait:  # the _HELD event's own sum: no rounding between them
+            s.anywhere = True
+        own = 0
+        took = [0] * len(free)
         for e, cores in enumerate(free):
-            if not cores:
-                continue
-            n = min(cores, held[e]) if held else 0
-            if held:
-                held[e] -= n
-            m = min(cores - n, loose)
-            loose -= m
-            n += m
-            for f in range(len(held)) if expired else ():
-                m = min(cores - n, held[f])
-                held[f] -= m
-                n += m
-            refused += n < cores and any(held)
+            if cores:
+                n = min(cores, held[e]) if held else 0
+                m = min(cores - n, loose)
+                if n:
+                    held[e] -= n
+                    waiting_held -= n
+                    own += n
+                loose -= m
+                took[e] = n + m
+        if s.anywhere and waiting_held:
+            f = 0
+            for e, cores in enumerate(free):
+                room = cores - took[e]
+                while room and waiting_held:
+                    while not held[f]:
+                        f += 1
+                    m = min(room, held[f])
+                    held[f] -= m
+                    waiting_held -= m
+                    room -= m
+                    took[e] += m
+        refused = bool(waiting_held) and any(c > n for c, n in zip(free, took))
+        seconds = s.spec.phases[s.phase].stages[s.stage].task_seconds
+        for e, n in enumerate(took):
             if n:
                 pending[i] -= n
                 running[i] += n
                 free[e] -= n
-                launched += n
                 push(t + seconds, _TASKS_DONE, i, n, e)
-        if launched and not refused:
-            s.held_since = t
+        if own and not refused:
+            s.held_since, s.anywhere = t, False
         elif refused and s.held_until != s.held_since + locality_wait:
             s.held_until = s.held_since + locality_wait
             push(s.held_until, _HELD, i)  # an offer round then, as Spark's revive makes one: the tasks may go anywhere

@@ -90,11 +90,11 @@ def test_a_run_past_what_a_replay_holding_tasks_runs_keeps_its_work_and_drops_wh
     held = [(POOL_PREFIX + "a", SparkJob(at, at + 0.5, (Stage(2, 0.4, (1, 1)),), at + 0.05, at + 0.45)) for at in (0.2, 1.2, 2.2)]
     trace, notes = app_trace([A], held, [], 2, 1.0, "slaq", {})
     assert trace.executors == 2 and notes == []
-    monkeypatch.setattr(bounds, "MAX_HELD_WORK", 5)  # 1 job x (3 phases + 6 tasks)
+    monkeypatch.setattr(bounds, "MAX_HELD_WORK", 17)  # 1 job x (3 phases + 6 tasks) x 2 executors
     trace, notes = app_trace([A], held, [], 2, 1.0, "slaq", {})
     assert trace.executors == 1 and [s.tasks for p in trace.jobs[0].phases for s in p.stages] == [2, 2, 2]
-    assert notes == ["which executor's cached data each task read (1 jobs x 9 phases and tasks = 9, more than a replay holding "
-                     "tasks for executors runs: 5)"]
+    assert notes == ["which executor's cached data each task read (1 jobs x 9 phases and tasks x 2 executors = 18, more than a "
+                     "replay holding tasks for executors runs: 17)"]
     assert from_dict(json.loads(json.dumps(to_dict(trace))), "own.json").executors == 1
 
 

@@ -225,6 +225,21 @@ def test_a_task_held_for_its_executors_cached_data_leaves_the_other_core_to_the_
         replay.replay([alone], replay.STOCK, 3, executors=2)
 
 
+def test_held_tasks_that_waited_out_the_timer_take_their_own_executor_first_and_stay_free_until_one_runs_there():
+    def held(name: str, arrival: float, tasks: int, seconds: float, local: tuple[int, ...] = ()) -> TraceJob:
+        return TraceJob(name, "f", arrival, (), (Phase(0.0, (Stage(tasks, tasks * seconds, local),)),), reports=False)
+
+    def ends(jobs: list[TraceJob], cores: int) -> dict[str, float]:
+        return {j["job"]: j["arrival_s"] + j["finished_s"] for j in replay.replay(jobs, replay.STOCK, cores, executors=2).jobs}
+    # "x" holds executor 0 for 10 s; "a"'s four 1 s tasks, held for it, wait 3 s, then run one after another on
+    # executor 1: each round runs none on its own executor, so the timer stays run out (Spark's level: node-local)
+    assert ends([held("x", 0.0, 1, 10.0, (1, 0)), held("a", 0.0, 4, 1.0, (4, 0))], 2) == pytest.approx({"x": 10.0, "a": 7.0})
+    # two executors of 2 cores, both busy until 5 s; "a" (held for executor 1, its timer run out) comes first in
+    # the order and takes its own executor before any other: "b", arriving at 5 and held for executor 0, runs at once
+    jobs = [held("c", 0.0, 4, 5.0), held("a", 0.0, 2, 1.0, (0, 2)), held("b", 5.0, 2, 1.0, (2, 0))]
+    assert ends(jobs, 4) == pytest.approx({"c": 5.0, "a": 6.0, "b": 6.0})
+
+
 def test_a_traces_locality_names_the_same_executors_within_its_stages_and_cores(tmp_path, monkeypatch):
     base = {"format": "slaq-trace/1", "setting": {"executor_cores": 2, "epoch_s": 1}}
     for stages, setting, reason in (
@@ -232,7 +247,8 @@ def test_a_traces_locality_names_the_same_executors_within_its_stages_and_cores(
             ([[2, 1.0, [1, 1]], [2, 1.0, [1, 0, 0]]], {}, r"must all name the same executors, a divisor of the 2 executor cores, got \[2, 3\]"),
             ([[2, 1.0, [0, 0, 1]]], {}, r"got \[3\]"),
             ([[2, 1.0, [-1, 1]]], {}, r"local\[0\] must be in \[0, 2\]"),
-            ([[2, 1.0, [1, 1]]], {"locality_wait_s": -1}, r"setting.locality_wait_s must be in \[0, 86400\]")):
+            ([[2, 1.0, [1, 1]]], {"locality_wait_s": -1}, r"setting.locality_wait_s must be in \[0, 86400\]"),
+            ([[2, 1.0, [1, 1]]], {"locality_wait_s": None}, r"setting.locality_wait_s")):
         raw = {"name": "a", "arrival_s": 0, "losses": [], "phases": [{"driver_s": 0, "stages": stages}]}
         doc = {**base, "setting": {**base["setting"], **setting}, "jobs": [raw]}
         (tmp_path / "t.json").write_text(json.dumps(doc))
@@ -243,10 +259,10 @@ def test_a_traces_locality_names_the_same_executors_within_its_stages_and_cores(
     assert back.jobs == t.jobs and back.executors == 2 and back.locality_wait == 3.0 and t.executors == 2
     assert make_trace([job("b")]).executors == 1
     # held tasks may refuse a free core, so every offer round visits every waiting job: jobs x events is bounded
-    monkeypatch.setattr(trace, "MAX_HELD_WORK", 4)  # 1 job x (1 phase + 3 tasks)
+    monkeypatch.setattr(trace, "MAX_HELD_WORK", 8)  # 1 job x (1 phase + 3 tasks) x 2 executors
     assert trace.load(tmp_path / "l.json").executors == 2
-    monkeypatch.setattr(trace, "MAX_HELD_WORK", 3)
-    with pytest.raises(TraceError, match=r"tasks held for executors, and 1 jobs x 4 phases and tasks = 4, more than a replay holding them runs \(3\)"):
+    monkeypatch.setattr(trace, "MAX_HELD_WORK", 7)
+    with pytest.raises(TraceError, match=r"held for 2 executors, and 1 jobs x 4 phases and tasks x 2 = 8, more than a replay holding them runs \(7\)"):
         trace.load(tmp_path / "l.json")
 
 
@@ -255,7 +271,8 @@ def test_the_recorder_takes_each_executors_median_of_the_tasks_run_on_its_cached
 
     def run(*local: tuple[int, ...]) -> list[RunJob]:
         return [RunJob("j", "f", 0.0, (), (RunPhase(Phase(0.0, tuple(Stage(4, 1.0, loc) for loc in local)), None),))]
-    # per executor over three runs, a run without counts as 0; medians that add up past the stage's tasks are cut to them
+    # per executor (by id) over three runs, a run without counts as 0: runs that cached a stage's data on different
+    # executors cancel out; medians that add up past the stage's tasks are cut to them
     t = combine([run((4, 0), (3, 1)), run((0, 4), (3, 1)), run((), (1, 3))], 2, 1.0, {}, {})
     assert [s.local for s in t.jobs[0].phases[0].stages] == [(), (3, 1)]
     assert combine([run((3, 1)), run((1, 3)), run((4, 4))], 2, 1.0, {}, {}).jobs[0].phases[0].stages[0].local == (3, 1)
