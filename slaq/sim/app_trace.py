@@ -23,6 +23,7 @@ from slaq.names import check_name_size
 from slaq.sim import trace as bounds
 from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of
 from slaq.sim.trace import Phase, Stage, Trace, TraceJob, local_within, outside_job, to_dict
+from slaq.sim.trace_json import MAX_FILE_BYTES
 
 __all__ = ["RanJob", "app_trace", "measured_run"]
 
@@ -171,17 +172,17 @@ def _size(trace: Trace) -> int:
 
 
 def _within_size(kept: list[TraceJob], build: Callable[[Sequence[TraceJob]], Trace], notes: list[str]) -> Trace:
-    """The trace of the first of ``kept`` whose JSON fits :data:`~slaq.sim.trace.MAX_FILE_BYTES`; a cut is one note."""
+    """The trace of the first of ``kept`` whose JSON fits :data:`~slaq.sim.trace_json.MAX_FILE_BYTES`; a cut is one note."""
     trace = build(kept)
     size = _size(trace)
-    if size <= bounds.MAX_FILE_BYTES:
+    if size <= MAX_FILE_BYTES:
         return trace
-    keep = int(len(kept) * bounds.MAX_FILE_BYTES / size)
+    keep = int(len(kept) * MAX_FILE_BYTES / size)
     while keep > 1:
         trace = build(kept[:keep])
-        if _size(trace) <= bounds.MAX_FILE_BYTES:
+        if _size(trace) <= MAX_FILE_BYTES:
             break
         keep = keep * 9 // 10
     notes.append(f"the run after {kept[keep].arrival:,.1f} s: {_count(len(kept) - keep, 'job')} past a trace's "
-                 f"{bounds.MAX_FILE_BYTES // 2**20} MiB of JSON")
+                 f"{MAX_FILE_BYTES // 2**20} MiB of JSON")
     return trace

@@ -30,25 +30,18 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import re
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from slaq.live.config import EPOCH_RANGE
 from slaq.metrics import NINETY, reached
 from slaq.names import check_job_name, check_name_size
-from slaq.stats.history import InvalidReport, finite_number, positive_number
+from slaq.sim.trace_json import TraceError, count, items, number, read_json
+from slaq.stats.history import InvalidReport, positive_number
 
 FORMAT = "slaq-trace/1"
-
-
-class TraceError(ValueError):
-    """A trace file that is missing, unreadable or not a ``slaq-trace/1`` document (one line, for the CLI)."""
 
 
 @dataclass(frozen=True)
@@ -168,8 +161,6 @@ def ninety_phase(job: TraceJob) -> int:
 
 # What a trace may hold. A trace is untrusted input (recorded elsewhere, received, edited), so every bound is
 # checked where it is read, before anything replays it: an accepted trace replays in bounded memory and time.
-MAX_FILE_BYTES = 8 * 2**20  # the file as stored, and its JSON once decompressed (the packaged traces: 74 KB of JSON at most)
-MAX_DEPTH = 32  # nesting of JSON arrays and objects (a trace needs 7); checked before parsing, which recurses
 MAX_JOBS = 20_000  # jobs in one replay (a trace's, with its Spark jobs outside them; or a projection's)
 MAX_PHASES = 10_000  # phases (and losses) of a job
 MAX_STAGES = 1_000  # stages of a phase
@@ -181,47 +172,19 @@ MAX_EPOCHS = 1_000_000  # epochs of the longest replay a workload allows: (last 
 MAX_RUNS = 1_000  # measured runs of a configuration
 MAX_HELD_WORK = 200_000_000  # jobs x (phases and tasks) x executors of a replay holding tasks: each offer round visits every waiting job
 CORES = (1, 4096)  # a trace's executor cores, and a projection's
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-
-
-def _number(value: object, what: str, low: float, high: float) -> float:
-    """``value`` as a finite float in [low, high] (``slaq.stats.history``'s rule for a number), or TraceError."""
-    try:
-        number = finite_number(value, what)
-    except InvalidReport as exc:
-        raise TraceError(str(exc)) from None
-    if not low <= number <= high:
-        raise TraceError(f"{what} must be in [{low:g}, {high:g}], got {number:g}")
-    return number
-
-
-def _count(value: object, what: str, low: int, high: int) -> int:
-    number = _number(value, what, low, high)
-    if not number.is_integer():
-        raise TraceError(f"{what} must be a whole number, got {number:g}")
-    return int(number)
-
-
-def _items(value: object, what: str, kind: type, high: int, low: int = 0) -> Any:
-    """``value`` if it is a ``kind`` (list or dict) of ``low`` to ``high`` entries, or TraceError."""
-    if not isinstance(value, kind):
-        raise TraceError(f"{what} must be a JSON {'array' if kind is list else 'object'}, got {type(value).__name__}")
-    if not low <= len(value) <= high:  # type: ignore[arg-type]
-        raise TraceError(f"{what} must hold {low} to {high} entries, got {len(value)}")  # type: ignore[arg-type]
-    return value
 
 
 def _stages(raw: object, what: str) -> tuple[Stage, ...]:
     """Each stage: its tasks and core seconds, and optionally how many of its tasks each executor's cache held."""
     stages = []
-    for k, item in enumerate(_items(raw, what, list, MAX_STAGES)):
-        tasks, seconds, *rest = _items(item, f"{what}[{k}]", list, 3, 2)
-        n = _count(tasks, f"{what}[{k}] tasks", 1, MAX_TASKS)
-        counts = _items(rest[0], f"{what}[{k}] local", list, CORES[1], 1) if rest else []
-        local = tuple(_count(c, f"{what}[{k}] local[{e}]", 0, n) for e, c in enumerate(counts))
+    for k, item in enumerate(items(raw, what, list, MAX_STAGES)):
+        tasks, seconds, *rest = items(item, f"{what}[{k}]", list, 3, 2)
+        n = count(tasks, f"{what}[{k}] tasks", 1, MAX_TASKS)
+        counts = items(rest[0], f"{what}[{k}] local", list, CORES[1], 1) if rest else []
+        local = tuple(count(c, f"{what}[{k}] local[{e}]", 0, n) for e, c in enumerate(counts))
         if sum(local) > n:
             raise TraceError(f"{what}[{k}] local: {sum(local)} tasks held for executors, more than the stage's {n}")
-        stages.append(Stage(n, _number(seconds, f"{what}[{k}] seconds", 0, MAX_SECONDS), local))
+        stages.append(Stage(n, number(seconds, f"{what}[{k}] seconds", 0, MAX_SECONDS), local))
     return tuple(stages)
 
 
@@ -231,28 +194,28 @@ def _stage(s: Stage) -> list:
 
 def _phase(raw: Any, what: str) -> Phase:
     """A phase: driver time and latency off the cores, its stages, and where the driver time falls among them."""
-    raw = _items(raw, what, dict, 16)
-    driver, stages = _number(raw.get("driver_s"), f"{what}.driver_s", 0, MAX_SECONDS), _stages(raw.get("stages", []), f"{what}.stages")
+    raw = items(raw, what, dict, 16)
+    driver, stages = number(raw.get("driver_s"), f"{what}.driver_s", 0, MAX_SECONDS), _stages(raw.get("stages", []), f"{what}.stages")
     gaps = None
     if raw.get("gaps_s") is not None:
-        gaps = tuple(_number(g, f"{what}.gaps_s[{k}]", 0, MAX_SECONDS)
-                     for k, g in enumerate(_items(raw["gaps_s"], f"{what}.gaps_s", list, len(stages), len(stages))))
+        gaps = tuple(number(g, f"{what}.gaps_s[{k}]", 0, MAX_SECONDS)
+                     for k, g in enumerate(items(raw["gaps_s"], f"{what}.gaps_s", list, len(stages), len(stages))))
         if sum(gaps) > driver + 1e-3 * (len(gaps) + 1):  # each rounded to the millisecond
             raise TraceError(f"{what}.gaps_s add up to {sum(gaps):.3f} s, more than the phase's driver_s {driver:.3f}")
-    return Phase(driver, stages, _number(raw.get("latency_s", 0.0), f"{what}.latency_s", 0, MAX_SECONDS), gaps)
+    return Phase(driver, stages, number(raw.get("latency_s", 0.0), f"{what}.latency_s", 0, MAX_SECONDS), gaps)
 
 
 def _job(raw: Any, index: int, where: str) -> TraceJob:
     """Job ``index`` of the trace ``where``, its name checked as ``slaq.job`` checks one, its weight too."""
-    raw = _items(raw, f"{where}: jobs[{index}]", dict, 16)
+    raw = items(raw, f"{where}: jobs[{index}]", dict, 16)
     try:
         name = check_name_size(check_job_name(raw.get("name")))
     except ValueError as exc:
         raise TraceError(f"{where}: jobs[{index}].name: {exc}") from None
     what = f"{where}: job {name!r}"
-    losses = tuple(_number(v, f"{what} losses[{k}]", -MAX_LOSS, MAX_LOSS)
-                   for k, v in enumerate(_items(raw.get("losses"), f"{what} losses", list, MAX_PHASES)))
-    phases = tuple(_phase(p, f"{what} phases[{k}]") for k, p in enumerate(_items(raw.get("phases"), f"{what} phases", list, MAX_PHASES)))
+    losses = tuple(number(v, f"{what} losses[{k}]", -MAX_LOSS, MAX_LOSS)
+                   for k, v in enumerate(items(raw.get("losses"), f"{what} losses", list, MAX_PHASES)))
+    phases = tuple(_phase(p, f"{what} phases[{k}]") for k, p in enumerate(items(raw.get("phases"), f"{what} phases", list, MAX_PHASES)))
     if len(losses) == 1 or len(phases) != max(len(losses), 1):
         raise TraceError(f"{what} needs one phase per loss and two losses or more, or no loss and one phase (a job that "
                          f"reported none), got {len(phases)} phases and {len(losses)} losses")
@@ -263,26 +226,26 @@ def _job(raw: Any, index: int, where: str) -> TraceJob:
         weight = positive_number(raw.get("weight", 1.0), f"{what} weight")
     except InvalidReport as exc:
         raise TraceError(str(exc)) from None
-    return TraceJob(name, family, _number(raw.get("arrival_s"), f"{what} arrival_s", 0, MAX_SECONDS), losses, phases, reports, weight)
+    return TraceJob(name, family, number(raw.get("arrival_s"), f"{what} arrival_s", 0, MAX_SECONDS), losses, phases, reports, weight)
 
 
 def _outside(raw: Any, index: int, what: str) -> TraceJob:
-    raw = _items(raw, what, dict, 16)
-    return outside_job(index, _number(raw.get("submitted_s"), f"{what}.submitted_s", 0, MAX_SECONDS), _stages(raw.get("stages", []), f"{what}.stages"))
+    raw = items(raw, what, dict, 16)
+    return outside_job(index, number(raw.get("submitted_s"), f"{what}.submitted_s", 0, MAX_SECONDS), _stages(raw.get("stages", []), f"{what}.stages"))
 
 
 def _measured(raw: object, where: str) -> dict[str, list[dict[str, Any]]]:
     """The live runs' figures the check compares with: per configuration, runs with their mean time to 90% and makespan."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for config, runs in _items(raw, f"{where}: measured", dict, 100).items():
-        for k, run in enumerate(_items(runs, f"{where}: measured[{config!r}]", list, MAX_RUNS)):
+    for config, runs in items(raw, f"{where}: measured", dict, 100).items():
+        for k, run in enumerate(items(runs, f"{where}: measured[{config!r}]", list, MAX_RUNS)):
             what = f"{where}: measured[{config!r}][{k}]"
-            run = _items(run, what, dict, 100)
+            run = items(run, what, dict, 100)
             for key in ("mean_time_to_90pct_s", "makespan_s"):
-                _number(run.get(key), f"{what}.{key}", 0, MAX_SECONDS)
-            for name, value in _items(run.get("time_to_90pct_s", {}), f"{what}.time_to_90pct_s", dict, MAX_JOBS).items():
+                number(run.get(key), f"{what}.{key}", 0, MAX_SECONDS)
+            for name, value in items(run.get("time_to_90pct_s", {}), f"{what}.time_to_90pct_s", dict, MAX_JOBS).items():
                 if value is not None:
-                    _number(value, f"{what}.time_to_90pct_s[{name!r}]", 0, MAX_SECONDS)
+                    number(value, f"{what}.time_to_90pct_s[{name!r}]", 0, MAX_SECONDS)
         out[str(config)] = runs
     return out
 
@@ -323,21 +286,21 @@ def from_dict(doc: object, name: str = "") -> Trace:
     where = name or "trace"
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise TraceError(f"{where}: not a {FORMAT} document")
-    setting = dict(_items(doc.get("setting"), f"{where}: setting", dict, 100))
-    cores = _count(setting.get("executor_cores"), f"{where}: setting.executor_cores", *CORES)
-    epoch = _number(setting.get("epoch_s"), f"{where}: setting.epoch_s", *EPOCH_RANGE)
+    setting = dict(items(doc.get("setting"), f"{where}: setting", dict, 100))
+    cores = count(setting.get("executor_cores"), f"{where}: setting.executor_cores", *CORES)
+    epoch = number(setting.get("epoch_s"), f"{where}: setting.epoch_s", *EPOCH_RANGE)
     if setting.get("arrival_mean_s") is not None:
-        _number(setting["arrival_mean_s"], f"{where}: setting.arrival_mean_s", 1e-6, MAX_SECONDS)
+        number(setting["arrival_mean_s"], f"{where}: setting.arrival_mean_s", 1e-6, MAX_SECONDS)
     bad = next((k for k, v in setting.items() if isinstance(v, float) and not math.isfinite(v)), None)
     if bad is not None or not isinstance(setting.get("work_conserving", True), bool):
         raise TraceError(f"{where}: setting.{bad or 'work_conserving'} must be {'finite' if bad else 'true or false'}")
-    jobs = [_job(j, k, where) for k, j in enumerate(_items(doc.get("jobs"), f"{where}: jobs", list, MAX_JOBS, 1))]
+    jobs = [_job(j, k, where) for k, j in enumerate(items(doc.get("jobs"), f"{where}: jobs", list, MAX_JOBS, 1))]
     names = [j.name for j in jobs]
     twice = next((n for k, n in enumerate(names) if n in names[:k]), None) if len(set(names)) < len(names) else None
     if twice is not None:
         raise TraceError(f"{where}: two jobs named {twice!r}: a job's name is its identity in the replay")
     outside = tuple(_outside(o, k, f"{where}: outside_spark_jobs[{k}]")
-                    for k, o in enumerate(_items(doc.get("outside_spark_jobs", []), f"{where}: outside_spark_jobs", list, MAX_JOBS)))
+                    for k, o in enumerate(items(doc.get("outside_spark_jobs", []), f"{where}: outside_spark_jobs", list, MAX_JOBS)))
     trace = Trace(tuple(sorted(jobs, key=lambda j: j.arrival)), cores, epoch, setting, _measured(doc.get("measured", {}), where), name, outside)
     check_workload(trace.replayed, epoch, where)
     executors = executor_counts(trace.replayed)
@@ -348,7 +311,7 @@ def from_dict(doc: object, name: str = "") -> Trace:
         raise TraceError(f"{where}: tasks held for {trace.executors} executors, and {len(trace.replayed):,} jobs x {events_of(trace.replayed):,} "
                          f"phases and tasks x {trace.executors} = {work:,}, more than a replay holding them runs ({MAX_HELD_WORK:,})")
     if "locality_wait_s" in setting:
-        _number(setting["locality_wait_s"], f"{where}: setting.locality_wait_s", 0, MAX_SECONDS)
+        number(setting["locality_wait_s"], f"{where}: setting.locality_wait_s", 0, MAX_SECONDS)
     return trace
 
 
@@ -364,38 +327,6 @@ def to_dict(trace: Trace) -> dict:
                                  for p in j.phases]} for j in trace.jobs],
             "outside_spark_jobs": [{"submitted_s": round(o.arrival, 3), "stages": [_stage(s) for s in o.phases[1].stages]}
                                    for o in trace.outside]}
-
-
-def _depth(raw: bytes) -> int:
-    """The deepest nesting of arrays and objects in JSON text, found without recursion: its strings removed,
-    the running count of opening minus closing brackets."""
-    codes = np.frombuffer(_STRING.sub(b'""', raw), dtype=np.uint8)
-    steps = np.isin(codes, (ord("["), ord("{"))).astype(np.int32) - np.isin(codes, (ord("]"), ord("}")))
-    return int(np.cumsum(steps, dtype=np.int32).max(initial=0))
-
-
-def read_json(p: Path) -> object:
-    """The JSON document of a file of at most :data:`MAX_FILE_BYTES`, decompressed (``.gz``) as a stream that
-    stops past that size, and nested at most :data:`MAX_DEPTH` deep; :class:`TraceError` otherwise."""
-    try:
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise TraceError(f"{p}: {size} bytes, more than a trace may be ({MAX_FILE_BYTES} bytes)")
-        with gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise TraceError(f"{p}: no such trace file") from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceError(f"{p}: not a readable trace ({type(exc).__name__}: {exc})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise TraceError(f"{p}: decompresses to more than a trace may be ({MAX_FILE_BYTES} bytes of JSON)")
-    depth = _depth(raw)
-    if depth > MAX_DEPTH:
-        raise TraceError(f"{p}: JSON nested {depth} deep, more than a trace may be ({MAX_DEPTH})")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except ValueError as exc:  # not JSON, not UTF-8, an integer of more digits than Python converts
-        raise TraceError(f"{p}: not a readable trace ({type(exc).__name__}: {exc})") from None
 
 
 def load(path: str | Path) -> Trace:

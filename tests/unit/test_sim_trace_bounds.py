@@ -10,7 +10,7 @@ import tracemalloc
 import pytest
 
 from slaq.cli import main
-from slaq.sim import trace
+from slaq.sim import trace, trace_json
 
 LOSSES = [1.0, 0.5, 0.1]
 
@@ -99,7 +99,7 @@ def test_json_nested_deeper_than_a_trace_is_refused_before_parsing(tmp_path, cap
 
 def test_a_file_or_its_decompressed_json_larger_than_a_trace_is_refused_in_bounded_memory(tmp_path, capsys):
     big = tmp_path / "big.json"
-    big.write_text(json.dumps(document(note=" " * trace.MAX_FILE_BYTES)))
+    big.write_text(json.dumps(document(note=" " * trace_json.MAX_FILE_BYTES)))
     assert "more than a trace may be (8388608 bytes)" in refused(capsys, big)
     bomb = tmp_path / "bomb.json.gz"  # 40 MiB of JSON in 40 KB
     bomb.write_bytes(gzip.compress(json.dumps(document(note=" " * 40 * 2**20)).encode(), compresslevel=9))
@@ -111,7 +111,7 @@ def test_a_file_or_its_decompressed_json_larger_than_a_trace_is_refused_in_bound
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 3 * trace.MAX_FILE_BYTES
+    assert peak < 3 * trace_json.MAX_FILE_BYTES
     refused(capsys, bomb)
 
 
