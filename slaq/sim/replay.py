@@ -59,6 +59,7 @@ from slaq.live.registry import NO_LOSS_EPOCHS
 from slaq.metrics import NINETY, THRESHOLDS, time_to_key, time_to_reduction
 from slaq.predict.forecast import CurveCache
 from slaq.predict.loss_curves import Curve, fit_loss_curve
+from slaq.sim.locality import place
 from slaq.sim.pools import PoolArrays, first_of, offer_order
 from slaq.sim.trace import TraceJob, ninety_phase
 
@@ -284,11 +285,9 @@ def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: list[i
            work_conserving: bool, locality_wait: float) -> None:
     """One offer round: the free cores of each executor to the waiting tasks, in the scheduler's order.
 
-    As Spark's ``resourceOffers`` does for each task set in turn: every executor takes the job's tasks held for it
-    (:attr:`_Job.held`), and any of its other tasks; a core left while tasks are held elsewhere is refused, for
-    the next job. Once the stage has gone ``locality_wait`` without a round that ran a held task and refused no
-    core, its held tasks take the cores left too (the executors share a host: Spark's next level, node-local),
-    and stay at that level until a round runs one on its own executor again (``resetDelayScheduleTimer``)."""
+    Each job's tasks are placed by :func:`slaq.sim.locality.place`. Once the stage has gone ``locality_wait``
+    without a round that ran a held task and refused no core, its held tasks may run anywhere, and stay so until a
+    round runs one on its own executor again (Spark's ``resetDelayScheduleTimer``)."""
     if sum(free) <= 0:
         return
     waiting = np.flatnonzero(pools.pending[:arrived] > 0)
@@ -299,36 +298,11 @@ def _offer(states: Sequence[_Job], pools: PoolArrays, arrived: int, free: list[i
     order = first_of(pools.left[waiting], waiting, k) if policy == CLAIRVOYANT else offer_order(pools, waiting, policy == STOCK, work_conserving, k)
     for i in order.tolist():
         s = states[i]
-        held = s.held
-        waiting_held = sum(held)
-        loose = int(pending[i]) - waiting_held  # tasks any executor may run
-        if waiting_held and not s.anywhere and t >= s.held_since + locality_wait:  # the _HELD event's own sum: no rounding between them
+        held = sum(s.held)
+        loose = int(pending[i]) - held  # tasks any executor may run
+        if held and not s.anywhere and t >= s.held_since + locality_wait:  # the _HELD event's own sum: no rounding between them
             s.anywhere = True
-        own = 0
-        took = [0] * len(free)
-        for e, cores in enumerate(free):
-            if cores:
-                n = min(cores, held[e]) if held else 0
-                m = min(cores - n, loose)
-                if n:
-                    held[e] -= n
-                    waiting_held -= n
-                    own += n
-                loose -= m
-                took[e] = n + m
-        if s.anywhere and waiting_held:
-            f = 0
-            for e, cores in enumerate(free):
-                room = cores - took[e]
-                while room and waiting_held:
-                    while not held[f]:
-                        f += 1
-                    m = min(room, held[f])
-                    held[f] -= m
-                    waiting_held -= m
-                    room -= m
-                    took[e] += m
-        refused = bool(waiting_held) and any(c > n for c, n in zip(free, took))
+        took, own, refused = place(free, s.held, loose, s.anywhere)
         seconds = s.spec.phases[s.phase].stages[s.stage].task_seconds
         for e, n in enumerate(took):
             if n:
