@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.sim.record import SparkJob
-from slaq.sim.trace import CORES, MAX_SECONDS, Stage
+from slaq.sim.trace import CORES, LOCALITY_WAIT_S, MAX_SECONDS, Stage
 
 __all__ = ["RETAIN_CONF", "RETAIN_KEYS", "Lost", "StoreJob", "StoreRead", "locality_wait", "read_store", "scala_list", "spark_jobs_by_group"]
 
@@ -114,7 +114,7 @@ def locality_wait(sc: Any) -> float:
     """Seconds Spark holds a task for the executor caching its data (``spark.locality.wait.process``, else
     ``spark.locality.wait``), within a trace's bounds."""
     conf = sc._jsc.sc().conf()
-    return min(max(conf.getTimeAsMs("spark.locality.wait.process", conf.get("spark.locality.wait", "3s")) / 1000.0, 0.0), MAX_SECONDS)
+    return min(max(conf.getTimeAsMs("spark.locality.wait.process", conf.get("spark.locality.wait", f"{LOCALITY_WAIT_S:g}s")) / 1000.0, 0.0), MAX_SECONDS)
 
 
 def _local_counts(executors: set[str], cores: int) -> Callable[[Counter[str]], tuple[int, ...]]:

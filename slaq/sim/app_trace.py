@@ -135,10 +135,10 @@ def app_trace(jobs: Sequence[RanJob], spark_jobs: Sequence[tuple[str | None, Spa
     spares = [outside_job(k, sj.submitted, _clip_phase(Phase(0.0, sj.stages), cut).stages) for k, sj in enumerate(sorted(outside, key=lambda s: s.submitted))]
     kept = _within_bounds(sorted([*traced, *spares], key=lambda t: t.arrival), epoch, notes)
     if (held := bounds.held_work(kept)) > bounds.MAX_HELD_WORK:
-        kept = [replace(t, phases=tuple(replace(p, stages=tuple(replace(s, local=()) for s in p.stages)) for p in t.phases)) for t in kept]
         notes.append(f"which executor's cached data each task read ({len(kept):,} jobs x {bounds.events_of(kept):,} phases and tasks x "
-                     f"{held // (len(kept) * bounds.events_of(kept))} executors = {held:,}, more than a replay holding tasks for "
+                     f"{max(bounds.executor_counts(kept))} executors = {held:,}, more than a replay holding tasks for "
                      f"executors runs: {bounds.MAX_HELD_WORK:,})")
+        kept = [replace(t, phases=tuple(replace(p, stages=tuple(replace(s, local=()) for s in p.stages)) for p in t.phases)) for t in kept]
     if cut["stages"]:
         notes.append(f"{_count(cut['stages'], 'stage')} past a phase's first {bounds.MAX_STAGES:,}")
     if cut["clipped"]:

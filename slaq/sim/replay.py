@@ -61,7 +61,7 @@ from slaq.predict.forecast import CurveCache
 from slaq.predict.loss_curves import Curve, fit_loss_curve
 from slaq.sim.locality import place
 from slaq.sim.pools import PoolArrays, first_of, offer_order
-from slaq.sim.trace import TraceJob, ninety_phase
+from slaq.sim.trace import LOCALITY_WAIT_S, TraceJob, ninety_phase
 
 STOCK = "stock"  # Spark's own FAIR scheduler, SLAQ off
 CLAIRVOYANT = "clairvoyant"  # the order that knows each job's future (module docstring)
@@ -120,7 +120,7 @@ class ReplayResult:
 
 def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0, work_conserving: bool = True,
            progress: Callable[[float, int, int], None] | None = None, min_step_gap: float = 0.0,
-           executors: int = 1, locality_wait: float = 3.0) -> ReplayResult:
+           executors: int = 1, locality_wait: float = LOCALITY_WAIT_S) -> ReplayResult:
     """Run ``jobs`` under ``policy`` (``stock`` or a :mod:`slaq.policy` name) on ``cores`` executor cores.
 
     ``min_step_gap``: the epoch loop decides again on an arrival or an end at most this often (0: at once,

@@ -121,7 +121,7 @@ class Trace:
     @property
     def locality_wait(self) -> float:
         """How long Spark held a task for the executor caching its data (``spark.locality.wait``, 3 s by default)."""
-        return float(self.setting.get("locality_wait_s", 3.0))
+        return float(self.setting.get("locality_wait_s", LOCALITY_WAIT_S))
 
     @property
     def replayed(self) -> tuple[TraceJob, ...]:
@@ -172,6 +172,7 @@ MAX_EPOCHS = 1_000_000  # epochs of the longest replay a workload allows: (last 
 MAX_RUNS = 1_000  # measured runs of a configuration
 MAX_HELD_WORK = 200_000_000  # jobs x (phases and tasks) x executors of a replay holding tasks: each offer round visits every waiting job
 CORES = (1, 4096)  # a trace's executor cores, and a projection's
+LOCALITY_WAIT_S = 3.0  # Spark's default spark.locality.wait: a trace's when it records none
 
 
 def _stages(raw: object, what: str) -> tuple[Stage, ...]:

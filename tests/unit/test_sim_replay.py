@@ -340,7 +340,7 @@ def test_the_mllib_sweep_writes_one_trace_per_variant(tmp_path):
     from srlab.slaq_bench.mllib import record_traces
 
     fit = RunJob("lr-00", "logreg", 0.0, (1.0, 0.4, 0.1), tuple(RunPhase(Phase(0.2, (Stage(8, 1.6),)), 0.05) for _ in range(3)), True)
-    summary = {"trace_jobs": [fit], "executor_cores": 2, "mean_time_to_90pct_s": 4.0, "mean_time_to_95pct_s": 5.0, "makespan_s": 6.0,
+    summary = {"trace_jobs": [fit], "executor_cores": 2, "locality_wait_s": 3.0, "mean_time_to_90pct_s": 4.0, "mean_time_to_95pct_s": 5.0, "makespan_s": 6.0,
                "fits": {"lr-00": {"time_to_90pct_s": 4.0}}}
     runs = [{"slaq": {"fits": summary, "cv": summary}, "stock": {"fits": summary, "cv": summary}}]
     paths = record_traces(str(tmp_path / "mllib.json.gz"), runs, ["slaq", "stock"], ["fits", "cv"], 1.0, {"rows": 10})

@@ -518,7 +518,7 @@ def record_traces(path: str, runs: list[dict[str, dict[str, dict]]], configs: li
         every = [s for ss in summaries.values() for s in ss]
         trace = combine([s["trace_jobs"] for s in every], every[0]["executor_cores"], epoch,
                         {**setting, "source": f"slaq bench mllib ({variant})", "work_conserving": True,
-                         **{k: every[0][k] for k in ("locality_wait_s",) if k in every[0]},
+                         "locality_wait_s": every[0]["locality_wait_s"],
                          "phases": "median over every run of every configuration"}, measured)
         trace = replace(trace, outside=tuple(every[0].get("outside_spark_jobs", ())))  # the first run's, as its arrivals
         target = Path(path)
