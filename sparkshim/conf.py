@@ -158,6 +158,6 @@ def unknown_keys(pairs: Iterable[tuple[str, object]], prefix: str, known: Collec
         if not key.startswith(prefix) or key in known:
             continue
         close = difflib.get_close_matches(key[len(prefix):].lower(), list(names), n=1)
-        hint = f"did you mean {names[close[0]]}?" if close else f"known keys: {', '.join(sorted(known))}"
+        hint = f"did you mean {names[close[0]]}?" if close else f"known keys: {', '.join(sorted(names.values()))}"
         messages.append(f"{key} is not a known key and is ignored; {hint}")
     return messages

@@ -12,6 +12,7 @@ from riffle.merger.addresses import address_error
 from riffle.merger.client import INSECURE_ENV, sends_token_in_cleartext
 from riffle.merger.config import MAX_FAN_IN
 from riffle.merger.tokens import token_refusal
+from riffle.shuffle.layout import DEFAULT_SUB_DIRS, MAX_SUB_DIRS
 from riffle.storage_cost import BANDWIDTH_RANGE, SECONDS_RANGE
 from riffle.units import format_size, parse_size, parse_spark_size
 from sparkshim.conf import ConfigError, ConfReader
@@ -37,6 +38,7 @@ class RiffleConfig:
     tls_ca: str | None = None
     tls_ca_pem: bytes | None = field(default=None, repr=False)  # tls_ca's content, read once at start
     cost: CostConfig = CostConfig()
+    sub_dirs: int = DEFAULT_SUB_DIRS  # Spark's spark.diskStore.subDirectories (read with the spark.riffle.* confs): where executors hash block files
 
     @classmethod
     def from_conf(cls, get: Callable[[str], str | None]) -> RiffleConfig:
@@ -76,6 +78,7 @@ class RiffleConfig:
             tls_ca=tls_ca,
             tls_ca_pem=tls_ca_pem,
             cost=_cost_config(conf, get),
+            sub_dirs=ConfReader(get, "spark.diskStore.").integer("subDirectories", d.sub_dirs, 1, MAX_SUB_DIRS),
         )
 
 

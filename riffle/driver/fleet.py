@@ -223,7 +223,7 @@ class MergerFleet:
             return
         try:
             merge = functools.partial(client.merge, m.request_id, m.shuffle_id, [o.map_id for o in m.members], m.local_dirs,
-                                      num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor,
+                                      num_partitions, m.merged_map_id, app_id=self.app_id, executor_id=executor, sub_dirs=self.config.sub_dirs,
                                       timeout=self.config.rpc_timeout)
             m.future = self._rpc.submit(self._authenticated, client, merge)
         except Exception as exc:

@@ -35,7 +35,7 @@ from riffle.driver.settled import SettledShuffle, log_settled, settle
 from riffle.driver.status import cause_of_release, policy_label, riffle_status
 from riffle.driver.tab_rows import MAX_FINISHED, TabRows, live_row
 from riffle.driver.warn_once import WarnOnce
-from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
+from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, id_beside_inputs
 from sparkshim.announce import announce
 
 log = logging.getLogger("riffle.driver")
@@ -292,7 +292,11 @@ class MergeScheduler:
         if address is None:
             s.unsend(group, causes.MERGER_DOWN)
             return
-        merged_id = SYNTHETIC_MAP_ID_BASE + next(self._ids)
+        merged_id = id_beside_inputs(s.shuffle_id, [(o.map_id, o.bytes > 0) for o in group], len(dirs), (SYNTHETIC_MAP_ID_BASE + i for i in self._ids),
+                                     self.config.sub_dirs)
+        if merged_id is None:  # a narrow merge over many local dirs: too few sub dirs are known to exist
+            s.unsend(group, causes.OTHER)
+            return
         m = Merge(f"{self.app_id}-{s.shuffle_id}-{uuid.uuid4().hex[:12]}", s.shuffle_id, list(group), merged_id, address, dirs)
         self.fleet.send(m, s.num_partitions)
         s.merges.append(m)

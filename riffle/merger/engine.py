@@ -8,6 +8,7 @@ Every file operation is relative to directory descriptors obtained from the daem
 
 from __future__ import annotations
 
+import errno
 import os
 from array import array
 from collections.abc import Callable
@@ -65,11 +66,19 @@ class _Dirs:
     def where(self, name: str, sub_dirs: int) -> tuple[int, str]:
         return block_location(len(self.locs), name, sub_dirs)
 
-    def sub(self, name: str, sub_dirs: int, create: bool = False) -> int:
-        """The descriptor of the sub dir holding ``name`` (``FileNotFoundError`` if it does not exist)."""
+    def sub(self, name: str, sub_dirs: int) -> int:
+        """The descriptor of the sub dir holding ``name``, never created: Spark creates its sub dirs on first use by
+        checking and then creating, unlocked against other processes, so one made in between fails the executor's
+        task (``FileAlreadyExistsException``). The driver names merged files that hash beside their inputs
+        (:func:`~riffle.shuffle.layout.id_beside_inputs`); a sub dir missing all the same fails the merge, and the
+        reducers read the inputs."""
         key = self.where(name, sub_dirs)
         if key not in self._subs:
-            self._subs[key] = open_dir_at(self.fds[key[0]], key[1], self.path(name, sub_dirs), create, parents_owner=True)
+            path = self.path(name, sub_dirs)
+            try:
+                self._subs[key] = open_dir_at(self.fds[key[0]], key[1], path)
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(errno.ENOENT, f"{path}: its sub dir does not exist, and only Spark creates one") from exc
         return self._subs[key]
 
     def open_input(self, name: str, sub_dirs: int) -> int:
@@ -102,11 +111,11 @@ class _Dirs:
 
 
 def _target(d: _Dirs, spec: MergeSpec, faults: Faults) -> Target:
-    """The merged pair's place, its sub dirs created if need be."""
+    """The merged pair's place, in sub dirs that exist."""
     data_name = data_file_name(spec.shuffle_id, spec.merged_map_id)
     index_name = index_file_name(spec.shuffle_id, spec.merged_map_id)
     faults.fail("output-dir", d.path(data_name, spec.sub_dirs))
-    return Target(spec.app_id, spec.shuffle_id, d.sub(data_name, spec.sub_dirs, create=True), d.sub(index_name, spec.sub_dirs, create=True),
+    return Target(spec.app_id, spec.shuffle_id, d.sub(data_name, spec.sub_dirs), d.sub(index_name, spec.sub_dirs),
                   data_name, index_name, d.path(data_name, spec.sub_dirs), d.path(index_name, spec.sub_dirs),
                   d.dir_of(data_name, spec.sub_dirs), d.dir_of(index_name, spec.sub_dirs))
 

@@ -50,13 +50,9 @@ def _refused_as(exc: OSError, what: str) -> OSError:
     return exc
 
 
-def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode: int = 0o755,
-                parents_owner: bool = False) -> int:
-    """Open directory ``name`` under ``parent_fd`` without following a symlink; create it first if asked.
-
-    ``parents_owner``: a directory this call creates is given to the parent's owner (when the daemon runs as
-    root), so an executor can still write into and remove the sub dirs the merger made in its local dir.
-    """
+def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode: int = 0o755) -> int:
+    """Open directory ``name`` under ``parent_fd`` without following a symlink; create it first if asked (the
+    merger's own state dirs only: it never creates a directory inside an executor's local dir)."""
     try:
         return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     except FileNotFoundError:
@@ -64,26 +60,16 @@ def open_dir_at(parent_fd: int, name: str, what: str, create: bool = False, mode
             raise
     except OSError as exc:
         raise _refused_as(exc, what) from exc
-    made = False
     try:
         os.mkdir(name, mode, dir_fd=parent_fd)
-        made = True
     except FileExistsError:
         pass
     try:
-        fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+        return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     except FileNotFoundError as exc:  # removed or renamed away between the mkdir and the open: a race, not an I/O fault
         raise FileNotFoundError(errno.ENOENT, f"{what} was removed while the merger was creating it") from exc
     except OSError as exc:
         raise _refused_as(exc, what) from exc
-    if made and parents_owner and os.geteuid() == 0:
-        parent = os.fstat(parent_fd)
-        try:
-            os.fchown(fd, parent.st_uid, parent.st_gid)
-        except BaseException:
-            os.close(fd)
-            raise
-    return fd
 
 
 def open_input_at(dir_fd: int, name: str, what: str) -> int:

@@ -15,7 +15,7 @@ from riffle.merger.errors import shown
 from riffle.merger.paths import Location, PathRefused, Roots
 from riffle.merger.refusals import Code, Refused, invalid_as
 from riffle.protocol import pb
-from riffle.shuffle.layout import DEFAULT_SUB_DIRS, INT64_MAX, SYNTHETIC_MAP_ID_BASE
+from riffle.shuffle.layout import DEFAULT_SUB_DIRS, INT64_MAX, MAX_SUB_DIRS, SYNTHETIC_MAP_ID_BASE
 
 MAX_PARTITIONS = 1 << 24
 MAX_LOCAL_DIRS = 64
@@ -75,7 +75,7 @@ def merge_request(req: pb.MergeRequest, roots: Roots, max_fan_in: int) -> tuple[
         if not SYNTHETIC_MAP_ID_BASE <= req.merged_map_id <= INT64_MAX:
             raise ValueError(f"merged_map_id must be in [2^62, 2^63), got {req.merged_map_id}")
         sub_dirs = req.sub_dirs_per_local_dir or DEFAULT_SUB_DIRS
-        if not 0 < sub_dirs <= 1 << 16:
+        if not 0 < sub_dirs <= MAX_SUB_DIRS:
             raise ValueError(f"sub_dirs_per_local_dir out of range: {sub_dirs}")
         locs = locate(roots, req.local_dirs)
     return MergeSpec(req.app_id, req.shuffle_id, tuple(req.map_ids), req.merged_map_id, req.num_partitions, sub_dirs), locs

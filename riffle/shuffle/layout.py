@@ -7,12 +7,15 @@ Matches Spark 4's ``DiskBlockManager.getFile`` and ``IndexShuffleBlockResolver``
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 SYNTHETIC_MAP_ID_BASE = 1 << 62  # merged outputs use map ids no real task attempt id reaches
 DEFAULT_SUB_DIRS = 64
+MAX_SUB_DIRS = 1 << 16  # a merge request's sub dirs per local dir
 INT64_MAX = (1 << 63) - 1
 
 
@@ -49,6 +52,26 @@ def block_location(num_dirs: int, name: str, sub_dirs: int = DEFAULT_SUB_DIRS) -
         raise ValueError("an executor has at least one local dir")
     h = non_negative_hash(name)
     return h % num_dirs, f"{(h // num_dirs) % sub_dirs:02x}"
+
+
+MAX_ID_TRIES = 4096  # merged map ids tried for one merge: at 20 inputs the first few fit, at 2 inputs in one local dir 1 in ~1,000
+
+
+def id_beside_inputs(shuffle_id: int, inputs: Iterable[tuple[int, bool]], num_dirs: int, ids: Iterator[int],
+                     sub_dirs: int = DEFAULT_SUB_DIRS) -> int | None:
+    """The first id of ``ids`` whose merged data and index files both hash to a sub dir holding a file of the merge's
+    ``inputs`` (map id, whether it wrote a data file; its index is always there), so the merger writes only into sub
+    dirs that exist: Spark creates one on first use by checking and then creating, unlocked against other processes,
+    and fails the task whose check a merger's creation fell between. None within :data:`MAX_ID_TRIES` ids."""
+    held = {block_location(num_dirs, name, sub_dirs) for m, data in inputs
+            for name in ((index_file_name(shuffle_id, m), data_file_name(shuffle_id, m)) if data else (index_file_name(shuffle_id, m),))}
+    if (len(held) / (num_dirs * sub_dirs)) ** 2 * MAX_ID_TRIES < 1:  # not one fit expected: spare the driver the hashing
+        return None
+    for merged in itertools.islice(ids, MAX_ID_TRIES):
+        if (block_location(num_dirs, data_file_name(shuffle_id, merged), sub_dirs) in held
+                and block_location(num_dirs, index_file_name(shuffle_id, merged), sub_dirs) in held):
+            return merged
+    return None
 
 
 def block_file_path(local_dirs: list[str] | list[Path], name: str, sub_dirs: int = DEFAULT_SUB_DIRS) -> Path:

@@ -47,7 +47,8 @@ def free_time(intervals: Sequence[tuple[float, float]], cores: int) -> Callable[
     (a core was free), by the running count's prefix sums: each call is a bisection."""
     deltas: dict[float, int] = {}
     for a, b in intervals:
-        deltas[a], deltas[b] = deltas.get(a, 0) + 1, deltas.get(b, 0) - 1
+        deltas[a] = deltas.get(a, 0) + 1
+        deltas[b] = deltas.get(b, 0) - 1
     times = sorted(deltas)
     counts: list[int] = []  # tasks running from each step to the next
     free_by: list[float] = []  # free seconds from the first step to each step

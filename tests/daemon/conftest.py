@@ -6,6 +6,7 @@ import pytest
 
 from riffle.merger.journal import Journal
 from riffle.merger.paths import Roots
+from riffle.shuffle.layout import DEFAULT_SUB_DIRS
 from srsupport.daemons import DaemonInProcess
 
 
@@ -18,9 +19,11 @@ def root(tmp_path) -> Path:
 
 @pytest.fixture
 def dirs(root) -> list[str]:
+    """Three executor dirs with every sub dir Spark creates as its tasks write blocks (the merger creates none)."""
     out = [root / "blockmgr-a", root / "blockmgr-b", root / "blockmgr-c"]
     for d in out:
-        d.mkdir()
+        for k in range(DEFAULT_SUB_DIRS):
+            (d / f"{k:02x}").mkdir(parents=True)
     return [str(d) for d in out]
 
 

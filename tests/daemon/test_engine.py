@@ -18,9 +18,11 @@ from riffle.shuffle.layout import (
     SYNTHETIC_MAP_ID_BASE,
     CorruptShuffleFile,
     block_file_path,
+    block_location,
     data_file_name,
     decode_index,
     encode_index,
+    id_beside_inputs,
     index_file_name,
     java_string_hash,
     non_negative_hash,
@@ -55,6 +57,17 @@ def test_block_file_path_follows_disk_block_manager():
     dirs = ["/a", "/b", "/c"]
     h = non_negative_hash("shuffle_1_2_0.data")
     assert str(block_file_path(dirs, "shuffle_1_2_0.data")) == f"{dirs[h % 3]}/{(h // 3) % 64:02x}/shuffle_1_2_0.data"
+
+
+def test_a_merged_id_is_one_whose_files_hash_beside_the_inputs_or_none():
+    ids = iter(range(SYNTHETIC_MAP_ID_BASE, SYNTHETIC_MAP_ID_BASE + 10**6))
+    inputs = [(m, m % 2 == 0) for m in range(20)]  # the odd ones wrote no data file: only their index proves a sub dir
+    held = {block_location(3, name, 64) for m, data in inputs for name in (index_file_name(7, m), *([data_file_name(7, m)] if data else []))}
+    merged = id_beside_inputs(7, inputs, 3, ids)
+    assert merged is not None and {block_location(3, n(7, merged), 64) for n in (data_file_name, index_file_name)} <= held
+    assert next(ids) == merged + 1  # the ids tried are spent: none is named twice
+    # one index among 64 x 64 sub dirs: no id within the tries fits, and the merge is not sent
+    assert id_beside_inputs(7, [(0, False)], 64, iter(range(SYNTHETIC_MAP_ID_BASE, SYNTHETIC_MAP_ID_BASE + 10**6))) is None
 
 
 @pytest.mark.parametrize("read_buffer,write_buffer", [(4096, 8192), (7, 13), (1 << 20, 1 << 20)])
@@ -243,22 +256,29 @@ def test_a_second_journal_on_a_state_dir_is_refused_until_the_first_closes(roots
     Journal(roots, durable=False).close()
 
 
-def test_output_dir_removed_while_being_created_is_not_found(roots, journal, dirs, root, monkeypatch):
-    """The race an executor can win: the output sub dir exists at mkdir (EEXIST) and is gone at the open after it."""
+def test_a_merge_whose_sub_dir_is_missing_fails_and_creates_nothing(roots, journal, dirs, root, tmp_path, monkeypatch):
+    """Only Spark creates its sub dirs (it checks and then creates, unlocked against other processes)."""
     make_outputs(dirs, 1, [0, 1], 4)
-    merged = next(m for m in range(MERGED, MERGED + 1000) if not out_paths(dirs, 1, m)[0].parent.exists())
+    inputs = {p.parent for m in (0, 1) for p in out_paths(dirs, 1, m)}
+    merged = next(m for m in range(MERGED, MERGED + 1000) if out_paths(dirs, 1, m)[0].parent not in inputs)
+    out_paths(dirs, 1, merged)[0].parent.rmdir()
     before = all_files(root)
-
+    with pytest.raises(FileNotFoundError, match="only Spark creates one") as caught:
+        merge_map_outputs(roots, journal, [roots.locate(d) for d in dirs], MergeSpec("app", 1, (0, 1), merged, 4, 64), 4096, 8192, durable=False)
+    refused = merge_failure(caught.value)
+    assert refused is not None and refused.code == grpc.StatusCode.NOT_FOUND
+    assert all_files(root) == before and not out_paths(dirs, 1, merged)[0].parent.exists()
+    # the merger's own state dirs: one removed between its mkdir (EEXIST) and its open is not found, not an I/O fault
     def mkdir_lost_race(*args, **kwargs):
         raise FileExistsError(17, "File exists")  # something stood there at the mkdir, and nothing at the open
 
     monkeypatch.setattr(paths_module.os, "mkdir", mkdir_lost_race)
-    spec = MergeSpec("app", 1, (0, 1), merged, 4, 64)
-    with pytest.raises(FileNotFoundError, match="removed while the merger was creating it") as caught:
-        merge_map_outputs(roots, journal, [roots.locate(d) for d in dirs], spec, 4096, 8192, durable=False)
-    refused = merge_failure(caught.value)
-    assert refused is not None and refused.code == grpc.StatusCode.NOT_FOUND
-    assert all_files(root) == before
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(FileNotFoundError, match="removed while the merger was creating it"):
+            paths_module.open_dir_at(fd, "state", "state", create=True)
+    finally:
+        os.close(fd)
 
 
 def test_faults_are_passed_in_not_read_from_the_environment(roots, journal, dirs, root, monkeypatch):

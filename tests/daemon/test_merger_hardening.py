@@ -2,6 +2,7 @@
 In this process (``start_merger``) unless a crash, a signal, an rlimit or the process's peak memory is under test."""
 
 import contextlib
+import itertools
 import os
 import random
 import shutil
@@ -23,6 +24,7 @@ from riffle.shuffle.layout import (
     block_file_path,
     data_file_name,
     encode_index,
+    id_beside_inputs,
     index_file_name,
     read_partition,
     write_map_output,
@@ -73,7 +75,7 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path,
     dirs = [str(executor)]
     parts = 20000  # big indexes: a path-checking daemon spends a while between its check and its first write
     make_outputs(dirs, 1, [0, 1, 2, 3], parts, sizes=(0, 0, 0, 0, 0, 17))
-    outputs = [block_file_path(dirs, data_file_name(1, M + i)).parent for i in range(30)]
+    outputs = [block_file_path(dirs, name(1, M + i)).parent for i in range(30) for name in (data_file_name, index_file_name)]
     for sub in outputs:
         sub.mkdir(exist_ok=True)
     shutil.copytree(root, outside)  # a mirror: a merge that followed a symlink would succeed there
@@ -103,7 +105,7 @@ def test_swapping_dirs_for_symlinks_during_merges_never_writes_outside(tmp_path,
                 try:
                     os.rename(moved, victim)
                     break
-                except OSError:  # the daemon re-created the dir meanwhile: set that one aside (inside the root)
+                except OSError:  # something stands there again meanwhile: set that one aside (inside the root)
                     os.rename(victim, victim.with_name(f"{victim.name}-aside-{swaps[0]}-{attempt}"))
             swaps[0] += 1
             time.sleep(rng.random() * 0.005)
@@ -184,20 +186,23 @@ def test_input_hardlinked_to_a_file_outside_the_roots_is_refused(root, dirs, tmp
     assert not block_file_path(dirs, data_file_name(3, M + 1)).exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give the executor dir to another user")
-def test_sub_dir_the_merger_creates_belongs_to_the_executor(root, dirs, start_merger):
-    """A privileged merger that creates a Spark sub dir must hand it to the dir's owner, or the executor can
-    neither write its later blocks there nor remove the dir when its application ends."""
-    make_outputs(dirs, 3, [0, 1], 2)
-    out_sub = block_file_path(dirs, data_file_name(3, M + 1)).parent
-    if out_sub.exists():
-        shutil.rmtree(out_sub)
-    for d in dirs:
-        os.chown(d, 4321, 4322)
+def test_the_merger_never_creates_a_spark_sub_dir_and_the_driver_names_merged_files_beside_their_inputs(tmp_path, start_merger):
+    """Spark creates a block-manager sub dir on first use by checking and then creating it, unlocked against other
+    processes: a merger that created one in between failed the executor's task (FileAlreadyExistsException)."""
+    root = tmp_path / "local"
+    dirs = [str(root / "blockmgr-a")]
+    make_outputs(dirs, 3, [0, 1], 2)  # their files' sub dirs only, as a young executor's
+    held = {block_file_path(dirs, name(3, m)).parent for m in (0, 1) for name in (data_file_name, index_file_name)}
+    executor = Path(dirs[0])
+    before = files_under(executor)
+    elsewhere = next(M + i for i in range(10_000) if block_file_path(dirs, data_file_name(3, M + i)).parent not in held)
+    beside = id_beside_inputs(3, [(0, True), (1, True)], 1, itertools.count(M))
+    assert beside is not None and {block_file_path(dirs, name(3, beside)).parent for name in (data_file_name, index_file_name)} <= held
     with start_merger() as d:
-        d.client.merge("own", 3, [0, 1], dirs, 2, M + 1, app_id="app")
-    st = out_sub.stat()
-    assert (st.st_uid, st.st_gid) == (4321, 4322)
+        assert rpc_code(lambda: d.client.merge("away", 3, [0, 1], dirs, 2, elsewhere, app_id="app")) == grpc.StatusCode.NOT_FOUND
+        assert files_under(executor) == before  # no sub dir made, the inputs untouched
+        d.client.merge("beside", 3, [0, 1], dirs, 2, beside, app_id="app")
+    assert block_file_path(dirs, data_file_name(3, beside)).exists() and {p.parent for p in executor.glob("*/*")} <= held
 
 
 def test_concurrent_same_output_merges_publish_once(root, dirs, start_merger):
@@ -342,7 +347,9 @@ def test_widest_allowed_merge_fits_the_open_file_limit(root, dirs):
         maps = list(range(cap))
         for m in maps:
             write_map_output(dirs, 4, m, [b"x" * (m % 7)], sub_dirs=4096)
-        resp = d.client.merge("widest", 4, maps, dirs, 1, M + 1, app_id="app", sub_dirs=4096, timeout=120)
+        merged = id_beside_inputs(4, [(m, True) for m in maps], len(dirs), itertools.count(M), 4096)
+        assert merged is not None
+        resp = d.client.merge("widest", 4, maps, dirs, 1, merged, app_id="app", sub_dirs=4096, timeout=120)
         assert resp.bytes_written == sum(m % 7 for m in maps)
 
 

@@ -1,10 +1,11 @@
 """Merge the map outputs of a real Spark shuffle with a real merger daemon over loopback gRPC."""
 
+import itertools
 import re
 from collections import defaultdict
 from pathlib import Path
 
-from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, block_file_path, read_partition
+from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE, block_file_path, id_beside_inputs, read_partition
 from srsupport.daemons import DaemonProcess
 
 SHUFFLE_FILE = re.compile(r"^shuffle_(\d+)_(\d+)_0\.index$")
@@ -38,9 +39,10 @@ def test_daemon_merges_real_spark_map_outputs_byte_for_byte(spark, spark_local_r
             for m in maps:  # our placement of Spark's files agrees with where Spark put them
                 assert block_file_path(dirs, f"shuffle_{sid}_{m}_0.data").exists()
                 assert block_file_path(dirs, f"shuffle_{sid}_{m}_0.index").exists()
-            resp = daemon.client.merge(f"spark-{n}", sid, maps, dirs, partitions, SYNTHETIC_MAP_ID_BASE + n,
-                                       app_id=sc.applicationId)
-            assert resp.data_path == str(block_file_path(dirs, f"shuffle_{sid}_{SYNTHETIC_MAP_ID_BASE + n}_0.data"))
+            merged = id_beside_inputs(sid, [(m, True) for m in maps], 1, itertools.count(SYNTHETIC_MAP_ID_BASE))  # as the driver names it
+            assert merged is not None
+            resp = daemon.client.merge(f"spark-{n}", sid, maps, dirs, partitions, merged, app_id=sc.applicationId)
+            assert resp.data_path == str(block_file_path(dirs, f"shuffle_{sid}_{merged}_0.data"))
             nonempty = 0
             for p in range(partitions):
                 originals = [read_partition(block_file_path(dirs, f"shuffle_{sid}_{m}_0.data"),

@@ -26,9 +26,10 @@ RANGES = {
     "spark.riffle.cost.bandwidth": ("1e-10", "[1k, 1t]"),
     "spark.riffle.cost.mergeTime": ("0.0000001ms", "[0.001ms, 60s]"),
     "spark.riffle.cost.mergeInputTime": ("2min", "[0.001ms, 60s]"),
+    "spark.diskStore.subDirectories": ("65537", "[1, 65536]"),  # Spark's, which the mergers must hash files by too
 }
 NOT_NUMERIC = {"enabled", "policy", "workConserving", "prune", "recordTrace", "mergers", "authToken", "authTokenFile", "tlsCa", "cost.enabled"}
-PARSERS = {"spark.slaq.": SlaqConfig.from_conf, "spark.riffle.": RiffleConfig.from_conf}
+PARSERS = {"spark.slaq.": SlaqConfig.from_conf, "spark.riffle.": RiffleConfig.from_conf, "spark.diskStore.": RiffleConfig.from_conf}
 
 
 def parse(key: str, value: str) -> object:
@@ -56,8 +57,8 @@ def test_a_non_finite_or_out_of_range_value_names_the_key_and_the_range(key, val
 def test_the_ends_of_each_range_are_accepted():
     assert SlaqConfig.from_conf({"spark.slaq.epoch": "50ms", "spark.slaq.reserveCores": "1000000"}.get).epoch == 0.05
     c = RiffleConfig.from_conf({"spark.riffle.mergerPort": "65535", "spark.riffle.nway": "4096", "spark.riffle.cost.bandwidth": "1t",
-                                "spark.riffle.rpcTimeout": "86400s", "spark.riffle.targetBlockSize": "1k"}.get)
-    assert (c.merger_port, c.nway, c.cost.storage.byte_seconds, c.rpc_timeout, c.target_block_bytes) == (65535, 4096, 1 / (1 << 40), 86400, 1024)
+                                "spark.riffle.rpcTimeout": "86400s", "spark.riffle.targetBlockSize": "1k", "spark.diskStore.subDirectories": "1"}.get)
+    assert (c.merger_port, c.nway, c.cost.storage.byte_seconds, c.rpc_timeout, c.target_block_bytes, c.sub_dirs) == (65535, 4096, 1 / (1 << 40), 86400, 1024, 1)
 
 
 def test_a_port_or_fan_in_is_a_whole_number():

@@ -202,6 +202,7 @@ def test_a_free_core_count_over_time_is_the_seconds_in_which_fewer_tasks_than_co
     free = free_time([(0.0, 2.0), (1.0, 3.0)], 2)  # one task over [0, 1) and [2, 3), two over [1, 2)
     assert [free(a, b) for a, b in ((0.0, 4.0), (-1.0, 0.5), (1.5, 1.8), (1.5, 2.5), (3.0, 2.0))] == pytest.approx([3.0, 1.5, 0.0, 0.5, 0.0])
     assert free_time([(0.0, 2.0), (1.0, 3.0)], 1)(-1.0, 4.0) == pytest.approx(2.0) and free_time([], 1)(2.0, 3.5) == pytest.approx(1.5)
+    assert free_time([(1.0, 1.0), (0.0, 2.0)], 1)(0.0, 2.0) == 0.0  # a task of 0 ms (the status store's resolution) frees no core
 
 
 def test_the_recorder_places_each_spark_jobs_latency_before_its_first_stage_and_the_replay_keeps_it_there():

@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from riffle.shuffle.layout import block_file_path, data_file_name, encode_index, index_file_name
+from riffle.shuffle.layout import DEFAULT_SUB_DIRS, block_file_path, data_file_name, encode_index, index_file_name
 
 _POOL = os.urandom(1 << 24)
 
 
 def executor_dirs(root: Path, count: int = 2) -> list[str]:
+    """``count`` executor dirs with every sub dir Spark creates as its tasks write blocks (a merger creates none)."""
     dirs = [root / f"blockmgr-{i:04d}" for i in range(count)]
     for d in dirs:
-        d.mkdir(parents=True, exist_ok=True)
+        for k in range(DEFAULT_SUB_DIRS):
+            (d / f"{k:02x}").mkdir(parents=True, exist_ok=True)
     return [str(d) for d in dirs]
 
 
