@@ -5,26 +5,18 @@ Per job: its arrival, its loss after each phase, and each phase's work. Phase 0 
 first loss (data generation, ``first()``, a spark.ml fit's caching and initial pass); phase ``k >= 1``
 ends with loss ``k``. A job that reported no loss (a KMeans or random-forest fit, say, which SLAQ gives an even
 share) is one phase, all its work, and no loss: it takes its cores in the replay and no part in its figures.
-A phase is driver time (the job's thread outside any Spark job: Python, py4j,
-the driver's own computation) and its Spark jobs' latency (inside a Spark job, no task of it running
-though a core was free: stage submission, task launch, result delivery), neither holding an executor
-core, and its Spark stages, each ``tasks`` tasks sharing ``seconds`` of core time (launch to end). Where the
-trace has them, ``gaps_s`` place the driver time: the part before each stage (before a Spark job's first, the
-driver's time since the previous one ended; 0 before its others), the rest after the last stage; ``latencies_s``
-place the latency the same way (before a Spark job's first stage, its own wait for a first task and the previous
-one's result delivery). A GBT fit's
-one phase is some 120 Spark jobs with the driver working between them: replayed with all of its driver time
-first, it left the pools' shares idle for whole epochs, and the check 22-34% off. Without them, all of it
-comes first.
+A phase is driver time (the job's thread outside any Spark job: Python, py4j, the driver's own computation)
+and its Spark jobs' latency (inside a Spark job, no task of it running though a core was free: stage
+submission, task launch, result delivery), neither holding an executor core, and its Spark stages, each
+``tasks`` tasks sharing ``seconds`` of core time (launch to end). ``gaps_s`` and ``latencies_s`` place the driver
+time and the latency between the stages (a GBT fit's one phase is some 120 Spark jobs with the driver working
+between them; replayed with all of it first, its share sat idle for whole epochs); without them, all comes first.
 Where the live run had several executors, a stage may say how many of its tasks each executor ran on the data it
-cached (``local``: Spark's PROCESS_LOCAL tasks, which it held for that executor for up to ``spark.locality.wait``,
-``setting.locality_wait_s``); the replay holds them too. Under stock FAIR on the GBT-heavy sweep, a tree's tasks
-waiting for their executor left the other core to the fits queued behind them (without it the check was 37% off).
-Spark jobs outside every job (a CrossValidator's evaluations) are kept apart, each as its submission and
-stages: they run in Spark's ``default`` pool, which no policy allocates. The lab writes traces
-(``--record-trace`` on the sweeps), an application its own (``spark.slaq.recordTrace``, :mod:`slaq.live.trace_out`);
-``measured`` holds the live runs' figures the check compares with.
-JSON, gzip when the name ends in ``.gz``.
+cached (``local``: Spark's PROCESS_LOCAL tasks, held for that executor for up to ``setting.locality_wait_s``);
+the replay holds them too, and the other cores go to the jobs behind them.
+Spark jobs outside every job (a CrossValidator's evaluations) are kept apart, each as its submission and stages:
+they run in Spark's ``default`` pool, which no policy allocates. The lab writes traces (``--record-trace``), an
+application its own (``spark.slaq.recordTrace``); ``measured`` holds the live runs' figures. JSON, gzip if ``.gz``.
 """
 
 from __future__ import annotations
