@@ -21,7 +21,7 @@ from slaq.messages import POOL_PREFIX
 from slaq.metrics import NINETY, time_to_key, time_to_reduction
 from slaq.names import check_name_size
 from slaq.sim import trace as bounds
-from slaq.sim.record import RunJob, SparkJob, combine, free_time, phases_of
+from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of
 from slaq.sim.trace import Phase, Stage, Trace, TraceJob, local_within, outside_job, to_dict
 from slaq.sim.trace_json import MAX_FILE_BYTES
 
@@ -61,9 +61,8 @@ def _clip_phase(p: Phase, cut: dict[str, int]) -> Phase:
                    for s in p.stages[: bounds.MAX_STAGES])
     cut["clipped"] += sum(s.tasks > bounds.MAX_TASKS or s.seconds > bounds.MAX_SECONDS for s in p.stages[: bounds.MAX_STAGES])
     driver = min(p.driver_s, bounds.MAX_SECONDS)
-    latency = min(p.latency_s, bounds.MAX_SECONDS)
-    gaps = None if p.gaps is None else bounds.parts_within(p.gaps[: bounds.MAX_STAGES], driver)
-    return Phase(driver, stages, latency, gaps, None if p.latencies is None else bounds.parts_within(p.latencies[: bounds.MAX_STAGES], latency))
+    gaps = None if p.gaps is None else bounds.gaps_within(p.gaps[: bounds.MAX_STAGES], driver)
+    return Phase(driver, stages, min(p.latency_s, bounds.MAX_SECONDS), gaps)
 
 
 def measured_run(jobs: Sequence[RanJob]) -> dict[str, object] | None:
@@ -120,10 +119,10 @@ def app_trace(jobs: Sequence[RanJob], spark_jobs: Sequence[tuple[str | None, Spa
                 outside.append(sj)
         else:
             mine.setdefault(owner, []).append(sj)
-    free = free_time(tasks, cores)
-    runs = [RunJob(name, "", j.arrival, j.losses, tuple(phases_of(j.arrival, j.times, mine.get(k, []), free)), j.reports, j.weight)
+    busy = busy_cores(tasks)
+    runs = [RunJob(name, "", j.arrival, j.losses, tuple(phases_of(j.arrival, j.times, mine.get(k, []), busy, cores)), j.reports, j.weight)
             for j, name, k in reporting]
-    runs += [RunJob(name, "", ordered[k].arrival, (), tuple(phases_of(ordered[k].arrival, [max(sj.completed for sj in mine[k])], mine[k], free)),
+    runs += [RunJob(name, "", ordered[k].arrival, (), tuple(phases_of(ordered[k].arrival, [max(sj.completed for sj in mine[k])], mine[k], busy, cores)),
                     ordered[k].reports, ordered[k].weight) for k, name in silent.items() if mine.get(k)]
     recorded = {name: replace(j, name=name) for j, name, _ in reporting}
 

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slaq.sim.trace import Phase, Stage, Trace, TraceJob, local_within, parts_within
+from slaq.sim.trace import Phase, Stage, Trace, TraceJob, gaps_within, local_within
 
-__all__ = ["RunJob", "SparkJob", "combine", "free_time", "phases_of", "slot_split", "union_length"]
+__all__ = ["RunJob", "RunPhase", "SparkJob", "busy_cores", "combine", "phases_of", "slot_split", "union_length"]
 
 
 @dataclass(frozen=True)
@@ -42,27 +42,10 @@ def union_length(intervals: Sequence[tuple[float, float]]) -> float:
     return total
 
 
-def free_time(intervals: Sequence[tuple[float, float]], cores: int) -> Callable[[float, float], float]:
-    """``free(a, b)``: the seconds of ``[a, b]`` in which fewer than ``cores`` of the tasks in ``intervals`` ran
-    (a core was free), by the running count's prefix sums: each call is a bisection."""
-    deltas: dict[float, int] = {}
-    for a, b in intervals:
-        deltas[a] = deltas.get(a, 0) + 1
-        deltas[b] = deltas.get(b, 0) - 1
-    times = sorted(deltas)
-    counts: list[int] = []  # tasks running from each step to the next
-    free_by: list[float] = []  # free seconds from the first step to each step
-    for k, t in enumerate(times):
-        free_by.append(free_by[-1] + (t - times[k - 1]) * (counts[-1] < cores) if k else 0.0)
-        counts.append((counts[-1] if k else 0) + deltas[t])
-
-    def upto(x: float) -> float:
-        k = bisect.bisect_right(times, x) - 1
-        if k < 0:
-            return x - (times[0] if times else 0.0)  # before every task: all free
-        return free_by[k] + (x - times[k]) * (counts[k] < cores)
-
-    return lambda a, b: max(upto(b) - upto(a), 0.0)
+def busy_cores(intervals: Sequence[tuple[float, float]]) -> Callable[[float], int]:
+    """``busy(t)``: how many of the tasks in ``intervals`` were running at ``t``."""
+    starts, ends = sorted(a for a, _ in intervals), sorted(b for _, b in intervals)
+    return lambda t: bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t)
 
 
 def slot_split(spark_jobs: dict[str, list[SparkJob]], intervals: Sequence[tuple[float, float]]) -> dict[str, float]:
@@ -73,9 +56,19 @@ def slot_split(spark_jobs: dict[str, list[SparkJob]], intervals: Sequence[tuple[
     return {"in_recorded_jobs": round(inside, 1), "outside": round(max(total - inside, 0.0), 1)}
 
 
-def phases_of(arrival: float, loss_times: Sequence[float], spark_jobs: Sequence[SparkJob], free: Callable[[float, float], float]) -> list[Phase]:
-    """One phase per loss: its Spark jobs' stages, its driver time (wall time outside them) and its Spark jobs'
-    latency, each placed before the stage that follows it (:func:`_latencies`)."""
+@dataclass(frozen=True)
+class RunPhase:
+    """One phase as one run saw it; ``latency`` None when a Spark job of it was submitted with every core
+    busy (its wait for a core would be counted as latency)."""
+    phase: Phase
+    latency: float | None
+
+
+def phases_of(arrival: float, loss_times: Sequence[float], spark_jobs: Sequence[SparkJob], busy: Callable[[float], int],
+              cores: int) -> list[RunPhase]:
+    """One phase per loss: its Spark jobs' stages, its driver time (wall time outside them) and its
+    Spark jobs' latency (from submission to their first task, if a core was free then, and from their
+    last task's end to their completion)."""
     starts = [arrival, *loss_times[:-1]]
     mine: list[list[SparkJob]] = [[] for _ in loss_times]
     for sj in spark_jobs:
@@ -87,25 +80,11 @@ def phases_of(arrival: float, loss_times: Sequence[float], spark_jobs: Sequence[
         begin = starts[k]
         inside = union_length([(max(j.submitted, begin), min(j.completed, end)) for j in mine[k] if min(j.completed, end) > max(j.submitted, begin)])
         ordered = sorted(mine[k], key=lambda j: j.submitted)
-        latencies, after = _latencies(ordered, free)
-        phases.append(Phase(max(end - begin - inside, 0.0), tuple(s for j in ordered for s in j.stages), sum(latencies) + after,
-                            _gaps(begin, end, ordered), latencies))
+        stages = tuple(s for j in ordered for s in j.stages)
+        free = all(busy(j.submitted) < cores for j in ordered)
+        latency = sum(max(j.first_launch - j.submitted, 0.0) + max(j.completed - j.last_end, 0.0) for j in ordered)
+        phases.append(RunPhase(Phase(max(end - begin - inside, 0.0), stages, gaps=_gaps(begin, end, ordered)), latency if free else None))
     return phases
-
-
-def _latencies(ordered: Sequence[SparkJob], free: Callable[[float, float], float]) -> tuple[tuple[float, ...], float]:
-    """Each Spark job's latency before each stage of a phase, and after its last: before a job's first stage, its
-    wait for its first task while a core was free (a wait for a core is the scheduler's to model, not the phase's)
-    and the previous job's time from its last task's end to its completion (a job that ran no task: all of it)."""
-    out: list[float] = []
-    carry = 0.0
-    for j in ordered:
-        if j.stages:
-            out += [carry + free(j.submitted, j.first_launch)] + [0.0] * (len(j.stages) - 1)
-            carry = max(j.completed - j.last_end, 0.0)
-        else:
-            carry += max(j.completed - j.submitted, 0.0)
-    return tuple(out), carry
 
 
 def _gaps(begin: float, end: float, ordered: Sequence[SparkJob]) -> tuple[float, ...]:
@@ -127,28 +106,26 @@ class RunJob:
     family: str
     arrival: float
     losses: tuple[float, ...]
-    phases: tuple[Phase, ...]
+    phases: tuple[RunPhase, ...]
     reports: bool | None = None
     weight: float = 1.0
 
 
-def _median_phase(phases: list[Phase]) -> Phase:
-    """The phase's medians over the runs: its driver time and latency, and, over the runs whose phase had the same stages,
-    each stage's core time and the parts of the driver time and latency before it."""
+def _median_phase(seen: list[RunPhase]) -> Phase:
+    """The phase's medians over the runs; its latency over the runs that measured it free of a wait for a
+    core (0 when none did: a wait for a core is the scheduler's to model, not the phase's)."""
+    phases = [r.phase for r in seen]
     first = phases[0]
     same = [p for p in phases if [s.tasks for s in p.stages] == [s.tasks for s in first.stages]]
     stages = tuple(Stage(s.tasks, statistics.median(p.stages[i].seconds for p in same), _median_local([p.stages[i] for p in same]))
                    for i, s in enumerate(first.stages))
-    driver, latency = statistics.median(p.driver_s for p in phases), statistics.median(p.latency_s for p in phases)
-    return Phase(driver, stages, latency, _median_parts([p.gaps for p in same], driver), _median_parts([p.latencies for p in same], latency))
-
-
-def _median_parts(seen: list[tuple[float, ...] | None], whole: float) -> tuple[float, ...] | None:
-    """Per stage, the median over the runs of the part before it, within ``whole``; None if a run placed none."""
-    if not seen or any(p is None for p in seen):
-        return None
-    known = [p for p in seen if p is not None]
-    return parts_within([statistics.median(p[i] for p in known) for i in range(len(known[0]))], whole)
+    known = [r.latency for r in seen if r.latency is not None]
+    latency = statistics.median(known) if known else 0.0
+    driver = statistics.median(p.driver_s for p in phases)
+    gaps = None
+    if all(p.gaps is not None for p in same):  # the medians of the parts need not fit in the median of the whole
+        gaps = gaps_within([statistics.median(p.gaps[i] for p in same if p.gaps is not None) for i in range(len(stages))], driver)
+    return Phase(driver, stages, latency, gaps)
 
 
 def _median_local(seen: list[Stage]) -> tuple[int, ...]:

@@ -5,18 +5,24 @@ Per job: its arrival, its loss after each phase, and each phase's work. Phase 0 
 first loss (data generation, ``first()``, a spark.ml fit's caching and initial pass); phase ``k >= 1``
 ends with loss ``k``. A job that reported no loss (a KMeans or random-forest fit, say, which SLAQ gives an even
 share) is one phase, all its work, and no loss: it takes its cores in the replay and no part in its figures.
-A phase is driver time (the job's thread outside any Spark job: Python, py4j, the driver's own computation)
-and its Spark jobs' latency (inside a Spark job, no task of it running though a core was free: stage
-submission, task launch, result delivery), neither holding an executor core, and its Spark stages, each
-``tasks`` tasks sharing ``seconds`` of core time (launch to end). ``gaps_s`` and ``latencies_s`` place the driver
-time and the latency between the stages (a GBT fit's one phase is some 120 Spark jobs with the driver working
-between them; replayed with all of it first, its share sat idle for whole epochs); without them, all comes first.
+A phase is driver time (the job's thread outside any Spark job: Python, py4j,
+the driver's own computation) and its Spark jobs' latency (inside a Spark job, no task of it running
+though a core was free: stage submission, task launch, result delivery), neither holding an executor
+core, and its Spark stages, each ``tasks`` tasks sharing ``seconds`` of core time (launch to end). Where the
+trace has them, ``gaps_s`` place the driver time: the part before each stage (before a Spark job's first, the
+driver's time since the previous one ended; 0 before its others), the rest after the last stage. A GBT fit's
+one phase is some 120 Spark jobs with the driver working between them: replayed with all of its driver time
+first, it left the pools' shares idle for whole epochs, and the check 22-34% off. Without them, all of it
+comes first.
 Where the live run had several executors, a stage may say how many of its tasks each executor ran on the data it
-cached (``local``: Spark's PROCESS_LOCAL tasks, held for that executor for up to ``setting.locality_wait_s``);
-the replay holds them too, and the other cores go to the jobs behind them.
-Spark jobs outside every job (a CrossValidator's evaluations) are kept apart, each as its submission and stages:
-they run in Spark's ``default`` pool, which no policy allocates. The lab writes traces (``--record-trace``), an
-application its own (``spark.slaq.recordTrace``); ``measured`` holds the live runs' figures. JSON, gzip if ``.gz``.
+cached (``local``: Spark's PROCESS_LOCAL tasks, which it held for that executor for up to ``spark.locality.wait``,
+``setting.locality_wait_s``); the replay holds them too. Under stock FAIR on the GBT-heavy sweep, a tree's tasks
+waiting for their executor left the other core to the fits queued behind them (without it the check was 37% off).
+Spark jobs outside every job (a CrossValidator's evaluations) are kept apart, each as its submission and
+stages: they run in Spark's ``default`` pool, which no policy allocates. The lab writes traces
+(``--record-trace`` on the sweeps), an application its own (``spark.slaq.recordTrace``, :mod:`slaq.live.trace_out`);
+``measured`` holds the live runs' figures the check compares with.
+JSON, gzip when the name ends in ``.gz``.
 """
 
 from __future__ import annotations
@@ -55,7 +61,6 @@ class Phase:
     stages: tuple[Stage, ...] = ()
     latency_s: float = 0.0  # inside its Spark jobs with no task of theirs running and a core free: scheduling, result delivery
     gaps: tuple[float, ...] | None = None  # driver seconds before each stage (the rest after the last); None: all before the first
-    latencies: tuple[float, ...] | None = None  # latency seconds before each stage (the rest after the last); None: all before the first
 
     @property
     def waits(self) -> float:
@@ -63,8 +68,13 @@ class Phase:
         return self.driver_s + self.latency_s
 
     def wait_before(self, k: int) -> float:
-        """Seconds off the cores before stage ``k`` (``k == len(stages)``: after the last, before the loss)."""
-        return _part(self.driver_s, self.gaps, k, len(self.stages)) + _part(self.latency_s, self.latencies, k, len(self.stages))
+        """Seconds off the cores before stage ``k`` (``k == len(stages)``: after the last, before the loss); the
+        latency goes before the first stage."""
+        if self.gaps is None or not self.stages:
+            return self.waits if k == 0 else 0.0
+        if k < len(self.stages):
+            return self.gaps[k] + (self.latency_s if k == 0 else 0.0)
+        return max(self.driver_s - sum(self.gaps), 0.0)
 
     @property
     def executor_s(self) -> float:
@@ -129,18 +139,10 @@ def local_within(local: Sequence[int], tasks: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def parts_within(parts: Sequence[float], whole: float) -> tuple[float, ...]:
-    """A phase's ``gaps`` or ``latencies`` scaled down, if they must be, to add up to at most its driver time or
-    latency (``whole``), as a reader requires: the medians of the runs' parts need not fit in the median whole."""
-    total = sum(parts)
-    return tuple(g * whole / total for g in parts) if total > whole else tuple(parts)
-
-
-def _part(whole: float, parts: tuple[float, ...] | None, k: int, stages: int) -> float:
-    """The share of ``whole`` placed before stage ``k`` by ``parts`` (the rest after the last; None or no stage: all before the first)."""
-    if parts is None or not stages:
-        return whole if k == 0 else 0.0
-    return parts[k] if k < stages else max(whole - sum(parts), 0.0)
+def gaps_within(gaps: Sequence[float], driver: float) -> tuple[float, ...]:
+    """``gaps`` scaled down, if they must be, to add up to at most the phase's ``driver`` time, as a reader requires."""
+    total = sum(gaps)
+    return tuple(g * driver / total for g in gaps) if total > driver else tuple(gaps)
 
 
 def outside_job(index: int, submitted: float, stages: tuple[Stage, ...]) -> TraceJob:
@@ -195,19 +197,13 @@ def _phase(raw: Any, what: str) -> Phase:
     """A phase: driver time and latency off the cores, its stages, and where the driver time falls among them."""
     raw = items(raw, what, dict, 16)
     driver, stages = number(raw.get("driver_s"), f"{what}.driver_s", 0, MAX_SECONDS), _stages(raw.get("stages", []), f"{what}.stages")
-    latency = number(raw.get("latency_s", 0.0), f"{what}.latency_s", 0, MAX_SECONDS)
-    return Phase(driver, stages, latency, _parts(raw, "gaps_s", "driver_s", driver, len(stages), what),
-                 _parts(raw, "latencies_s", "latency_s", latency, len(stages), what))
-
-
-def _parts(raw: dict, key: str, of: str, whole: float, stages: int, what: str) -> tuple[float, ...] | None:
-    """``raw[key]``, if there: the part of the phase's ``of`` before each of its stages, adding up to at most it."""
-    if raw.get(key) is None:
-        return None
-    parts = tuple(number(g, f"{what}.{key}[{k}]", 0, MAX_SECONDS) for k, g in enumerate(items(raw[key], f"{what}.{key}", list, stages, stages)))
-    if sum(parts) > whole + 1e-3 * (len(parts) + 1):  # each rounded to the millisecond
-        raise TraceError(f"{what}.{key} add up to {sum(parts):.3f} s, more than the phase's {of} {whole:.3f}")
-    return parts
+    gaps = None
+    if raw.get("gaps_s") is not None:
+        gaps = tuple(number(g, f"{what}.gaps_s[{k}]", 0, MAX_SECONDS)
+                     for k, g in enumerate(items(raw["gaps_s"], f"{what}.gaps_s", list, len(stages), len(stages))))
+        if sum(gaps) > driver + 1e-3 * (len(gaps) + 1):  # each rounded to the millisecond
+            raise TraceError(f"{what}.gaps_s add up to {sum(gaps):.3f} s, more than the phase's driver_s {driver:.3f}")
+    return Phase(driver, stages, number(raw.get("latency_s", 0.0), f"{what}.latency_s", 0, MAX_SECONDS), gaps)
 
 
 def _job(raw: Any, index: int, where: str) -> TraceJob:
@@ -328,8 +324,7 @@ def to_dict(trace: Trace) -> dict:
                       "losses": [float(f"{v:.7g}") for v in j.losses],
                       "phases": [{"driver_s": round(p.driver_s, 3), "latency_s": round(p.latency_s, 3),
                                   "stages": [_stage(s) for s in p.stages],
-                                  **({} if p.gaps is None else {"gaps_s": [round(g, 3) for g in p.gaps]}),
-                                  **({} if p.latencies is None else {"latencies_s": [round(g, 3) for g in p.latencies]})}
+                                  **({} if p.gaps is None else {"gaps_s": [round(g, 3) for g in p.gaps]})}
                                  for p in j.phases]} for j in trace.jobs],
             "outside_spark_jobs": [{"submitted_s": round(o.arrival, 3), "stages": [_stage(s) for s in o.phases[1].stages]}
                                    for o in trace.outside]}

@@ -151,15 +151,15 @@ def test_the_check_compares_each_configuration_with_the_median_of_its_runs():
 
 
 def test_the_recorder_splits_a_run_into_phases_by_submission():
-    from slaq.sim.record import RunJob, SparkJob, combine, free_time, phases_of, slot_split
+    from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split
 
     sj = [SparkJob(0.1, 0.5, (Stage(4, 0.8),), 0.15, 0.45), SparkJob(0.7, 1.0, (Stage(4, 0.6),), 0.75, 0.95)]
-    phases = phases_of(0.0, [0.6, 1.1], sj, free_time([], 2))
-    assert [p.stages for p in phases] == [(Stage(4, 0.8),), (Stage(4, 0.6),)]
-    assert phases[0].driver_s == pytest.approx(0.6 - 0.4) and phases[0].latency_s == pytest.approx(0.05 + 0.05)
-    assert phases[0].gaps == pytest.approx((0.1,)) and phases[1].gaps == pytest.approx((0.1,))  # 0.1 s each after the job
-    busy = phases_of(0.0, [0.6, 1.1], sj, free_time([(0.0, 0.12), (0.0, 2.0)], 2))
-    assert busy[0].latency_s == pytest.approx(0.03 + 0.05)  # its wait while every core was busy (to 0.12) is not latency
+    phases = phases_of(0.0, [0.6, 1.1], sj, busy_cores([]), 2)
+    assert [p.phase.stages for p in phases] == [(Stage(4, 0.8),), (Stage(4, 0.6),)]
+    assert phases[0].phase.driver_s == pytest.approx(0.6 - 0.4) and phases[0].latency == pytest.approx(0.05 + 0.05)
+    assert phases[0].phase.gaps == pytest.approx((0.1,)) and phases[1].phase.gaps == pytest.approx((0.1,))  # 0.1 s each after the job
+    busy = phases_of(0.0, [0.6, 1.1], sj, busy_cores([(0.0, 2.0), (0.0, 2.0)]), 2)
+    assert busy[0].latency is None  # submitted with every core busy: its wait is not latency
     run = RunJob("a", "f", 0.0, (1.0, 0.5), tuple(phases))
     t = combine([[run], [run]], 2, 1.0, {}, {})
     assert t.jobs[0].phases[0].latency_s == pytest.approx(0.1) and t.jobs[0].phases[1].stages == (Stage(4, 0.6),)
@@ -170,20 +170,20 @@ def test_the_recorder_splits_a_run_into_phases_by_submission():
 
 
 def test_the_recorder_places_a_phases_driver_time_between_its_spark_jobs_and_the_replay_keeps_it_there():
-    from slaq.sim.record import RunJob, SparkJob, combine, free_time, phases_of
+    from slaq.sim.record import RunJob, RunPhase, SparkJob, busy_cores, combine, phases_of
 
     # one phase of three Spark jobs (a GBT fit's trees): 0.5 s of driver first, 1 s between the first two (the second has
     # two stages), the third submitted while the second runs, then 0.25 s until the loss
     sj = [SparkJob(0.5, 1.0, (Stage(1, 0.5),), 0.5, 1.0), SparkJob(2.0, 3.0, (Stage(1, 0.5), Stage(1, 0.5)), 2.0, 3.0),
           SparkJob(2.5, 3.25, (Stage(1, 0.5),), 2.75, 3.25)]
-    run = phases_of(0.0, [3.5], sj, free_time([], 1))
-    phase = run[0]
+    run = phases_of(0.0, [3.5], sj, busy_cores([]), 1)
+    phase = run[0].phase
     assert phase.driver_s == pytest.approx(1.75) and phase.gaps == pytest.approx((0.5, 1.0, 0.0, 0.0))
-    assert [phase.wait_before(k) for k in range(5)] == pytest.approx([0.5, 1.0, 0.0, 0.25, 0.25])  # the third's 0.25 s wait for its task
+    assert [phase.wait_before(k) for k in range(5)] == pytest.approx([0.5, 1.0, 0.0, 0.0, 0.25])
     t = combine([[RunJob("gbt", "f", 0.0, (), tuple(run))]] * 2, 1, 1.0, {}, {})
     assert t.jobs[0].phases[0].gaps == pytest.approx((0.5, 1.0, 0.0, 0.0))
     two = (Stage(1, 0.5), Stage(1, 0.5))  # the medians of the parts (1, 1) do not fit in the median driver time (1): scaled to it
-    runs = [[RunJob("j", "f", 0.0, (), (Phase(d, two, gaps=g),))] for d, g in ((1.0, (1.0, 0.0)), (1.0, (0.0, 1.0)), (2.0, (1.0, 1.0)))]
+    runs = [[RunJob("j", "f", 0.0, (), (RunPhase(Phase(d, two, gaps=g), None),))] for d, g in ((1.0, (1.0, 0.0)), (1.0, (0.0, 1.0)), (2.0, (1.0, 1.0)))]
     assert combine(runs, 1, 1.0, {}, {}).jobs[0].phases[0].gaps == pytest.approx((0.5, 0.5))
     # replayed on one core beside a job with one 1.5 s task arriving at 0.6 s: with the gaps it waits for the first
     # tree (to 1.0) and runs in the driver's second (to 2.5), the other trees after it; with all of the driver time
@@ -194,50 +194,6 @@ def test_the_recorder_places_a_phases_driver_time_between_its_spark_jobs_and_the
         result = {j["job"]: j for j in replay.replay([gbt, other], replay.STOCK, 1).jobs}
         assert result["other"]["finished_s"] + 0.6 == pytest.approx(other_ends)
         assert result["gbt"]["finished_s"] == pytest.approx(gbt_ends)
-
-
-def test_a_free_core_count_over_time_is_the_seconds_in_which_fewer_tasks_than_cores_ran():
-    from slaq.sim.record import free_time
-
-    free = free_time([(0.0, 2.0), (1.0, 3.0)], 2)  # one task over [0, 1) and [2, 3), two over [1, 2)
-    assert [free(a, b) for a, b in ((0.0, 4.0), (-1.0, 0.5), (1.5, 1.8), (1.5, 2.5), (3.0, 2.0))] == pytest.approx([3.0, 1.5, 0.0, 0.5, 0.0])
-    assert free_time([(0.0, 2.0), (1.0, 3.0)], 1)(-1.0, 4.0) == pytest.approx(2.0) and free_time([], 1)(2.0, 3.5) == pytest.approx(1.5)
-    assert free_time([(1.0, 1.0), (0.0, 2.0)], 1)(0.0, 2.0) == 0.0  # a task of 0 ms (the status store's resolution) frees no core
-
-
-def test_the_recorder_places_each_spark_jobs_latency_before_its_first_stage_and_the_replay_keeps_it_there():
-    from slaq.sim.record import RunJob, SparkJob, combine, free_time, phases_of
-
-    # A (two stages) waits 0.1 s for its first task and delivers its result 0.2 s after its last; B runs no task
-    # (0.1 s); C waits 0.1 s, 0.05 s after its last task; the loss at 2.5
-    sj = [SparkJob(0.0, 1.2, (Stage(1, 0.5), Stage(1, 0.4)), 0.1, 1.0), SparkJob(1.3, 1.4, (), 1.4, 1.3),
-          SparkJob(1.5, 2.05, (Stage(1, 0.4),), 1.6, 2.0)]
-    phase = phases_of(0.0, [2.5], sj, free_time([], 1))[0]
-    assert phase.latencies == pytest.approx((0.1, 0.0, 0.2 + 0.1 + 0.1)) and phase.latency_s == pytest.approx(0.55)
-    assert [phase.wait_before(k) for k in range(4)] == pytest.approx([0.1, 0.0, 0.1 + 0.4, 0.55 + 0.05])
-    # over runs, each part's median, cut to fit the median latency
-    runs = [[RunJob("j", "f", 0.0, (), (Phase(0.0, phase.stages, total, latencies=parts),))]
-            for total, parts in ((0.5, (0.4, 0.0, 0.0)), (0.5, (0.0, 0.0, 0.4)), (0.3, (0.3, 0.0, 0.3)))]
-    assert combine(runs, 1, 1.0, {}, {}).jobs[0].phases[0].latencies == pytest.approx((0.25, 0.0, 0.25))
-    # replayed on one core beside a job with one 1.5 s task arriving at 0.6 s: with its latency between its two
-    # stages, the fit's first runs at once and its second after the other job; with all of it first, both after
-    other = TraceJob("other", "f", 0.6, (), (Phase(0.0, (Stage(1, 1.5),)),), reports=False)
-    for latencies, fit_ends in (((0.0, 1.0), 2.1 + 0.5), (None, 2.1 + 1.0)):
-        fit = TraceJob("fit", "f", 0.0, (), (Phase(0.0, (Stage(1, 0.5),) * 2, 1.0, latencies=latencies),), reports=False)
-        result = {j["job"]: j for j in replay.replay([fit, other], replay.STOCK, 1).jobs}
-        assert result["other"]["finished_s"] + 0.6 == pytest.approx(2.1) and result["fit"]["finished_s"] == pytest.approx(fit_ends)
-
-
-def test_a_traces_latencies_fit_its_stages_and_its_latency(tmp_path):
-    base = {"format": "slaq-trace/1", "setting": {"executor_cores": 2, "epoch_s": 1}}
-    for parts, reason in (([0.1], "latencies_s must hold 2 to 2 entries"),
-                          ([0.3, 0.3], "latencies_s add up to 0.600 s, more than the phase's latency_s 0.500")):
-        phase = {"driver_s": 0.0, "latency_s": 0.5, "stages": [[1, 1.0], [1, 1.0]], "latencies_s": parts}
-        (tmp_path / "t.json").write_text(json.dumps({**base, "jobs": [{"name": "a", "arrival_s": 0, "losses": [], "phases": [phase]}]}))
-        with pytest.raises(TraceError, match=reason):
-            trace.load(tmp_path / "t.json")
-    t = make_trace([TraceJob("a", "f", 0.0, (), (Phase(0.5, (Stage(1, 1.0), Stage(1, 1.0)), 0.4, (0.2, 0.1), (0.0, 0.3)),), reports=False)])
-    assert trace.load(trace.save(t, tmp_path / "g.json")).jobs == t.jobs
 
 
 def test_a_traces_gaps_fit_its_stages_and_its_driver_time(tmp_path):
@@ -311,10 +267,10 @@ def test_a_traces_locality_names_the_same_executors_within_its_stages_and_cores(
 
 
 def test_the_recorder_takes_each_executors_median_of_the_tasks_run_on_its_cached_data():
-    from slaq.sim.record import RunJob, combine
+    from slaq.sim.record import RunJob, RunPhase, combine
 
     def run(*local: tuple[int, ...]) -> list[RunJob]:
-        return [RunJob("j", "f", 0.0, (), (Phase(0.0, tuple(Stage(4, 1.0, loc) for loc in local)),))]
+        return [RunJob("j", "f", 0.0, (), (RunPhase(Phase(0.0, tuple(Stage(4, 1.0, loc) for loc in local)), None),))]
     # per executor (by id) over three runs, a run without counts as 0: runs that cached a stage's data on different
     # executors cancel out; medians that add up past the stage's tasks are cut to them
     t = combine([run((4, 0), (3, 1)), run((0, 4), (3, 1)), run((), (1, 3))], 2, 1.0, {}, {})
@@ -380,10 +336,10 @@ def test_the_replay_predicts_each_recorded_configuration_within_15_percent(path)
 
 
 def test_the_mllib_sweep_writes_one_trace_per_variant(tmp_path):
-    from slaq.sim.record import RunJob
+    from slaq.sim.record import RunJob, RunPhase
     from srlab.slaq_bench.mllib import record_traces
 
-    fit = RunJob("lr-00", "logreg", 0.0, (1.0, 0.4, 0.1), (Phase(0.2, (Stage(8, 1.6),), 0.05),) * 3, True)
+    fit = RunJob("lr-00", "logreg", 0.0, (1.0, 0.4, 0.1), tuple(RunPhase(Phase(0.2, (Stage(8, 1.6),)), 0.05) for _ in range(3)), True)
     summary = {"trace_jobs": [fit], "executor_cores": 2, "locality_wait_s": 3.0, "mean_time_to_90pct_s": 4.0, "mean_time_to_95pct_s": 5.0, "makespan_s": 6.0,
                "fits": {"lr-00": {"time_to_90pct_s": 4.0}}}
     runs = [{"slaq": {"fits": summary, "cv": summary}, "stock": {"fits": summary, "cv": summary}}]

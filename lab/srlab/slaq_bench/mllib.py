@@ -39,7 +39,7 @@ from slaq.live.status_store import RETAIN_CONF, locality_wait, spark_jobs_by_gro
 from slaq.live.storage import MB
 from slaq.metrics import change_vs, mean_time_to_key, mean_times
 from slaq.names import fit_job_name
-from slaq.sim.record import RunJob, SparkJob, combine, free_time, phases_of, slot_split
+from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split
 from slaq.sim.trace import TraceJob, outside_job
 from slaq.sim.trace import save as save_trace
 from srlab.slaq_bench.capture_check import check_capture
@@ -492,16 +492,16 @@ def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: fl
     from its start to its end, no loss, known to report none, as SLAQ schedules it."""
     others: list[SparkJob] = []
     spark_jobs, tasks = spark_jobs_by_group(sc, set(recorder.records), start, others)
-    free, ends = free_time(tasks, int(sc.defaultParallelism)), clock.iteration_times()
+    busy, cores, ends = busy_cores(tasks), int(sc.defaultParallelism), clock.iteration_times()
     out = []
     for name, r in sorted(recorder.records.items(), key=lambda kv: kv[1].start):
         arrival = r.start - start
         iterations = [t - start for t in ends.get(name, [])]
         times = iterations[:1] + iterations
         if len(times) == len(r.losses) >= 2:
-            out.append(RunJob(name, r.family, arrival, tuple(r.losses), tuple(phases_of(arrival, times, spark_jobs[name], free)), True))
+            out.append(RunJob(name, r.family, arrival, tuple(r.losses), tuple(phases_of(arrival, times, spark_jobs[name], busy, cores)), True))
         elif r.trees is not None:
-            out.append(RunJob(name, r.family, arrival, (), tuple(phases_of(arrival, [r.end - start], spark_jobs[name], free)), False))
+            out.append(RunJob(name, r.family, arrival, (), tuple(phases_of(arrival, [r.end - start], spark_jobs[name], busy, cores)), False))
     outside = [j for j in sorted(others, key=lambda j: j.submitted) if j.submitted >= 0 and j.stages]
     return out, slot_split(spark_jobs, tasks), [outside_job(k, j.submitted, j.stages) for k, j in enumerate(outside)]
 

@@ -23,7 +23,7 @@ from slaq.live.loop import LOOP_THREAD
 from slaq.live.status_store import RETAIN_CONF, spark_jobs_by_group
 from slaq.metrics import THRESHOLDS, mean_times, time_to_key, time_to_reduction
 from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
-from slaq.sim.record import RunJob, free_time, phases_of
+from slaq.sim.record import RunJob, busy_cores, phases_of
 from srlab.slaq_bench.configs import STOCK, session_conf, stock_pool
 from srlab.slaq_bench.cpu import thread_cpu_s
 from srsupport.session import spark_session
@@ -193,9 +193,10 @@ def _run_sweep(spark: Any, policy: str, sweep: list[SweepJob], epoch: float, par
             summary["epoch_loop"] = {"epochs": loop.epochs, "failures": loop.failures, "cpu_s": round(loop_cpu, 3)}
         if record:
             spark_jobs, tasks = spark_jobs_by_group(sc, {s.name for s in sweep}, wall_start)
-            free = free_time(tasks, int(sc.defaultParallelism))
+            busy, cores = busy_cores(tasks), int(sc.defaultParallelism)
             summary["trace_jobs"] = [RunJob(s.name, s.family, results[s.name]["arrival_s"], tuple(results[s.name]["losses"]),
-                                            tuple(phases_of(results[s.name]["arrival_s"], results[s.name]["times"], spark_jobs[s.name], free)))
+                                            tuple(phases_of(results[s.name]["arrival_s"], results[s.name]["times"], spark_jobs[s.name],
+                                                            busy, cores)))
                                      for s in sweep]
         return summary
     finally:
