@@ -58,7 +58,7 @@ class MergeScheduler:
         self._said_not_worth_it = False
         self.warn_once = WarnOnce(log)
         self.observers: list[SchedulerObserver] = []  # told of every event and every settled shuffle
-        self._ids = itertools.count()
+        self._ids = itertools.count(SYNTHETIC_MAP_ID_BASE)  # merged map ids, each named once
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="riffle-merge-scheduler", daemon=True)
         self.errors = 0
@@ -292,8 +292,7 @@ class MergeScheduler:
         if address is None:
             s.unsend(group, causes.MERGER_DOWN)
             return
-        merged_id = id_beside_inputs(s.shuffle_id, [(o.map_id, o.bytes > 0) for o in group], len(dirs), (SYNTHETIC_MAP_ID_BASE + i for i in self._ids),
-                                     self.config.sub_dirs)
+        merged_id = id_beside_inputs(s.shuffle_id, [(o.map_id, o.bytes > 0) for o in group], len(dirs), self._ids, self.config.sub_dirs)
         if merged_id is None:  # a narrow merge over many local dirs: too few sub dirs are known to exist
             s.unsend(group, causes.OTHER)
             return
