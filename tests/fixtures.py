@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from riffle.shuffle.layout import write_map_output
+from riffle.shuffle.layout import DEFAULT_SUB_DIRS, block_file_path, data_file_name, encode_index, index_file_name
 
 # The JVMs the tests start (a driver and its executors, a History Server, javac) live for seconds to minutes and spend
 # most of their start-up CPU in the C2 JIT compiler, for code they then barely run. Stopping at C1 halves their CPU (a
@@ -35,6 +35,19 @@ def stop_child(proc: subprocess.Popen, timeout: float = 60) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+def write_map_output(local_dirs: list[str], shuffle_id: int, map_id: int, blocks: list[bytes], sub_dirs: int = DEFAULT_SUB_DIRS) -> tuple[Path, Path]:
+    """Write a map output in Spark's format at Spark's path, as a map task does."""
+    data = block_file_path(local_dirs, data_file_name(shuffle_id, map_id), sub_dirs)
+    index = block_file_path(local_dirs, index_file_name(shuffle_id, map_id), sub_dirs)
+    for path in (data, index):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with open(data, "wb") as fh:
+        for block in blocks:
+            fh.write(block)
+    index.write_bytes(encode_index([len(b) for b in blocks]))
+    return data, index
 
 
 def make_outputs(dirs, shuffle_id, maps, partitions, seed=0, sizes=(0, 1, 17, 300, 4096, 70000)):

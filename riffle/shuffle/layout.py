@@ -104,19 +104,6 @@ def decode_index(raw: bytes, num_partitions: int, data_length: int, where: str =
     return offsets
 
 
-def write_map_output(local_dirs: list[str], shuffle_id: int, map_id: int, blocks: list[bytes], sub_dirs: int = DEFAULT_SUB_DIRS) -> tuple[Path, Path]:
-    """Write a map output in Spark's format at Spark's path (for tests and benchmarks)."""
-    data = block_file_path(local_dirs, data_file_name(shuffle_id, map_id), sub_dirs)
-    index = block_file_path(local_dirs, index_file_name(shuffle_id, map_id), sub_dirs)
-    for path in (data, index):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with open(data, "wb") as fh:
-        for block in blocks:
-            fh.write(block)
-    index.write_bytes(encode_index([len(b) for b in blocks]))
-    return data, index
-
-
 def read_partition(data_path: Path, index_path: Path, num_partitions: int, partition: int) -> bytes:
     """One reduce partition's block, read the way a reducer would (through the index)."""
     offsets = decode_index(index_path.read_bytes(), num_partitions, os.path.getsize(data_path), str(index_path))

@@ -27,11 +27,10 @@ from riffle.shuffle.layout import (
     id_beside_inputs,
     index_file_name,
     read_partition,
-    write_map_output,
 )
 from srlab.riffle_bench.inputs import write_inputs
 from srsupport.daemons import DaemonProcess
-from tests.fixtures import all_files, make_outputs
+from tests.fixtures import all_files, make_outputs, write_map_output
 
 M = SYNTHETIC_MAP_ID_BASE
 
