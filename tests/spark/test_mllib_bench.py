@@ -8,6 +8,7 @@ test suite's shared session (getOrCreate would hand that one back)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from slaq.sim.check import check_trace
 from srlab.slaq_bench.mllib import CV_FOLDS
 from srlab.slaq_bench.mllib_args import SMALL
 from srlab.slaq_bench.mllib_workload import GBT_FAMILIES, GRIDS, make_fits, make_gbt_fits
+from srlab.slaq_bench.raw_runs import runs_path
 from tests.fixtures import ends
 
 # --small's sweep with four iterations (every linear fit still logs at least two losses) on a quarter of its rows and half
@@ -106,3 +108,20 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     # and the phase after it ends at the same time, so the replay has no loss of it earlier
     fitted = [j for j in trace.load(tmp_path / "t-fits.json.gz").jobs if j.losses]
     assert fitted and all(p0.stages and not (p1.stages or p1.driver_s) for p0, p1 in (j.phases[:2] for j in fitted)), fitted
+    # each trace's raw runs beside it rebuild the same jobs with today's rules (so a rule can be tried offline), and
+    # keep every fit's Spark jobs with their stages as the status store timed them
+    for variant in ("fits", "cv", "gbt"):
+        recorded = tmp_path / f"t-{variant}.json.gz"
+        rebuilt = tmp_path / f"rebuilt-{variant}.json.gz"
+        proc = subprocess.run([sys.executable, "-m", "srlab.slaq_bench.raw_runs", str(recorded), "--out", str(rebuilt)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert trace.load(rebuilt).jobs == trace.load(recorded).jobs, variant
+    with gzip.open(runs_path(tmp_path / "t-gbt.json.gz"), "rt") as fh:
+        runs = json.load(fh)["runs"]
+    assert len(runs) == 2  # slaq's run and stock's
+    for run in runs:
+        groups = {j["group"] for j in run["spark_jobs"]}
+        assert {f["name"] for f in run["fits"]} <= groups, groups
+        timed = [s for j in run["spark_jobs"] if j["group"] in silent for s in j["stages"].values() if s is not None and None not in s[:3]]
+        assert timed and all(s[0] <= s[1] <= s[2] for s in timed), timed[:5]  # submitted, first task launched, completed

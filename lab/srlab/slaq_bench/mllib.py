@@ -39,7 +39,7 @@ from slaq.live.status_store import RETAIN_CONF, locality_wait, spark_jobs_by_gro
 from slaq.live.storage import MB
 from slaq.metrics import change_vs, mean_time_to_key, mean_times
 from slaq.names import fit_job_name
-from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of, slot_split
+from slaq.sim.record import RunJob, SparkJob, combine, slot_split
 from slaq.sim.trace import TraceJob, outside_job
 from slaq.sim.trace import save as save_trace
 from srlab.slaq_bench.capture_check import check_capture
@@ -58,12 +58,14 @@ from srlab.slaq_bench.mllib_workload import (
     make_gbt_fits,
     param_map,
 )
+from srlab.slaq_bench.raw_runs import fit_entry, run_jobs, stage_timeline, write_runs
 from srlab.slaq_bench.storage_watch import StorageWatch
 from srlab.slaq_bench.sweep import job_metrics
 from srsupport.session import executor_memory, spark_session
 from srsupport.slaq_watch import FirstLossCores
 
 log = logging.getLogger("srlab.slaq_bench.mllib")
+INTERNAL = ("fits", "trace_jobs", "outside_spark_jobs", "raw_run")  # a summary's parts a repeat's figures leave out
 VARIANTS = ("fits", "cv", "gbt")
 ATTRIBUTIONS = ("explicit", "zero-change")
 CV_PARALLELISM = 4
@@ -389,8 +391,8 @@ def run_config(config: str, work: Workload, variants: list[str], master: str, ep
                     out[variant]["cpu_s"] = cpu
                     out[variant]["storage"] = storage.summary
                     if record:
-                        out[variant]["trace_jobs"], out[variant]["executor_slot_s"], out[variant]["outside_spark_jobs"] = \
-                            _trace_jobs(sc, recorder, clock, start)
+                        (out[variant]["trace_jobs"], out[variant]["executor_slot_s"], out[variant]["outside_spark_jobs"],
+                         out[variant]["raw_run"]) = _trace_jobs(sc, recorder, clock, start)
                         out[variant]["executor_cores"] = int(sc.defaultParallelism)
                         out[variant]["locality_wait_s"] = locality_wait(sc)
                     if scheduler.loop is not None:
@@ -481,29 +483,30 @@ def tuner_agreement(runs: list[dict[str, dict]]) -> dict | None:
     return out
 
 
-def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: float) -> tuple[list[RunJob], dict[str, float], list[TraceJob]]:
+def _trace_jobs(sc: Any, recorder: FitRecorder, clock: IterationClock, start: float) -> tuple[list[RunJob], dict[str, float], list[TraceJob], dict]:
     """Each fit as a trace records it: arrival at its start, its objective history, one phase per iteration
     (SLAQ captures a fit's losses from breeze's per-iteration line, which starts with the first iteration:
     so phase 0 is the set-up and first iteration and phase 1 ends at the same time, and the replay has no
     loss of the fit before then, as SLAQ live has none; the replay's SLAQ then has the initial objective
     too, which live it never sees); the run's executor slot seconds
-    inside and outside the fits' Spark jobs; and the Spark jobs outside them (a CrossValidator's
-    evaluations), as the trace replays them. A fit without a loss history (GBT) is a silent job: one phase
-    from its start to its end, no loss, known to report none, as SLAQ schedules it."""
+    inside and outside the fits' Spark jobs; the Spark jobs outside them (a CrossValidator's
+    evaluations), as the trace replays them; and the run as :mod:`srlab.slaq_bench.raw_runs` keeps it. A fit
+    without a loss history (GBT) is a silent job: one phase from its start to its end, no loss, known to report
+    none, as SLAQ schedules it."""
     others: list[SparkJob] = []
     spark_jobs, tasks = spark_jobs_by_group(sc, set(recorder.records), start, others)
-    busy, cores, ends = busy_cores(tasks), int(sc.defaultParallelism), clock.iteration_times()
-    out = []
+    ends = clock.iteration_times()
+    fits = []
     for name, r in sorted(recorder.records.items(), key=lambda kv: kv[1].start):
-        arrival = r.start - start
         iterations = [t - start for t in ends.get(name, [])]
         times = iterations[:1] + iterations
         if len(times) == len(r.losses) >= 2:
-            out.append(RunJob(name, r.family, arrival, tuple(r.losses), tuple(phases_of(arrival, times, spark_jobs[name], busy, cores)), True))
+            fits.append(fit_entry(name, r.family, r.start - start, list(r.losses), times, True, spark_jobs[name]))
         elif r.trees is not None:
-            out.append(RunJob(name, r.family, arrival, (), tuple(phases_of(arrival, [r.end - start], spark_jobs[name], busy, cores)), False))
+            fits.append(fit_entry(name, r.family, r.start - start, [], [r.end - start], False, spark_jobs[name]))
+    raw = {"cores": int(sc.defaultParallelism), "tasks": tasks, "fits": fits, "spark_jobs": stage_timeline(sc, start)}
     outside = [j for j in sorted(others, key=lambda j: j.submitted) if j.submitted >= 0 and j.stages]
-    return out, slot_split(spark_jobs, tasks), [outside_job(k, j.submitted, j.stages) for k, j in enumerate(outside)]
+    return run_jobs(raw), slot_split(spark_jobs, tasks), [outside_job(k, j.submitted, j.stages) for k, j in enumerate(outside)], raw
 
 
 def record_traces(path: str, runs: list[dict[str, dict[str, dict]]], configs: list[str], variants: list[str], epoch: float,
@@ -526,6 +529,7 @@ def record_traces(path: str, runs: list[dict[str, dict[str, dict]]], configs: li
             name, _, rest = target.name.partition(".")
             target = target.with_name(f"{name}-{variant}" + (f".{rest}" if rest else ""))
         written.append(str(save_trace(trace, target)))
+        write_runs(target, [s["raw_run"] for s in every])
     return written
 
 
@@ -577,7 +581,7 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         per_config = {c: [run[c][variant] for run in runs] for c in configs}
         medians = {c: _median_figures(s) for c, s in per_config.items()}
         v: dict = {"median": medians,
-                   "per_repeat": {c: [{k: s[k] for k in s if k not in ("fits", "trace_jobs", "outside_spark_jobs")} for s in per_config[c]] for c in configs},
+                   "per_repeat": {c: [{k: s[k] for k in s if k not in INTERNAL} for s in per_config[c]] for c in configs},
                    "objectives": objective_agreement([{c: run[c][variant]} for run in runs for c in configs]),
                    "capture": capture_totals([run[c][variant] for run in runs for c in configs]),
                    "tuners": tuner_agreement([{c: run[c][variant] for c in configs} for run in runs])}
