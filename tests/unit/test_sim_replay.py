@@ -341,10 +341,11 @@ def test_the_mllib_sweep_writes_one_trace_per_variant(tmp_path):
 
     fit = RunJob("lr-00", "logreg", 0.0, (1.0, 0.4, 0.1), tuple(RunPhase(Phase(0.2, (Stage(8, 1.6),)), 0.05) for _ in range(3)), True)
     summary = {"trace_jobs": [fit], "executor_cores": 2, "locality_wait_s": 3.0, "mean_time_to_90pct_s": 4.0, "mean_time_to_95pct_s": 5.0, "makespan_s": 6.0,
-               "fits": {"lr-00": {"time_to_90pct_s": 4.0}}}
+               "fits": {"lr-00": {"time_to_90pct_s": 4.0}}, "raw_run": {"cores": 2, "tasks": [], "fits": [], "spark_jobs": []}}
     runs = [{"slaq": {"fits": summary, "cv": summary}, "stock": {"fits": summary, "cv": summary}}]
     paths = record_traces(str(tmp_path / "mllib.json.gz"), runs, ["slaq", "stock"], ["fits", "cv"], 1.0, {"rows": 10})
     assert [p.rsplit("/", 1)[1] for p in paths] == ["mllib-fits.json.gz", "mllib-cv.json.gz"]
+    assert sorted(p.name for p in tmp_path.glob("*.runs.json.gz")) == ["mllib-cv.runs.json.gz", "mllib-fits.runs.json.gz"]  # each beside its trace
     t = trace.load(paths[1])
     assert t.jobs[0].reports is True and t.jobs[0].phases[1].latency_s == pytest.approx(0.05) and set(t.measured) == {"slaq", "stock"}
     assert t.setting["source"] == "slaq bench mllib (cv)"
