@@ -28,6 +28,13 @@ def scala_list(sc: Any, scala_seq: Any) -> list[Any]:
     return list(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_seq))
 
 
+def every_stage(sc: Any) -> list[Any]:
+    """Every stage the status store of ``sc`` holds (v1 ``StageData``, without tasks or summaries)."""
+    # stageList(statuses, details, withSummaries, quantiles, taskStatuses): Scala defaults spelled out for py4j
+    every = sc._jsc.sc().statusStore().stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
+    return scala_list(sc, every)
+
+
 @dataclass(frozen=True)
 class StoreJob:
     group: str | None  # its job group
@@ -70,9 +77,7 @@ def read_store(sc: Any, offset: float) -> StoreRead:
     out = StoreRead()
     short = 0
     executors: set[str] = set()
-    # stageList(statuses, details, withSummaries, quantiles, taskStatuses): Scala defaults spelled out for py4j
-    every = store.stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
-    for st in scala_list(sc, every):
+    for st in every_stage(sc):
         cost = stages.setdefault(int(st.stageId()), _StageTasks(pool=str(st.schedulingPool())))
         listed = scala_list(sc, store.taskList(st.stageId(), st.attemptId(), ALL_TASKS))
         short += len(listed) < int(st.numCompleteTasks()) + int(st.numFailedTasks()) + int(st.numKilledTasks())

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slaq.enforce.pools import own_properties, restore_thread
-from slaq.live.status_store import ALL_TASKS, scala_list
+from slaq.live.status_store import ALL_TASKS, every_stage, scala_list
 from slaq.messages import BREEZE_ITERATION_LINE, BREEZE_LOGGER
 from slaq.sim.record import union_length
 
@@ -122,9 +122,7 @@ def job_split(sc: Any, fits: set[str]) -> dict[str, dict[str, Any]]:
     """
     store = sc._jsc.sc().statusStore()
     stages: dict[int, StageCost] = {}
-    # stageList(statuses, details, withSummaries, quantiles, taskStatuses): Scala defaults spelled out for py4j
-    every_stage = store.stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
-    for s in scala_list(sc, every_stage):
+    for s in every_stage(sc):
         cost = stages.setdefault(s.stageId(), StageCost())
         cost.run_ms += float(s.executorRunTime())
         cost.cpu_ms += s.executorCpuTime() / 1e6

@@ -19,7 +19,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from slaq.live.status_store import scala_list
+from slaq.live.status_store import every_stage, scala_list
 from slaq.sim.record import RunJob, SparkJob, busy_cores, combine, phases_of
 from slaq.sim.trace import Stage, Trace, load, save
 from slaq.sim.trace_json import TraceError
@@ -60,12 +60,10 @@ def _ms(opt: Any, offset: float) -> float | None:
 def stage_timeline(sc: Any, offset: float) -> list[dict[str, Any]]:
     """Every Spark job the status store holds, with its group and each stage's submission, first task launch,
     completion and task count (seconds minus ``offset``); read after the run, so it costs the run nothing."""
-    store = sc._jsc.sc().statusStore()
-    every = store.stageList(None, False, False, sc._gateway.new_array(sc._jvm.double, 0), sc._jvm.java.util.ArrayList())
     stages = {int(st.stageId()): [_ms(st.submissionTime(), offset), _ms(st.firstTaskLaunchedTime(), offset),
-                                  _ms(st.completionTime(), offset), int(st.numTasks())] for st in scala_list(sc, every)}
+                                  _ms(st.completionTime(), offset), int(st.numTasks())] for st in every_stage(sc)}
     out = []
-    for job in scala_list(sc, store.jobsList(None)):
+    for job in scala_list(sc, sc._jsc.sc().statusStore().jobsList(None)):
         group = job.jobGroup()
         out.append({"job": int(job.jobId()), "group": group.get() if group.isDefined() else None,
                     "submitted": _ms(job.submissionTime(), offset), "completed": _ms(job.completionTime(), offset),
