@@ -1,20 +1,22 @@
 """Policies for a fit's set-up (the work before its loss curve exists), tried in the task-level replay.
 
 A spark.ml fit spends most of its executor work to its 90% point before its second loss (caching, initial
-passes), and SLAQ explores every such job evenly. These variants estimate a set-up's cost from its siblings
-(same estimator family, same CrossValidator candidate) whose set-ups already finished, and order or bound
-set-ups by it; jobs with a loss curve keep SLAQ's allocation unless the variant says otherwise:
+passes), and SLAQ explores every such job evenly. These variants estimate each job's executor seconds left to
+its 90% point and serve the least first; they differ only in how the scheduler is told:
 
-* ``srpt``: every job by its estimated executor seconds left to its 90% point (set-up left from siblings plus
-  the siblings' work from set-up to 90%; a curve job's from its fitted curve), cores in that order, each job
-  up to the widest stage it has shown; set-ups with no estimate share evenly after the others.
-  ``srpt-even``: the same, set-ups with no estimate sharing evenly (the brief's fallback) rather than by arrival.
-* ``kfifo`` / ``kest``: at most ``k = cores / stage width`` set-ups admitted at once (by arrival / by estimated
-  set-up left); SLAQ allocates the curve jobs and the admitted set-ups; the others wait (work conservation
-  still hands them idle cores).
-* ``gain``: SLAQ's greedy over predicted normalized loss reduction, a set-up's gain being its siblings' first
-  reduction (normalized) spread over its estimated set-up left, instead of SLAQ's one unit per iteration.
-* ``gain-srpt``: ``gain``'s share for set-ups, handed to them shortest estimated set-up first.
+* ``srpt``: as token grants, SLAQ's live mechanism: cores in key order, each job up to the cores it keeps busy
+  (at most the widest stage it has shown), the rest evenly; a job known to report no loss keeps its even share.
+* ``order``: as the order in which the pools are offered cores (the clairvoyant order's mechanism, with estimates
+  in place of the future): free cores go to the least key with tasks waiting, re-ranked at every decision;
+  jobs known to report no loss last, by arrival.
+
+The key: a set-up's left is its siblings' set-up cost (same CrossValidator candidate, else same estimator family,
+else any job; the median of the latest :data:`RECENT`) less what it used, plus the siblings' work from set-up to
+90%; a set-up with no finished sibling anywhere comes after those, by arrival. A job with a loss curve is taken
+as :data:`CAP_ITERATIONS` iterations from its 90% point (most of a spark.ml fit's work to 90% is its set-up; the
+fitted curve's count of iterations to it was 16-35x too many on the plain fits); it is past that point where its
+fitted curve says so and its latest drop is under :data:`FALLING` of its drop so far (a curve from two or three
+losses puts the floor too close), and then goes after every job short of it.
 
 The harness gives a policy only what the live loop has (:class:`Mirrored`): arrivals so far, each job's losses
 with times, its pool's core-seconds (``LiveJob.consumed``, ``LiveJob.last``), the width of stages it submitted,
@@ -36,24 +38,23 @@ from pathlib import Path
 
 import numpy as np
 
+import slaq.sim.pools as sim_pools
 import slaq.sim.replay as rp
-from slaq.live.allocation import Allocator, Decision, fixed_shares
+from slaq.live.allocation import Decision, fixed_shares
 from slaq.live.job import LiveJob
 from slaq.metrics import NINETY, reached
 from slaq.policy.base import fill_in_order, water_fill
-from slaq.policy.greedy import greedy_allocate
-from slaq.policy.slaq_total import SlaqTotal
 from slaq.predict.forecast import ForecastTable, job_forecast
-from slaq.predict.loss_curves import evaluate
 from slaq.sim.check import STEP_GAP, packaged_traces, scaled
 from slaq.sim.trace import Trace, TraceJob, load
 
-VARIANTS = ("srpt", "srpt-even", "kfifo", "kest", "gain", "gain-srpt")
+VARIANTS = ("srpt", "order")
 RECENT = 3  # siblings an estimate takes the median of, the latest first
 BASELINES = ("slaq", "fair", rp.CLAIRVOYANT)
-TRUST_POINTS = 0  # losses before a curve job may be taken as past its 90% point
 SLACK = 3  # usable(): 0 = grant each job its widest stage
-HORIZON = 400  # iterations ahead a curve job's 90% point is looked for
+CAP_ITERATIONS = 3  # a curve job short of its 90% point is taken as this many iterations from it
+FALLING = 0.02  # a latest drop at least this share of the drop so far: not past the 90% point
+PAST, NO_ESTIMATE, NO_LOSS = 1e9, 2e9, 3e9  # order's tiers: past the 90% point, a set-up with no estimate, no loss reported
 
 
 class Mirrored(rp._Job):
@@ -85,7 +86,6 @@ class Seen:
     family: str
     candidate: str
     setup_cs: float | None = None  # core-seconds to its second loss (its set-up)
-    first_drop: float | None = None  # its first reduction over its largest one (SLAQ's normalized units)
     post90_cs: float | None = None  # core-seconds from its set-up's end to its 90% point, once it finished
 
 
@@ -105,26 +105,24 @@ def cumulative_at(job: LiveJob, report: int) -> float | None:
 
 
 class SetupAllocator:
-    """A drop-in for :class:`Allocator` in the replay (``decide(jobs, capacity, closed, now).alloc``)."""
+    """A drop-in for :class:`Allocator` in the replay (``decide(jobs, capacity, closed, now).alloc``); ``order``'s
+    variant also leaves ``ranks``, each job's key, for the harness's offer order."""
 
-    def __init__(self, variant: str, epoch: float, family_of: Callable[[str], str], tasks_per_stage: float | None = None):
+    def __init__(self, variant: str, epoch: float, family_of: Callable[[str], str]):
         self.variant, self.epoch = variant, float(epoch)
-        self.slaq = Allocator("slaq", epoch, status=False)
         self.family_of = family_of
-        self.tasks_per_stage = tasks_per_stage
         self.seen: dict[str, Seen] = {}
+        self.ranks: dict[str, float] | None = None
 
     # -- what is known --------------------------------------------------------------------------------------------
     def observe(self, jobs: Sequence[LiveJob], now: float) -> None:
         names = {j.name for j in jobs}
         for j in jobs:
-            s = self.seen.get(j.name)
-            if s is None:
-                s = self.seen[j.name] = Seen(j, now, self.family_of(j.name), candidate_of(j.name))
-            if s.setup_cs is None and len(j.history.losses) >= 2:
-                s.setup_cs = cumulative_at(j, 1)
-                s.first_drop = (j.history.losses[0] - j.history.losses[1]) / j.history.scale()
-        for s in self.seen.values():
+            if j.name not in self.seen:
+                self.seen[j.name] = Seen(j, now, self.family_of(j.name), candidate_of(j.name))
+        for s in self.seen.values():  # a job that ended since the last decision is read too: it may have run all its losses in between
+            if s.setup_cs is None and len(s.job.history.losses) >= 2:
+                s.setup_cs = cumulative_at(s.job, 1)
             if s.job.name not in names and s.post90_cs is None and s.setup_cs is not None:
                 losses = s.job.history.losses  # ended: its whole history is known
                 first, low = losses[0], min(losses)
@@ -141,23 +139,21 @@ class SetupAllocator:
         return []
 
     def setup_left(self, s: Seen) -> float | None:
-        """Estimated core-seconds left of its set-up: the siblings' median minus what it used; None: no sibling."""
+        """Estimated core-seconds left to its 90% point: the siblings' median set-up minus what it used, plus their
+        median work from set-up to 90%; None: no sibling."""
         sib = self.siblings(s, "setup_cs")
         if not sib:
             return None
-        est = statistics.median(sib)
-        used = s.job.consumed
-        return est - used if used < est else 0.25 * used  # past the estimate: assume a quarter more of what it used
+        est, used = statistics.median(sib), s.job.consumed
+        post = self.siblings(s, "post90_cs")
+        return (est - used if used < est else 0.25 * used) + (statistics.median(post) if post else 0.0)  # past the estimate: a quarter more
 
     def usable(self, j: LiveJob) -> float:
         """Cores the job keeps busy on average when it runs (its iterations' core-seconds over wall seconds, times
         :data:`SLACK`), at most its widest stage: a grant of its widest stage leaves its driver gaps and narrow
         stages to whichever pool the work-conserving order picks, not to the next job in line."""
-        h = j.history
-        used = [c for c in h.cores[1:] if math.isfinite(c)]
-        if not used:
-            return self.width(j)
-        return min(self.width(j), SLACK * float(np.median(used)))
+        used = [c for c in j.history.cores[1:] if math.isfinite(c)]
+        return min(self.width(j), SLACK * float(np.median(used))) if used else self.width(j)
 
     def width(self, j: LiveJob) -> float:
         own = getattr(j, "widest", 0)
@@ -166,149 +162,95 @@ class SetupAllocator:
         others = [getattr(s.job, "widest", 0) for s in self.seen.values() if getattr(s.job, "widest", 0)]
         return float(statistics.median(others)) if others else math.inf
 
-    def k_setups(self, capacity: float) -> int:
-        widths = [getattr(s.job, "widest", 0) for s in self.seen.values() if getattr(s.job, "widest", 0)]
-        per = self.tasks_per_stage or (statistics.median(widths) if widths else capacity)
-        return max(1, int(capacity // per))
-
     # -- deciding -------------------------------------------------------------------------------------------------
     def decide(self, jobs: Sequence[LiveJob], capacity: float, closed: Sequence[str], now: float) -> Decision:
         self.observe(jobs, now)
         if not jobs:
             return Decision({})
-        setup = [j for j in jobs if len(j.history.losses) < 2]
+        silent = [j for j in jobs if j.reports is False]
+        steered = [j for j in jobs if j.reports is not False]
+        keys = self.keys(steered)
+        if self.variant == "order":
+            self.ranks = {**keys, **{j.name: NO_LOSS + self.seen[j.name].arrival for j in silent}}
+            return Decision({j.name: capacity / len(jobs) for j in jobs})  # the tokens are not what orders the pools
+        shares = fixed_shares(list(jobs), [], capacity)
+        fixed = {j.name: shares[j.name] for j in silent}
+        return Decision({**fixed, **(self.srpt(steered, keys, capacity - sum(fixed.values())) if steered else {})})
+
+    def keys(self, jobs: Sequence[LiveJob]) -> dict[str, float]:
+        """Each job's estimated executor seconds left to its 90% point; :data:`PAST` and :data:`NO_ESTIMATE` added
+        for a job past it and a set-up with no finished sibling (then by arrival)."""
         curve = [j for j in jobs if len(j.history.losses) >= 2]
-        if self.variant in ("srpt", "srpt-even"):  # a job known to report no loss keeps its even share, as in the product
-            shares = fixed_shares(list(jobs), [], capacity)
-            fixed = {j.name: shares[j.name] for j in jobs if j.reports is False}
-            steered = [j for j in jobs if j.name not in fixed]
-            rest = self.srpt(steered, [j for j in setup if j.name not in fixed], curve, capacity - sum(fixed.values())) if steered else {}
-            return Decision({**fixed, **rest})
-        if self.variant in ("kfifo", "kest"):
-            k = self.k_setups(capacity)
-            if self.variant == "kfifo":
-                admitted = sorted(setup, key=lambda j: self.seen[j.name].arrival)[:k]
-            else:
-                admitted = sorted(setup, key=lambda j: self.setup_key(j))[:k]
-            chosen = self.slaq.decide([*curve, *admitted], capacity, [], now).alloc
-            return Decision({j.name: chosen.get(j.name, 0.0) for j in jobs})
-        return Decision(self.gain(jobs, setup, capacity, now))
+        out = self.curve_left(curve)
+        for j in jobs:
+            if j.name not in out:
+                left = self.setup_left(self.seen[j.name])
+                out[j.name] = NO_ESTIMATE + self.seen[j.name].arrival if left is None else left
+        return out
 
-    def setup_key(self, j: LiveJob) -> tuple[float, float]:
-        left = self.setup_left(self.seen[j.name])
-        return (math.inf if left is None else left, self.seen[j.name].arrival)
-
-    def srpt(self, jobs: Sequence[LiveJob], setup: list[LiveJob], curve: list[LiveJob], capacity: float) -> dict[str, float]:
-        keys: dict[str, float] = {}
-        unknown: list[LiveJob] = []
-        for j in setup:
-            left = self.setup_left(self.seen[j.name])
-            if left is None:
-                unknown.append(j)
-                continue
-            post = self.siblings(self.seen[j.name], "post90_cs")
-            keys[j.name] = left + (statistics.median(post) if post else 0.0)
-        keys.update(self.curve_left(curve))
-        known = sorted(keys, key=lambda n: (keys[n], self.seen[n].arrival))
-        by = {j.name: j for j in jobs}
-        cap = np.array([self.usable(by[n]) if SLACK else self.width(by[n]) for n in known])
-        alloc = fill_in_order(np.arange(len(known)), cap, capacity)
-        out = dict(zip(known, alloc.tolist()))
+    def srpt(self, jobs: Sequence[LiveJob], keys: Mapping[str, float], capacity: float) -> dict[str, float]:
+        known = sorted((j for j in jobs if keys[j.name] < NO_ESTIMATE), key=lambda j: (keys[j.name], self.seen[j.name].arrival))
+        unknown = sorted((j for j in jobs if keys[j.name] >= NO_ESTIMATE), key=lambda j: self.seen[j.name].arrival)
+        alloc = fill_in_order(np.arange(len(known)), np.array([self.usable(j) for j in known]), capacity)
+        out = {j.name: float(c) for j, c in zip(known, alloc)}
         left = capacity - float(alloc.sum())
-        if unknown:  # no finished set-up anywhere yet: by arrival (srpt) or evenly (srpt-even)
-            width = np.array([self.width(j) for j in unknown])
-            if self.variant == "srpt":
-                unknown.sort(key=lambda j: self.seen[j.name].arrival)
-                width = np.array([self.width(j) for j in unknown])
-                share = fill_in_order(np.arange(len(unknown)), width, left)
-            else:
-                share = water_fill(width, np.ones(len(unknown)), left)
+        if unknown:  # no finished set-up anywhere yet: by arrival
+            share = fill_in_order(np.arange(len(unknown)), np.array([self.width(j) for j in unknown]), left)
             out.update({j.name: float(c) for j, c in zip(unknown, share)})
             left -= float(share.sum())
         if left > 1e-9:  # work conservation: what nobody was ordered to take, evenly
-            names = list(out)
-            room = np.array([max(self.width(by[n]) - out[n], 0.0) for n in names])
-            extra = water_fill(room, np.ones(len(names)), left)
-            out = {n: out[n] + float(e) for n, e in zip(names, extra)}
+            room = np.array([max(self.width(j) - out[j.name], 0.0) for j in jobs])
+            extra = water_fill(room, np.ones(len(jobs)), left)
+            out = {j.name: out[j.name] + float(e) for j, e in zip(jobs, extra)}
         return out
 
     def curve_left(self, curve: list[LiveJob]) -> dict[str, float]:
-        """Executor seconds left to each curve job's predicted 90% point: iterations to it on its fitted curve
-        (floor, span) times its cost per iteration after its set-up (the set-up's cost is no iteration's).
-        A job is taken as past that point (1e9 plus its cost: after every job still short of it) only once
-        its curve rests on :data:`TRUST_POINTS` losses: a curve from 2-3 losses puts the floor too close."""
+        """Executor seconds left to each curve job's 90% point: :data:`CAP_ITERATIONS` times its cost per iteration
+        after its set-up (the set-up's cost is no iteration's); :data:`PAST` plus that cost once its fitted curve
+        puts it past the point and its latest drop is under :data:`FALLING` of its drop so far."""
         if not curve:
             return {}
         table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in curve], self.epoch)
-        ahead = np.arange(1, HORIZON + 1, dtype=float)
-        loss = evaluate(table.family[:, None], table.params[:, None, :], table.k_now[:, None] + ahead[None, :])
-        norm = (np.minimum(loss, table.loss_now[:, None]) - table.floor[:, None]) / table.span[:, None]
-        hit = norm <= 1 - NINETY + 1e-12
-        steps = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, HORIZON)
         now_norm = table.normalized_now()
         out = {}
         for i, j in enumerate(curve):
-            after = j.history.core_seconds[1:]
+            after, losses = j.history.core_seconds[1:], j.history.losses
             cost = float(np.median(after)) if after else float(table.cost[i])
-            past = now_norm[i] <= 1 - NINETY + 1e-12 and len(j.history.losses) >= TRUST_POINTS
-            out[j.name] = 1e9 + cost if past else max(int(steps[i]), 1) * cost
-        return out
-
-    def gain(self, jobs: Sequence[LiveJob], setup: list[LiveJob], capacity: float, now: float) -> dict[str, float]:
-        synth: dict[int, tuple[float, float]] = {}  # row -> (first reduction, core-seconds left of its set-up)
-        for i, j in enumerate(jobs):
-            if len(j.history.losses) >= 2:
-                continue
-            s = self.seen[j.name]
-            left, drop = self.setup_left(s), self.siblings(s, "first_drop")
-            if left is not None and drop:
-                synth[i] = (statistics.median(drop), max(left, 1e-3))
-        if not synth:
-            return self.slaq.decide(jobs, capacity, [], now).alloc
-        table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in jobs], self.epoch)
-        epoch = self.epoch
-
-        def score(t: ForecastTable, rows: np.ndarray, alloc: np.ndarray, quantum: float) -> tuple[np.ndarray, np.ndarray]:
-            gain, ok = SlaqTotal.score(t, rows, alloc, quantum)
-            for r, row in enumerate(rows.tolist()):
-                if row in synth:
-                    drop, left = synth[row]
-                    done = np.minimum(epoch * np.concatenate([alloc[r], alloc[r, -1:] + quantum]) / left, 1.0)
-                    gain[r] = drop * (done[1:] - done[:-1]) * t.weight[row]
-                    ok[r] = gain[r] > 1e-12
-            return gain, ok
-
-        alloc = greedy_allocate(table, capacity, score)
-        out = {j.name: float(c) for j, c in zip(jobs, alloc)}
-        if self.variant == "gain-srpt":
-            rows = sorted(synth, key=lambda r: (synth[r][1], self.seen[jobs[r].name].arrival))
-            total = sum(out[jobs[r].name] for r in rows)
-            cap = np.array([self.width(jobs[r]) for r in rows])
-            again = fill_in_order(np.arange(len(rows)), cap, total)
-            if again.sum() < total - 1e-9:  # the widths could not take it all: keep the rest where gain put it
-                again += water_fill(np.maximum(cap - again, 0.0), np.ones(len(rows)), total - float(again.sum()))
-            out.update({jobs[r].name: float(c) for r, c in zip(rows, again)})
+            falling = losses[-2] - losses[-1] >= FALLING * max(losses[0] - losses[-1], 1e-12)
+            past = now_norm[i] <= 1 - NINETY + 1e-12 and not falling
+            out[j.name] = PAST + cost if past else CAP_ITERATIONS * cost
         return out
 
 
 @contextlib.contextmanager
 def harness(jobs: Sequence[TraceJob]) -> Iterator[None]:
-    """The replay with :class:`Mirrored` jobs and, for a variant's name, a :class:`SetupAllocator`; restored after."""
+    """The replay with :class:`Mirrored` jobs, for a variant's name a :class:`SetupAllocator`, and, for ``order``, its
+    ranks as the order SLAQ's pools are offered cores (Spark's ``default`` pool still beside them as in
+    :func:`slaq.sim.pools.offer_order`); restored after."""
     family = {j.name: j.family for j in jobs}
-    saved_job, saved_alloc = rp._Job, rp.Allocator
+    names = [jobs[i].name for i in sorted(range(len(jobs)), key=lambda i: jobs[i].arrival)]  # the replay's rows
+    saved_job, saved_alloc, saved_order = rp._Job, rp.Allocator, sim_pools.offer_order
+    made: list[SetupAllocator] = []
 
     def make(policy: str, epoch: float, status: bool = True) -> object:
         if policy in VARIANTS:
-            return SetupAllocator(policy, epoch, lambda n: family.get(n, ""))
+            made.append(SetupAllocator(policy, epoch, lambda n: family.get(n, "")))
+            return made[-1]
         return saved_alloc(policy, epoch, status=status)
 
+    def offer_order(pools: sim_pools.PoolArrays, waiting: np.ndarray, stock: bool, work_conserving: bool, k: int) -> np.ndarray:
+        ranks = made[-1].ranks if made else None
+        if stock or ranks is None or (pools.has_outside and pools.outside[waiting].any()):
+            return saved_order(pools, waiting, stock, work_conserving, k)  # which calls this again for SLAQ's pools alone
+        return sim_pools.first_of(np.array([ranks.get(names[i], math.inf) for i in waiting.tolist()]), waiting, k)
+
     rp._Job, rp.Allocator = Mirrored, make  # type: ignore[misc, assignment]
+    rp.offer_order = sim_pools.offer_order = offer_order  # type: ignore[assignment]
     try:
         yield
     finally:
         rp._Job, rp.Allocator = saved_job, saved_alloc  # type: ignore[misc]
-
-
+        rp.offer_order = sim_pools.offer_order = saved_order  # type: ignore[assignment]
 def run(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float, work_conserving: bool, gap: float) -> rp.ReplayResult:
     with harness(jobs):
         return rp.replay(jobs, policy, cores, epoch, work_conserving, min_step_gap=gap)
