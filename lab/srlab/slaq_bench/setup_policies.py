@@ -251,6 +251,8 @@ def harness(jobs: Sequence[TraceJob]) -> Iterator[None]:
     finally:
         rp._Job, rp.Allocator = saved_job, saved_alloc  # type: ignore[misc]
         rp.offer_order = sim_pools.offer_order = saved_order  # type: ignore[assignment]
+
+
 def run(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float, work_conserving: bool, gap: float) -> rp.ReplayResult:
     with harness(jobs):
         return rp.replay(jobs, policy, cores, epoch, work_conserving, min_step_gap=gap)
