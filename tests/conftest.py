@@ -15,13 +15,26 @@ from pathlib import Path
 
 import pytest
 
+CONF_DIR = pytest.StashKey[str]()  # the run's own SPARK_CONF_DIR, removed at its end
+
 
 def pytest_configure(config):
     """Every driver JVM the tests start through spark-submit (pyspark's gateway, spark-submit and spark-sql runs) stops
-    its JIT at C1 (tests/fixtures.py: QUICK_JVM), unless the caller set SPARK_SUBMIT_OPTS."""
-    from tests.fixtures import QUICK_JVM
+    its JIT at C1 (tests/fixtures.py: QUICK_JVM), unless the caller set SPARK_SUBMIT_OPTS; so do the executors of every
+    application that reads spark-defaults.conf, from a SPARK_CONF_DIR of the run's own unless the caller set one (a test
+    that needs a conf dir of its own writes QUICK_DEFAULTS into it)."""
+    from tests.fixtures import QUICK_DEFAULTS, QUICK_JVM
 
     os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM)
+    if "SPARK_CONF_DIR" not in os.environ:
+        conf = Path(tempfile.mkdtemp(prefix="slaq-riffle-conf-"))
+        (conf / "spark-defaults.conf").write_text(QUICK_DEFAULTS)
+        os.environ["SPARK_CONF_DIR"] = config.stash[CONF_DIR] = str(conf)
+
+
+def pytest_unconfigure(config):
+    if CONF_DIR in config.stash:
+        shutil.rmtree(config.stash[CONF_DIR], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -37,12 +50,10 @@ def spark(spark_local_root):
     from pyspark.sql import SparkSession
 
     from srsupport.session import neutral_gateway
-    from tests.fixtures import QUICK_EXECUTOR_CONF
 
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     neutral_gateway()  # this session's confs must not become defaults of later sessions in this process
     session = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("slaq-riffle-tests")
-               .config(map=QUICK_EXECUTOR_CONF)
                .config("spark.local.dir", str(spark_local_root))
                .config("spark.ui.enabled", "false")
                .config("spark.driver.memory", "1g")

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.java_gateway import JavaClass
+
 from slaq.sim.record import SparkJob
 from slaq.sim.trace import CORES, LOCALITY_WAIT_S, MAX_SECONDS, Stage
 
@@ -24,8 +26,12 @@ RETAIN_KEYS = (*RETAIN_CONF, "spark.ui.retainedTasks")
 
 
 def scala_list(sc: Any, scala_seq: Any) -> list[Any]:
-    """A Scala collection py4j handed back (the status store's answers), as a Python list."""
-    return list(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_seq))
+    """A Scala collection py4j handed back (the status store's answers), as a Python list. Copied into an
+    ``ArrayList`` in the JVM and read by index: py4j's iterator ends on a Java exception, which pyspark's error
+    conversion turns into a dozen more round trips per list (a Scala ``List`` read by index is quadratic)."""
+    client = sc._gateway._gateway_client
+    copy = JavaClass("java.util.ArrayList", client)(JavaClass("scala.jdk.javaapi.CollectionConverters", client).asJava(scala_seq))
+    return [copy.get(i) for i in range(copy.size())]
 
 
 def every_stage(sc: Any) -> list[Any]:

@@ -14,7 +14,6 @@ from riffle.shuffle.layout import SYNTHETIC_MAP_ID_BASE
 from srlab.cluster import Cluster
 from srlab.cluster.harness import wait_executors
 from srsupport.riffle_watch import set_merging, wait_idle
-from tests.fixtures import QUICK_EXECUTOR_CONF
 
 __all__ = ["cluster_session", "compare", "merged_files_by_node", "run", "sql_ops", "wait_executors"]
 
@@ -30,7 +29,7 @@ def cluster_session(cluster: Cluster, name: str, conf: dict[str, str] | None = N
     if SparkContext._active_spark_context is not None:
         pytest.fail("another SparkContext is active in this process: cluster tests must run first (see tests/conftest.py)")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver names and binds loopback only
-    settings = cluster.layout.driver_conf(riffle=riffle) | {"spark.scheduler.mode": "FAIR"} | QUICK_EXECUTOR_CONF
+    settings = cluster.layout.driver_conf(riffle=riffle) | {"spark.scheduler.mode": "FAIR"}
     if riffle:
         settings |= {"spark.riffle.enabled": "true", "spark.riffle.nway": "3", "spark.riffle.bestEffort": "1.0",
                      "spark.riffle.cost.enabled": "false"}  # merge every group: the tests' shuffles are too small to pay

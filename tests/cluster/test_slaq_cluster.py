@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fixtures import QUICK_EXECUTOR_CONF
-
 WARMUP, WINDOW = 4, 20  # epochs of 0.5 s: the allocation settles, then the core-seconds each job used are compared
 
 APP = """
@@ -75,7 +73,7 @@ def test_spark_submit_conf_only_attaches_and_enforces(cluster, shared_app, tmp_p
     submit = Path(sys.executable).parent / "spark-submit"
     confs = cluster.layout.driver_conf(riffle=False) | {
         "spark.ui.enabled": "false", "spark.scheduler.mode": "FAIR", "spark.slaq.enabled": "true", "spark.slaq.policy": "fair",
-        "spark.slaq.workConserving": "false", "spark.slaq.epoch": "0.5s"} | QUICK_EXECUTOR_CONF
+        "spark.slaq.workConserving": "false", "spark.slaq.epoch": "0.5s"}
     master = confs.pop("spark.master")
     args = [str(submit), "--master", master]
     for k, v in confs.items():

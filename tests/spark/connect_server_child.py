@@ -18,7 +18,6 @@ import sys
 from pyspark.sql import SparkSession
 
 import slaq
-from tests.fixtures import QUICK_EXECUTOR_CONF
 
 
 def free_port() -> int:
@@ -32,7 +31,6 @@ def main(local_dir: str, port: int) -> None:
     spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("slaq-connect-server")
              .config("spark.local.dir", local_dir)
              .config("spark.driver.memory", "1g")
-             .config(map=QUICK_EXECUTOR_CONF)
              .config("spark.ui.enabled", "false")
              .config("spark.scheduler.mode", "FAIR")
              .config("spark.slaq.enabled", "true")

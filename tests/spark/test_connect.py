@@ -30,7 +30,7 @@ from riffle.merger.node_status import probe
 from slaq.names import fit_job_name
 from sparkshim.build import PACKAGED_JAR
 from srsupport.daemons import DaemonProcess, free_port
-from tests.fixtures import QUICK_EXECUTORS, stop_child
+from tests.fixtures import stop_child
 from tests.spark.ui_support import get_json
 
 HERE = Path(__file__).parent
@@ -213,7 +213,7 @@ def launch_plugin_server(tmp: Path) -> dict[str, Any]:
     confs = [f"spark.plugins={PLUGIN}", "spark.slaq.enabled=true", "spark.slaq.epoch=0.5s", "spark.scheduler.mode=FAIR",
              "spark.riffle.enabled=true", f"spark.riffle.mergers={merger.address}", "spark.riffle.nway=3", "spark.riffle.cost.enabled=false",
              f"spark.local.dir={local}", f"spark.ui.port={ui}", "spark.connect.grpc.binding.address=127.0.0.1",
-             f"spark.connect.grpc.binding.port={port}", "spark.sql.shuffle.partitions=6", "spark.sql.adaptive.enabled=false", QUICK_EXECUTORS]
+             f"spark.connect.grpc.binding.port={port}", "spark.sql.shuffle.partitions=6", "spark.sql.adaptive.enabled=false"]
     cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local-cluster[2,1,1024]", "--driver-memory", "1g",
            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--jars", str(PACKAGED_JAR),
            *[a for c in confs for a in ("--conf", c)], "spark-internal"]

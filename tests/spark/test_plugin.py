@@ -29,7 +29,6 @@ from sparkshim.build import PACKAGED_JAR, javac_command, pyspark_jars
 from sparkshim.starthook import PTH_NAME
 from srsupport.daemons import DaemonProcess
 from srsupport.driver_log import on_lines, our_warnings
-from tests.fixtures import QUICK_EXECUTORS
 
 PLUGIN = "io.slaqriffle.SlaqRifflePlugin"
 QUERY = "SELECT id % 53 AS k, count(*) AS c FROM range(0, 20000, 1, 12) GROUP BY id % 53"
@@ -146,7 +145,7 @@ def env() -> dict[str, str]:
 
 def confs(local: Path, *extra: str) -> list[str]:
     base = ["spark.ui.enabled=false", f"spark.local.dir={local}", "spark.sql.shuffle.partitions=6",
-            "spark.sql.adaptive.enabled=false", QUICK_EXECUTORS, *extra]
+            "spark.sql.adaptive.enabled=false", *extra]
     return [a for c in base for a in ("--conf", c)]
 
 

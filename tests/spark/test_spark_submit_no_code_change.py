@@ -13,7 +13,6 @@ import pytest
 
 from sparkshim.starthook import PTH_NAME
 from srsupport.daemons import DaemonProcess
-from tests.fixtures import QUICK_EXECUTORS
 
 APP = """
 from operator import add
@@ -50,7 +49,7 @@ def test_spark_submit_with_only_confs(tmp_path):
                                "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=12",  # not 200 (still the bypass writer)
                                "--conf", "spark.riffle.enabled=true",
                                "--conf", f"spark.riffle.mergers={merger.address}", "--conf", "spark.riffle.nway=3",
-                               "--conf", "spark.riffle.cost.enabled=false", "--conf", QUICK_EXECUTORS,
+                               "--conf", "spark.riffle.cost.enabled=false",
                                # not Spark's default 64: the mergers must find and place files where these executors hash them
                                "--conf", "spark.diskStore.subDirectories=16", str(app)],
                               capture_output=True, text=True, timeout=300, env=env)

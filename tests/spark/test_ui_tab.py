@@ -20,7 +20,7 @@ import pytest
 
 from slaq import messages
 from slaq.live.status import WHYS
-from tests.fixtures import stop_child
+from tests.fixtures import QUICK_DEFAULTS, stop_child
 from tests.spark.ui_app import CV_FOLDS, CV_PARAMS, JOBS, LONG_NAME, SHOWN_ITERATIONS
 from tests.spark.ui_support import CHROMIUM, ChartLabels, chromium, dom, get, get_json, illegible_labels, log4j2, screenshot, shown
 
@@ -40,6 +40,7 @@ def app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ui-app")
     (tmp / "conf").mkdir()
     (tmp / "conf" / "log4j2.properties").write_text(LOG4J2)
+    (tmp / "conf" / "spark-defaults.conf").write_text(QUICK_DEFAULTS)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1", "SPARK_CONF_DIR": str(tmp / "conf"),
            "PYSPARK_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}

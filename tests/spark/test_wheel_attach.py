@@ -20,7 +20,6 @@ import pytest
 from srsupport.daemons import DaemonProcess
 from srsupport.driver_log import on_lines, our_warnings
 from srsupport.wheel import REPO, run
-from tests.fixtures import QUICK_EXECUTORS
 
 APP = """
 import json, time, urllib.request
@@ -83,7 +82,7 @@ def test_installed_wheel_attaches_without_javac(installed_wheel, tmp_path):
                                "--conf", f"spark.local.dir={local}",
                                "--conf", "spark.slaq.enabled=true", "--conf", "spark.scheduler.mode=FAIR",
                                "--conf", "spark.riffle.enabled=true", "--conf", f"spark.riffle.mergers={merger.address}",
-                               "--conf", "spark.riffle.cost.enabled=false", "--conf", QUICK_EXECUTORS, str(app)],
+                               "--conf", "spark.riffle.cost.enabled=false", str(app)],
                               capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     finally:
         merger.stop()
