@@ -86,15 +86,16 @@ class Job:
     """One training job: ``with slaq.job("lr-0.1") as job: ... job.report(loss)``."""
 
     def __init__(self, name: str, weight: float = 1.0, target_loss: float | None = None, target_reduction: float | None = None,
-                 *, reports: bool | None = None, tuning: Tuning = NOT_TUNING):
+                 *, reports: bool | None = None, tuning: Tuning = NOT_TUNING, family: str = ""):
         """``reports``: whether the job will report per-iteration losses, when known before it starts
         (SLAQ knows it for spark.ml fits); ``None``, the default, lets the epoch loop find out. ``tuning``:
-        its place in a CrossValidator/TrainValidationSplit (a spark.ml fit's, shown grouped in the UI tab)."""
+        its place in a CrossValidator/TrainValidationSplit (a spark.ml fit's, shown grouped in the UI tab). ``family``:
+        the jobs it shares its set-up's cost with (a spark.ml fit's estimator class; the ``order`` policy estimates from them)."""
         name = check_name_size(check_job_name(name))  # bounded where it enters: the tab and the event log hold it
         weight = positive_number(weight, "weight")
         target = Target.checked(target_loss, target_reduction)
         # the job's one history: the runtime's epoch loop schedules on it while SLAQ is enabled
-        self._track = LiveJob(name, weight, target, reports, owner=self, tuning=tuning)
+        self._track = LiveJob(name, weight, target, reports, owner=self, tuning=tuning, family=family)
         self.runtime: JobRuntime | None = None
         self.done = False
         self._previous: Any = None  # the thread's JVM local properties before the block

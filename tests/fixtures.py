@@ -84,7 +84,7 @@ class FakePools:
     def drain(self):
         return [], {}
 
-    def deposit(self, alloc, seconds, new_epoch=True):
+    def deposit(self, alloc, seconds, new_epoch=True, ranks=None):
         self.deposits.append(dict(alloc))
 
     def open_all(self, reason):

@@ -3,6 +3,7 @@ of :mod:`slaq.messages` (``iteration`` and ``pool_state`` from the JVM, ``alloca
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -34,8 +35,10 @@ def split_drain(text: str) -> Drained:
     return iterations, pools
 
 
-def allocation_message(alloc: Mapping[str, float], seconds: float, new_epoch: bool = True) -> str:
-    return messages.encode(messages.Allocation(float(seconds), bool(new_epoch), {job: max(float(c), 0.0) for job, c in alloc.items()}))
+def allocation_message(alloc: Mapping[str, float], seconds: float, new_epoch: bool = True, ranks: Mapping[str, float] | None = None) -> str:
+    """``ranks``: the order the pools are offered cores, least first (None or empty: by their tokens)."""
+    return messages.encode(messages.Allocation(float(seconds), bool(new_epoch), {job: max(float(c), 0.0) for job, c in alloc.items()},
+                                               {job: float(r) for job, r in (ranks or {}).items() if math.isfinite(r)}))
 
 
 class PoolBridge:
@@ -73,9 +76,10 @@ class PoolBridge:
         """The ``connect_fit`` messages (Connect fits that became jobs, or ended) since the last call, in order."""
         return [m for m in messages.decode(self._j.pollConnectFits()) if isinstance(m, messages.ConnectFit)]
 
-    def deposit(self, alloc: Mapping[str, float], seconds: float, new_epoch: bool = True) -> None:
-        """Cores per job for the next ``seconds``: a new epoch's, or (``new_epoch`` False) the rest of the current one's."""
-        self._j.deposit(allocation_message(alloc, seconds, new_epoch))
+    def deposit(self, alloc: Mapping[str, float], seconds: float, new_epoch: bool = True, ranks: Mapping[str, float] | None = None) -> None:
+        """Cores per job for the next ``seconds``: a new epoch's, or (``new_epoch`` False) the rest of the current one's;
+        with ``ranks``, the pools are offered cores in their order instead of their tokens'."""
+        self._j.deposit(allocation_message(alloc, seconds, new_epoch, ranks))
 
     def publish(self, status: messages.EpochStatus) -> None:
         """One epoch's ``epoch_status`` message to the JVM (the SLAQ UI tab and the driver log's line)."""

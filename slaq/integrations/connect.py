@@ -77,7 +77,7 @@ class ConnectFits(LoopObserver):
                 continue
             owner = fit_job(m.job, m.operation, m.estimator, m.params)
             try:
-                self.loop.add(LiveJob(m.job, reports=owner.reports, owner=owner))
+                self.loop.add(LiveJob(m.job, reports=owner.reports, owner=owner, family=m.job.split("[", 1)[0]))  # the class, as a bounded name has it
             except ValueError as exc:  # a name still open: this fit is not scheduled, the batch's others are
                 log.warning("SLAQ: Spark Connect operation %s's fit %s is not scheduled: %s", m.operation, m.estimator, exc)
                 continue

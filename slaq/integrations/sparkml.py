@@ -77,7 +77,7 @@ def run_fit(runtime: FitRuntime, estimator: Any, fit: Callable[[], Any], leaf: b
     name = fit_job_name(type(estimator).__name__, hyperparameters(estimator), runtime.next_fit_number())
     with ExitStack() as block:
         try:
-            block.enter_context(Job(name, reports=reports(estimator), tuning=tuning))
+            block.enter_context(Job(name, reports=reports(estimator), tuning=tuning, family=type(estimator).__name__))
         except Exception as exc:  # only opening the job is guarded: the fit's own errors are the user's
             log.warning("SLAQ: spark.ml fit %s runs as plain Spark work, not as a SLAQ job: %s: %s", shown(name), type(exc).__name__,
                         one_line(str(exc), 300))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
 from slaq.live.job import LiveJob
 from slaq.live.registry import NO_LOSS_EPOCHS
+from slaq.live.setup_order import ORDER, SetupOrder
 from slaq.live.status import MAX_STATUS_JOBS, JobFigures, share_reason
 from slaq.policy import make_policy
 from slaq.policy.base import unit
@@ -52,10 +53,12 @@ def fixed_shares(jobs: list[LiveJob], closed: Iterable[str], capacity: float) ->
 
 @dataclass(frozen=True)
 class Decision:
-    """One allocation: ``alloc`` (cores per job and closed pool, what is deposited) and, per job in
+    """One allocation: ``alloc`` (cores per job and closed pool, what is deposited), ``ranks`` (the order the pools
+    are offered cores, least first, for a policy that orders them; a pool without one last) and, per job in
     ``jobs`` order, its forecast row, cores, losses so far and figures (what the status shows)."""
 
     alloc: dict[str, float]
+    ranks: dict[str, float] | None = None
     jobs: tuple[str, ...] = ()
     table: ForecastTable | None = None
     cores: tuple[float, ...] = ()
@@ -74,8 +77,9 @@ class Allocator:
 
     def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, status: bool = True):
         self.policy_name = policy
-        self.policy = make_policy(policy)
         self.epoch = float(epoch)
+        self.order = SetupOrder(self.epoch) if policy == ORDER else None  # ranks the pools; its tokens are fair's
+        self.policy = make_policy("fair" if self.order else policy)
         self.reserve = float(reserve)
         self.status = status
         self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
@@ -110,7 +114,8 @@ class Allocator:
             why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
                                self.policy.fitted_curves and self.policy.minimum_share)
             figures.append(j.figures(f, why, now))
-        return Decision(alloc, tuple(j.name for j in jobs), ForecastTable(forecasts, self.epoch) if jobs and self.status else None,
+        return Decision(alloc, None if self.order is None else self.order.ranks(jobs), tuple(j.name for j in jobs),
+                        ForecastTable(forecasts, self.epoch) if jobs and self.status else None,
                         tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures))
 
     def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:

@@ -11,7 +11,7 @@ from sparkshim.conf import ConfigError, ConfReader
 PREFIX = "spark.slaq."
 # the policies spark.slaq.policy accepts: the ones the lab measures live (srlab.slaq_bench.configs); every
 # policy of slaq.policy runs in ``slaq simulate``, where its model of the cluster holds
-LIVE_POLICIES = ("slaq", "fair")
+LIVE_POLICIES = ("slaq", "fair", "order")
 EPOCH_RANGE = (0.05, 3600.0)  # seconds: shorter is a busy loop (a recorded trace's epoch too, slaq.sim.trace)
 MAX_PATH = 4096  # characters of spark.slaq.recordTrace (Linux's PATH_MAX)
 __all__ = ["EPOCH_RANGE", "LIVE_POLICIES", "PREFIX", "ConfigError", "SlaqConfig"]

@@ -33,6 +33,7 @@ class LiveJob:
     history: JobHistory = field(default_factory=JobHistory)
     curves: CurveCache = field(default_factory=CurveCache)
     tuning: Tuning = NOT_TUNING  # its place in a CrossValidator/TrainValidationSplit, if any
+    family: str = ""  # the jobs it shares its set-up's cost with: a spark.ml fit's estimator class ("": none known)
     satisfied: bool = False  # reached its target: the minimum share from then on
     satisfied_at: float | None = None  # when it reached its target (the loop's clock)
     # what the epoch loop keeps while it schedules the job

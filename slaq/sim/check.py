@@ -24,8 +24,8 @@ from slaq.sim.replay import CLAIRVOYANT, STOCK, ReplayResult, replay
 from slaq.sim.trace import Trace, TraceError, TraceJob, check_workload, ninety_phase
 
 TOLERANCE = 0.15  # |predicted / measured - 1| at most this for a configuration's mean time to 90%
-CONFIG_POLICIES = {"slaq": "slaq", "fair": "fair", "stock": STOCK}  # the live configurations (srlab.slaq_bench.configs) -> replay policy
-POLICIES = ("slaq", "fair", STOCK)  # what a projection replays, beside the clairvoyant order
+CONFIG_POLICIES = {"slaq": "slaq", "fair": "fair", "order": "order", "stock": STOCK}  # the live configurations (srlab.slaq_bench.configs) -> replay policy
+POLICIES = ("slaq", "fair", "order", STOCK)  # what a projection replays, beside the clairvoyant order
 PROJECT_CORES = (16, 64)  # the default projections, a few minutes; larger (640: the paper's cluster) on request
 STEP_GAP = 0.1  # projections: the loop decides on arrivals and ends at most every 0.1 s (one allocation of 4,000 jobs: ~50 ms)
 LIVE_TRACES = Path(__file__).parents[1] / "traces" / "data"  # the recorded live workloads shipped with the package: live_*.json.gz
@@ -190,21 +190,27 @@ def plan_projections(traces: Sequence[Trace], cores_list: Sequence[int], seed: i
 
 
 def against_clairvoyant(means: Mapping[str, float], clairvoyant: float) -> dict:
-    """Each policy's mean time to 90%, its ratio to the clairvoyant order's (:data:`CLAIRVOYANT`), and SLAQ's
-    share of the gain over fair that the clairvoyant order achieves, (fair - slaq) / (fair - clairvoyant)
-    (None when that order gains nothing over fair, or SLAQ or fair was not replayed)."""
+    """Each policy's mean time to 90%, its ratio to the clairvoyant order's (:data:`CLAIRVOYANT`) and its share of
+    the gain over fair that the clairvoyant order achieves, (fair - policy) / (fair - clairvoyant) (None when that
+    order gains nothing over fair, or fair was not replayed); SLAQ's share also on its own."""
     gain = means["fair"] - clairvoyant if "fair" in means else 0.0
+
+    def share(mean: float) -> float | None:
+        return round((means["fair"] - mean) / gain, 3) if gain > 0 else None
     return {"clairvoyant_mean_time_to_90pct_s": round(clairvoyant, 3),
-            "policies": {policy: {"mean_time_to_90pct_s": round(mean, 3), "ratio_to_clairvoyant": round(mean / clairvoyant, 3)}
-                         for policy, mean in means.items()},
-            "slaq_share_of_gain_over_fair": round((means["fair"] - means["slaq"]) / gain, 3) if gain > 0 and "slaq" in means else None}
+            "policies": {policy: {"mean_time_to_90pct_s": round(mean, 3), "ratio_to_clairvoyant": round(mean / clairvoyant, 3),
+                                  "share_of_gain_over_fair": share(mean)} for policy, mean in means.items()},
+            "slaq_share_of_gain_over_fair": share(means["slaq"]) if "slaq" in means else None}
 
 
 def check_against_clairvoyant(trace: Trace, checks: Sequence[ConfigCheck]) -> dict:
-    """:func:`against_clairvoyant` on the check's own replays (the trace on its live cores) and the clairvoyant order's."""
-    order = replay(trace.replayed, CLAIRVOYANT, trace.cores, trace.epoch, bool(trace.setting.get("work_conserving", True)),
-                   executors=trace.executors, locality_wait=trace.locality_wait)
-    return against_clairvoyant({c.config: c.predicted_s for c in checks}, order.mean(NINETY))
+    """:func:`against_clairvoyant` on the check's own replays (the trace on its live cores), each policy of :data:`POLICIES`
+    the trace has no live run of replayed the same way, and the clairvoyant order's."""
+    def mean(policy: str) -> float:
+        return replay(trace.replayed, policy, trace.cores, trace.epoch, bool(trace.setting.get("work_conserving", True)),
+                      executors=trace.executors, locality_wait=trace.locality_wait).mean(NINETY)
+    means = {c.config: c.predicted_s for c in checks}
+    return against_clairvoyant({**means, **{p: mean(p) for p in POLICIES if p not in means}}, mean(CLAIRVOYANT))
 
 
 def project_row(p: Projection, policies: Sequence[str] = POLICIES, announce: Progress | None = None,

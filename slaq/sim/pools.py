@@ -28,6 +28,8 @@ class PoolArrays:
         self.rate = np.zeros(n)  # cores of the latest grant
         self.epoch = np.full(n, -1, dtype=np.int64)  # epoch of the latest grant
         self.weight = np.array(weights, dtype=float)
+        self.rank = np.full(n, math.inf)  # a ranking policy's offer order, least first (``TokenPool.rank``)
+        self.ranked = False  # the latest allocation ranked the pools (``JobsPool.ranked``)
         self.left = np.zeros(n)  # the clairvoyant order's key: executor seconds left to the 90% point (_PAST_NINETY, _OUTSIDE added)
         self.settled = 0.0  # the time the tokens were last drawn down to
 
@@ -65,7 +67,8 @@ def offer_order(pools: PoolArrays, waiting: np.ndarray, stock: bool, work_conser
     """The first ``k`` of ``waiting`` (job indices, ascending) in the scheduler's order, ties to the earlier job.
 
     Stock FAIR: fewest running tasks per weight first. SLAQ's ``JobsPool``: pools with tokens first, then by
-    the fraction of this epoch's grants left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``).
+    the fraction of this epoch's grants left, most first (no deposit: 1 with tokens, else ``-1e9 + tokens``);
+    ranked, by rank, least first (strict: only pools with tokens).
     Spark's ``default`` pool (the outside Spark jobs, in order) sorts among them as one pool."""
     outside = pools.outside[waiting] if pools.has_outside else None
     if outside is not None and outside.any():
@@ -76,6 +79,9 @@ def offer_order(pools: PoolArrays, waiting: np.ndarray, stock: bool, work_conser
         return np.concatenate([default, mine] if in_default <= int(pools.running[~pools.outside].sum()) else [mine, default])
     if stock:
         return first_of(pools.running[waiting] / pools.weight[waiting], waiting, k)
+    if pools.ranked:
+        rows = waiting if work_conserving else waiting[pools.tokens[waiting] > 0]
+        return first_of(pools.rank[rows], rows, k)
     left, put = pools.tokens[waiting], pools.deposit[waiting]
     has = left > 0
     with np.errstate(divide="ignore", invalid="ignore"):

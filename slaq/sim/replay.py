@@ -24,6 +24,8 @@ can be checked against the live runs the trace came from:
   epoch only (each pool gains or gives back its change in cores times the seconds left). Running tasks
   draw the tokens down, and the pools are ordered as ``JobsPool`` orders them (pools with tokens first,
   by the fraction of their epoch's grant left; then, work-conserving, the throttled ones).
+* ``order``: SLAQ's live path with the ranking policy (:mod:`slaq.live.setup_order`): the fair policy's tokens,
+  the pools offered cores by the ranks each decision sets, as ``JobsPool`` offers them.
 * ``clairvoyant``: the limit of an order, for comparison: each job's future known (its losses, so its 90%
   point, and its work), free cores go first to the job with the fewest executor seconds left to its 90%
   point, then to jobs past that point (fewest seconds left to their end first), then to the Spark jobs
@@ -133,8 +135,8 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
     allocator = None if policy in (STOCK, CLAIRVOYANT) else Allocator(policy, epoch, status=False)  # the cores, not the status's figures
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].arrival)
     fits: dict[bytes, Curve] = {}
-    states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n),
-                                       curves=SharedFits(memo=fits))) for n, i in enumerate(order)]
+    states = [_Job(jobs[i], n, LiveJob(jobs[i].name, jobs[i].weight, reports=jobs[i].reports, order=float(n), curves=SharedFits(memo=fits),
+                                       family=jobs[i].family if jobs[i].reports is not None else "")) for n, i in enumerate(order)]
     pools = PoolArrays([s.spec.weight for s in states], [s.spec.outside for s in states])
     pending, running = pools.pending, pools.running
     futures = [_future(s.spec) for s in states] if policy == CLAIRVOYANT else []
@@ -195,9 +197,15 @@ def replay(jobs: Sequence[TraceJob], policy: str, cores: int, epoch: float = 1.0
         on = [s for s in active.values() if not s.spec.outside]  # SLAQ's jobs; Spark's default pool is not its to allocate
         for s in on if tick else ():  # as JobRegistry.closed_pools counts them: epochs, not decisions
             s.live.silent_epochs = 0 if s.live.history.losses else min(s.live.silent_epochs + 1, NO_LOSS_EPOCHS)
-        alloc = allocator.decide([s.live for s in on], float(cores), [], t).alloc
+        for s in on:  # what the pools reported at the drain before the decision
+            s.live.consumed = s.consumed
+        decision = allocator.decide([s.live for s in on], float(cores), [], t)
+        alloc, ranks = decision.alloc, decision.ranks
         rows = [s.index for s in on]
         new = np.array([alloc.get(s.live.name, 0.0) for s in on])
+        pools.ranked = bool(ranks)
+        if ranks:
+            pools.rank[rows] = [ranks.get(s.live.name, math.inf) for s in on]
         if tick:
             epochs += 1
             next_tick = t + epoch
@@ -272,6 +280,7 @@ def _report(s: _Job, loss: float, t: float) -> None:
         s.live.history.report(loss, used, wall, used / wall if used > 0 else None, at=t)
         s.live.driver.add(wall, s.stage_seconds - s.last[2], used)
     s.last = (t, s.consumed, s.stage_seconds)
+    s.live.last = (t, s.consumed)
 
 
 def _future(job: TraceJob) -> tuple[int, float, float]:

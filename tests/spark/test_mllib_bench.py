@@ -32,7 +32,7 @@ SIZE_FLAGS = [f"--{key.replace('_', '-')}={SIZE[key]}"
 def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     assert SIZE["executor_memory_mb"] is None  # --small's Spark default of 1 GiB, given explicitly below
     cmd = [sys.executable, "-m", "slaq.cli", "bench", "mllib", *SIZE_FLAGS, "--executor-memory-mb=1024", "--no-warmup",
-           "--master", MASTER, "--configs", "slaq,stock", "--variants", "fits,cv,gbt", "--json", "--record-trace", str(tmp_path / "t.json.gz")]
+           "--master", MASTER, "--configs", "slaq,order,stock", "--variants", "fits,cv,gbt", "--json", "--record-trace", str(tmp_path / "t.json.gz")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, ends(proc.stderr)
     out = json.loads(proc.stdout)
@@ -43,7 +43,7 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     gbt_fits = make_gbt_fits(SIZE["gbt_fits"], SIZE["arrival_mean"], 1)
     for variant, expected in (("fits", len(fits)), ("cv", cv_fits), ("gbt", len(gbt_fits))):
         v = out["variants"][variant]
-        for config in ("slaq", "stock"):
+        for config in ("slaq", "order", "stock"):
             per_fit = v["last_repeat_fits"][config]
             assert len(per_fit) == expected, (variant, config, sorted(per_fit))
             if variant == "cv":  # every family, tuned
@@ -67,9 +67,9 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
             assert run["cpu_s"]["executors_s"] > 0 and run["cpu_s"]["driver_jvm_s"] > 0, run["cpu_s"]
             assert 0 < run["storage"]["storage_memory_peak_mb"] <= run["storage"]["storage_memory_capacity_mb"], run["storage"]
             assert sum(run["task_locality"].values()) >= sum(f["spark_jobs"] for f in per_fit.values()), run["task_locality"]
-        assert v["per_repeat"]["slaq"][0]["epoch_loop"]["epochs"] > 0  # SLAQ really ran its loop
+        assert all(v["per_repeat"][c][0]["epoch_loop"]["epochs"] > 0 for c in ("slaq", "order"))  # SLAQ really ran its loop
         # every iteration of every fit is in its own job's history, none lost, none in another fit's job (and none in a GBT fit's)
-        assert v["capture"]["fits"] == expected and v["capture"]["iterations"] > 0, v["capture"]
+        assert v["capture"]["fits"] == 2 * expected and v["capture"]["iterations"] > 0, v["capture"]  # summed over slaq's and order's runs
         assert (v["capture"]["lost_iterations"], v["capture"]["misattributed_iterations"]) == (0, 0), v["per_repeat"]["slaq"][0]["capture"]
         assert "epoch_loop" not in v["per_repeat"]["stock"][0]  # and stock Spark had none
         assert "time_to_90pct_change" in v["slaq_vs_stock"]
@@ -80,8 +80,8 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     # entry of its best average metric, the same under SLAQ and stock Spark
     tuners = out["variants"]["cv"]["tuners"]
     assert sorted(tuners["chosen"]["slaq"]) == sorted({f"cv-{f.family}" for f in fits}), tuners
-    assert tuners["same_chosen_model"] and tuners["outside_reference_choices"] == {"slaq": []}, tuners
-    for config in ("slaq", "stock"):
+    assert tuners["same_chosen_model"] and tuners["outside_reference_choices"] == {"slaq": [], "order": []}, tuners
+    for config in ("slaq", "order", "stock"):
         run = out["variants"]["cv"]["per_repeat"][config][0]
         for name, t in run["tuners"].items():
             entries = sorted({f.grid_index for f in fits if f"cv-{f.family}" == name})
@@ -95,7 +95,7 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     silent = {j.name: j for j in gbt.jobs if j.silent}
     assert sorted(silent) == sorted(f.name for f in gbt_fits if f.family in GBT_FAMILIES), [j.name for j in gbt.jobs]
     assert all(j.reports is False and len(j.phases) == 1 and len(j.phases[0].stages) >= SIZE["max_iter"] for j in silent.values())
-    assert {c.config for c in check_trace(gbt)} == {"slaq", "stock"}
+    assert {c.config for c in check_trace(gbt)} == {"slaq", "order", "stock"}
     # the driver works between a GBT fit's Spark jobs (a tree's splits), and the trace places its time there
     for j in silent.values():
         (p,) = j.phases
@@ -119,7 +119,7 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
         assert trace.load(rebuilt).jobs == trace.load(recorded).jobs, variant
     with gzip.open(runs_path(tmp_path / "t-gbt.json.gz"), "rt") as fh:
         runs = json.load(fh)["runs"]
-    assert len(runs) == 2  # slaq's run and stock's
+    assert len(runs) == 3  # slaq's run, order's and stock's
     for run in runs:
         groups = {j["group"] for j in run["spark_jobs"]}
         assert {f["name"] for f in run["fits"]} <= groups, groups

@@ -3,7 +3,7 @@
 this feeds both one script in lock step on one time line and compares their choices: which pools are offered cores
 at each offer, in what order (and the replay's first ``free`` of them, its fast path), and every pool's tokens
 after each settle and each step (debt carried, surplus dropped, a mid-epoch grant's change), work-conserving and
-strict.
+strict, by the pools' tokens and by a ranking policy's ranks.
 
 The JVM side is the product's classes in the test session's driver JVM, driven through py4j on a
 ``ShimClock.Manual`` (the clock the pools already take): no wall time. The boundary: Spark's task sets are not
@@ -12,7 +12,8 @@ are the script's count, and the JVM's order is ``JobsPool.admitted`` (the rankin
 task sets ``getSortedTaskSetQueue`` concatenates) kept to the pools with tasks waiting, as the replay ranks only
 those. Launches follow the replay's ``_offer`` (Spark's ``resourceOffers``): in that order each pool takes every
 free core it has tasks for; they reach the JVM as ``increaseRunningTasks``, as a task set's launch does.
-Not compared: ``SlaqPools.deposit`` itself (it counts the epochs, here the script's ``epoch``, and needs the
+Ranks reach both as ``SlaqPools.deposit`` hands them on (every pool's, one not ranked last). Not compared:
+``SlaqPools.deposit`` itself (it counts the epochs, here the script's ``epoch``, and needs the
 live scheduler and the system clock), fail-open (the replay has no loop to fail), cpus per task other than 1 (a
 replayed task takes one core), Spark's default pool beside SLAQ's at the root.
 """
@@ -73,7 +74,15 @@ class Tokens:
     tokens: float
 
 
-Step = Grant | Submit | Finish | Offer | Tokens
+@dataclass(frozen=True)
+class Rank:
+    """A ranking policy's ranks (empty: by tokens again); a pool not listed is last."""
+
+    at: float
+    ranks: dict[str, float]
+
+
+Step = Grant | Submit | Finish | Offer | Tokens | Rank
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,7 @@ class Side(Protocol):
     def finish(self, pool: str, tasks: int) -> None: ...
     def order(self, waiting: list[str], free: int) -> tuple[list[str], list[str]]: ...
     def tokens(self) -> dict[str, float]: ...
+    def rank(self, ranks: dict[str, float]) -> None: ...
 
 
 class ReplaySide:
@@ -120,6 +130,10 @@ class ReplaySide:
 
     def tokens(self) -> dict[str, float]:
         return {n: float(self.pools.tokens[i]) for n, i in self.row.items()}
+
+    def rank(self, ranks: dict[str, float]) -> None:  # as replay's step
+        self.pools.ranked = bool(ranks)
+        self.pools.rank[:] = [ranks.get(n, math.inf) for n in self.names]
 
 
 class JvmSide:
@@ -159,6 +173,11 @@ class JvmSide:
     def tokens(self) -> dict[str, float]:
         return {n: p.tokens() for n, p in self.pools.items()}
 
+    def rank(self, ranks: dict[str, float]) -> None:  # as SlaqPools.deposit
+        for n, p in self.pools.items():
+            p.rank(ranks.get(n, math.inf))
+        self.parent.ranked(bool(ranks))
+
 
 def same_tokens(replay: Side, jvm: Side, where: str) -> dict[str, float]:
     """Both sides' balances, equal to the last nanosecond's worth; the JVM's returned."""
@@ -177,6 +196,9 @@ def run(scenario: Scenario, replay: Side, jvm: Side, work_conserving: bool) -> N
         if isinstance(step, Grant):
             for side in (replay, jvm):
                 side.grant(step.cores, step.seconds, step.epoch)
+        elif isinstance(step, Rank):
+            for side in (replay, jvm):
+                side.rank(step.ranks)
         elif isinstance(step, Submit):
             pending[step.pool] += step.tasks
         elif isinstance(step, Finish):
@@ -276,6 +298,20 @@ SCENARIOS = [
         Offer(1.0, 2),
         Finish(1.25, "indebted", 3),
         Offer(1.25, 2),
+    )),
+    Scenario("ranked pools", ("a", "b", "c", "d"), (
+        Grant(0.0, {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}, 1.0, 1),
+        Rank(0.0, {"a": 30.0, "b": 2e9 + 1.0, "c": 4.0}),  # d is not ranked: last
+        Submit(0.0, "a", 4), Submit(0.0, "b", 4), Submit(0.0, "c", 2), Submit(0.0, "d", 4),
+        Offer(0.0, 2, ("c a b d", "c a b d")),  # the ranks, not the tokens
+        Finish(0.5, "c", 2), Submit(0.5, "c", 2),
+        Offer(0.5, 1, ("c a b d", "a b d")),  # c spent its core-second: strict leaves it out, work-conserving keeps its rank
+        Rank(1.0, {"a": 30.0, "b": 1.0, "c": 4.0, "d": 4.0}),  # re-ranked at a decision; a tie goes to the earlier pool
+        Offer(1.0, 2, ("b c d a", "b d a")),
+        Rank(1.25, {}),  # no ranks: by the tokens again
+        Offer(1.25, 2),
+        Grant(2.0, {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}, 1.0, 2),
+        Offer(2.0, 2),
     )),
 ]
 

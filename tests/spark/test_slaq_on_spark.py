@@ -277,6 +277,75 @@ def test_a_job_that_crashes_mid_iteration_releases_its_pool(sc, scheduler):
         assert sc.parallelize(range(3), 3).count() == 3
 
 
+def _started_tasks(sc, pools, job, tasks, hold_s=0.0, release=None):
+    """Runs ``tasks`` tasks in ``job``'s pool; each returns when it started, then holds its core ``hold_s`` seconds or
+    until ``release`` exists (at most 60 s)."""
+    def task(_):
+        import os
+        import time as clock
+
+        started = clock.time()
+        deadline = started + 60.0
+        while release is not None and not os.path.exists(release) and clock.time() < deadline:
+            clock.sleep(0.02)
+        clock.sleep(hold_s)
+        return started
+
+    previous = enter_thread(sc, job, POOL_PREFIX + job)
+    try:
+        return sc.parallelize(range(tasks), tasks).map(task).collect()
+    finally:
+        restore_thread(sc, previous)
+
+
+def _until(condition, seconds=60.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_ranking_deposit_offers_freed_cores_to_the_least_rank_first(sc, scheduler, tmp_path):
+    """The ``order`` policy's path on the driver's real pools: an allocation with ranks (``PoolBridge.deposit``, as the
+    epoch loop sends it) and Spark's own task scheduler giving the cores the blocker frees to the lesser rank's tasks,
+    though the other pool submitted first; without ranks the pools go back to their tokens' order."""
+    release, started = tmp_path / "release", {}
+    pools = PoolBridge(sc)
+    scheduler.stop()  # its loop would deposit an unranked allocation every epoch
+    try:
+        pools.configure(work_conserving=True, stale_after=120.0)
+        pools.resume()
+        for job in ("rank-blocker", "rank-second", "rank-first"):
+            assert pools.register(job, 1.0)
+        pools.deposit(dict.fromkeys(("rank-blocker", "rank-second", "rank-first"), 1.0), 120.0,
+                      ranks={"rank-blocker": 0.0, "rank-first": 1.0, "rank-second": 2.0})
+        tracker = sc.statusTracker()
+
+        def run(job, tasks, **kw):
+            started[job] = _started_tasks(sc, pools, job, tasks, **kw)
+
+        def tasks_running_or_waiting(stages):
+            return len(tracker.getActiveStageIds()) >= stages
+
+        threads = [threading.Thread(target=run, args=("rank-blocker", 2), kwargs={"release": str(release)})]
+        threads[0].start()
+        _until(lambda: sum(tracker.getStageInfo(s).numActiveTasks for s in tracker.getActiveStageIds() if tracker.getStageInfo(s)) >= 2)
+        for job, stages in (("rank-second", 2), ("rank-first", 3)):  # each waits behind the blocker's two tasks
+            threads.append(threading.Thread(target=run, args=(job, 2), kwargs={"hold_s": 0.5}))
+            threads[-1].start()
+            _until(lambda stages=stages: tasks_running_or_waiting(stages))
+        release.touch()
+        for t in threads:
+            t.join(120)
+        assert max(started["rank-first"]) < min(started["rank-second"]), started
+    finally:
+        release.touch()
+        pools.deposit({}, 1.0)  # unranked again
+        for job in ("rank-blocker", "rank-second", "rank-first"):
+            pools.close(job)
+        scheduler.start()
+
+
 def test_slaq_ml_trainers_report_each_iteration(sc, scheduler):
     from slaq.ml import boosted_stumps, kmeans, logistic_regression, svm, synthetic_blocks
 

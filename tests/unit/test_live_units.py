@@ -46,8 +46,8 @@ def test_split_drain_and_allocation_message():
     its, pools = split_drain(text)
     assert its == [Iteration("job-a", 0.5, 1.25, 3.5, 0.0, "python")]
     assert pools["job-a"].tokens == -0.2 and pools["job-a"].running == 2 and pools["b"].closed
-    assert messages.decode(allocation_message({"a": 1.5, "b": -1.0}, 2)) == messages.Allocation(2.0, True, {"a": 1.5, "b": 0.0})
-    assert messages.decode(allocation_message({"a": 1.0}, 0.25, new_epoch=False)) == messages.Allocation(0.25, False, {"a": 1.0})
+    assert messages.decode(allocation_message({"a": 1.5, "b": -1.0}, 2)) == messages.Allocation(2.0, True, {"a": 1.5, "b": 0.0}, {})
+    assert messages.decode(allocation_message({"a": 1.0}, 0.25, new_epoch=False)) == messages.Allocation(0.25, False, {"a": 1.0}, {})
 
 
 @pytest.mark.parametrize("bad", ["", "  ", "tab\there", "new\nline", 3, None])
@@ -400,7 +400,7 @@ class GrantingPools(FakePools):
         self.windows: list[tuple[float, bool]] = []
         self.deposited = threading.Semaphore(0)
 
-    def deposit(self, alloc, seconds, new_epoch=True):
+    def deposit(self, alloc, seconds, new_epoch=True, ranks=None):
         super().deposit(alloc, seconds, new_epoch)
         self.windows.append((seconds, new_epoch))
         self.deposited.release()

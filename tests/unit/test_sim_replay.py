@@ -91,7 +91,7 @@ def test_fair_policy_interleaves_jobs_through_the_token_buckets_where_stock_runs
     assert abs(fair["a"] - fair["b"]) < 1.5 and fair["a"] > stock["a"] and fair["b"] <= stock["b"] + 1e-9
 
 
-@pytest.mark.parametrize("policy", ["slaq", "fair", replay.STOCK])
+@pytest.mark.parametrize("policy", ["slaq", "fair", "order", replay.STOCK])
 def test_every_policy_finishes_every_job_and_never_beats_the_clairvoyant_bound(policy):
     jobs = [job(f"j{i}", arrival=0.7 * i, tasks=4, seconds=0.4 * (1 + i % 3), driver=0.1 * (i % 2)) for i in range(8)]
     result = replay.replay(jobs, policy, 2)
@@ -111,6 +111,14 @@ def test_the_clairvoyant_order_reaches_90_percent_no_later_on_average_than_any_p
     assert limit["policies"]["fair"]["ratio_to_clairvoyant"] == pytest.approx(means["fair"] / clairvoyant, abs=1e-3)
     assert check.against_clairvoyant({"slaq": 5.0, "fair": 9.0}, 4.0)["slaq_share_of_gain_over_fair"] == 0.8
     assert check.against_clairvoyant({"slaq": 5.0, "fair": 4.0}, 4.0)["slaq_share_of_gain_over_fair"] is None  # no gain to share
+
+
+@pytest.mark.parametrize("path", check.packaged_traces(), ids=lambda p: p.name)
+def test_the_order_policy_captures_most_of_the_gain_over_fair_that_the_clairvoyant_order_achieves(path):
+    t = trace.load(path)
+    means = {p: replay.replay(t.replayed, p, t.cores, t.epoch).mean() for p in ("fair", "order", replay.CLAIRVOYANT)}
+    limit = check.against_clairvoyant({p: means[p] for p in ("fair", "order")}, means[replay.CLAIRVOYANT])
+    assert limit["policies"]["order"]["share_of_gain_over_fair"] >= 0.6, limit
 
 
 def test_the_cores_never_run_more_than_the_recorded_work():
@@ -138,7 +146,7 @@ def test_projections_scale_jobs_and_arrival_rate_with_the_cores():
     assert len(jobs) == 32 and len({j.name for j in jobs}) == 32
     assert jobs[-1].arrival < 32 * 1.0 / 8 * 2  # mean gap 1 s / 8
     rows = check.project(t, (4,))
-    assert rows[0]["jobs"] == 8 and set(rows[0]["policies"]) == {"slaq", "fair", "stock", "clairvoyant"}
+    assert rows[0]["jobs"] == 8 and set(rows[0]["policies"]) == {"slaq", "fair", "order", "stock", "clairvoyant"}
     assert all(p["ratio_to_bound"] >= 1.0 for p in rows[0]["policies"].values())
 
 
@@ -289,13 +297,13 @@ def test_simulate_check_and_project_print_json_and_exit_1_on_a_miss(tmp_path, ca
     assert [row["cores"] for row in out["projection"]["traces"][0]["rows"]] == [4, 8]
     # one key per trace and core count, each policy against the clairvoyant order
     assert set(out["check"]["vs_clairvoyant"]) == {f"{path}@2"} and set(out["projection"]["vs_clairvoyant"]) == {f"{path}@4", f"{path}@8"}
-    assert set(out["projection"]["vs_clairvoyant"][f"{path}@4"]["policies"]) == {"slaq", "fair", "stock"}
+    assert set(out["projection"]["vs_clairvoyant"][f"{path}@4"]["policies"]) == {"slaq", "fair", "order", "stock"}
     assert out["projection"]["traces"][0]["rows"][0]["slaq_vs_fair"]["time_to_90pct_change"] is not None
     # stderr: the check's verdict first, then each projection's replays counted
     lines = captured.err.splitlines()
     assert lines[0].startswith("check: 1 trace, 1 configuration, 1 off by more than 15% (worst: t.json.gz stock ")
-    assert [line.split(":")[0] for line in lines if line.startswith("projection")] == [f"projection {k}/8" for k in range(1, 9)]
-    assert "projection 8/8: t.json.gz at 8 cores (8 jobs) under clairvoyant" in lines
+    assert [line.split(":")[0] for line in lines if line.startswith("projection")] == [f"projection {k}/10" for k in range(1, 11)]
+    assert "projection 10/10: t.json.gz at 8 cores (8 jobs) under clairvoyant" in lines
     assert main(["simulate", "--check", str(tmp_path / "missing.json")]) == 2
     assert "no such trace file" in capsys.readouterr().err
 
@@ -370,3 +378,29 @@ def test_a_job_that_reports_no_loss_takes_its_share_of_the_cores_and_no_part_in_
     assert times["slaq"] == times["fair"] == pytest.approx(2.0)  # the silent job's even share: one core while the fit runs
     assert times[replay.STOCK] == pytest.approx(1.0)  # stock: a tie at no running tasks goes to the earlier pool, the fit's
     assert check.clairvoyant_bound(back.jobs, 2)["mean_time_to_90pct_s"] == pytest.approx(1.0)
+
+
+def fit(name: str, family: str, arrival: float, setup_tasks: int, silent: bool = False) -> TraceJob:
+    """A spark.ml fit whose set-up (its first phase) is ``setup_tasks`` one-second tasks, then four cheap iterations."""
+    phases = (Phase(0.0, (Stage(setup_tasks, float(setup_tasks)),)), *(Phase(0.0, (Stage(2, 0.2),)) for _ in range(4)))
+    return TraceJob(name, family, arrival, () if silent else LOSSES, phases[:1] if silent else phases, reports=not silent)
+
+
+def test_order_serves_the_fit_whose_family_showed_a_cheap_set_up_first():
+    # one fit of each family shows its set-up's cost; then an expensive fit arrives just before a cheap one, repeatedly
+    jobs = [fit("big-0", "big", 0.0, 16), fit("small-0", "small", 0.1, 2)]
+    jobs += [fit(f"{family}-{i}", family, 20.0 + i + (0.1 if family == "small" else 0.0), 16 if family == "big" else 2)
+             for i in range(1, 5) for family in ("big", "small")]
+    fair, order = (replay.replay(jobs, policy, 2) for policy in ("fair", "order"))
+
+    def late_small(result: replay.ReplayResult) -> list[float]:
+        return [j["time_to_90pct_s"] for j in result.jobs if j["family"] == "small" and j["arrival_s"] >= 20]
+
+    assert max(late_small(order)) < min(late_small(fair)) and order.mean() < fair.mean()
+    assert len(order.jobs) == len(jobs) and order.makespan <= fair.makespan * 1.05
+
+
+def test_order_puts_a_fit_that_reports_no_loss_after_every_fit_that_does():
+    jobs = [fit("gbt-0", "gbt", 0.0, 8, silent=True), fit("lr-0", "lr", 0.5, 4), fit("lr-1", "lr", 0.6, 4)]
+    order = {j["job"]: j for j in replay.replay(jobs, "order", 2).jobs}
+    assert order["gbt-0"]["finished_s"] > max(order[n]["finished_s"] - 0.5 for n in ("lr-0", "lr-1"))

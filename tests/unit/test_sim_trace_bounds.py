@@ -68,7 +68,7 @@ def written(tmp_path, doc: object, name: str = "t.json") -> str:
     (document(measured={"stock": [{"mean_time_to_90pct_s": 3.0}]}), "measured['stock'][0].makespan_s must be a real number, got NoneType"),
     (document(measured={"stock": "fast"}), "measured['stock'] must be a JSON array, got str"),
     (document(measured={"stock": 3}), "measured['stock'] must be a JSON array, got int"),
-    (document(measured={}), "no measured runs of slaq, fair, stock to check the replay against (measured: none)"),
+    (document(measured={}), "no measured runs of slaq, fair, order, stock to check the replay against (measured: none)"),
     (document(measured={"turbo": [{"mean_time_to_90pct_s": 3.0, "makespan_s": 9.0}]}), "(measured: 'turbo')"),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_a_value_out_of_its_bounds_is_one_line_naming_the_file_the_job_the_field_and_the_bound(tmp_path, capsys, doc, says):

@@ -111,7 +111,7 @@ class SlowDepositPools(ScriptedPools):
         c = self.clock.now - 100.0
         return [], {job: messages.PoolState(job, c, 0.0, 1, False) for job in ("a", "b")}
 
-    def deposit(self, alloc, seconds, new_epoch=True):
+    def deposit(self, alloc, seconds, new_epoch=True, ranks=None):
         self.clock.now += self.delays.pop(0)
 
 
@@ -198,7 +198,7 @@ class WindowPools(FakePools):
         super().__init__()
         self.windows: list[tuple[dict[str, float], float, bool]] = []
 
-    def deposit(self, alloc, seconds, new_epoch=True):
+    def deposit(self, alloc, seconds, new_epoch=True, ranks=None):
         super().deposit(alloc, seconds, new_epoch)
         self.windows.append((dict(alloc), seconds, new_epoch))
 

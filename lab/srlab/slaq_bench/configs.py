@@ -2,6 +2,7 @@
 
 * ``slaq``: SLAQ on, policy ``slaq``.
 * ``fair``: SLAQ's machinery (pools, epoch loop, token buckets) with the ``fair`` policy.
+* ``order`` (opt-in): SLAQ's machinery with the ``order`` policy (slaq.live.setup_order).
 * ``slaq-prune`` (opt-in, not run by default): ``slaq`` with ``spark.slaq.prune=true``: a
   CrossValidator skips the remaining folds of candidates that cannot beat the best (slaq.integrations.pruning).
 * ``stock``: SLAQ off; Spark's own FAIR scheduler with one pool per job (what a user runs without
@@ -18,7 +19,7 @@ from slaq.enforce.pools import own_properties, restore_thread
 
 CONFIGS = ("slaq", "fair", "stock")  # what the benchmarks run by default
 PRUNE = "slaq-prune"
-KNOWN = CONFIGS + (PRUNE,)
+KNOWN = CONFIGS + (PRUNE, "order")
 # the opt-in configurations: SLAQ with one more spark.slaq key switched on
 OPT_IN = {PRUNE: "prune"}
 STOCK = "stock"

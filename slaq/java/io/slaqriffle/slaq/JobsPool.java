@@ -16,11 +16,14 @@ import scala.collection.mutable.ArrayBuffer;
  * strict mode throttled pools are left out of the round. A closed job's pool is ranked like any
  * other (the epoch loop keeps depositing the minimum share into it while it has work), so work a
  * finished job keeps submitting is never unthrottled. When the epoch loop stops depositing (or is
- * declared failed) every pool opens and is ordered as Spark's fair scheduler would.
+ * declared failed) every pool opens and is ordered as Spark's fair scheduler would. Under a ranking
+ * policy ({@link #ranked}) the pools' ranks replace their tokens in the order, least first; strict
+ * mode still leaves out the pools without tokens.
  */
 public final class JobsPool extends Pool {
   private final PoolMode mode;
   private final ShimClock clock;
+  private volatile boolean ranked;
 
   public JobsPool(String name, PoolMode mode, ShimClock clock) {
     super(name, SchedulingMode$.MODULE$.FAIR(), 0, 1);
@@ -43,6 +46,13 @@ public final class JobsPool extends Pool {
       pools.sort((a, b) -> Double.compare(a.snapRunning / a.jobWeight(), b.snapRunning / b.jobWeight()));
       return pools;
     }
+    if (ranked) {
+      if (!mode.workConserving()) {
+        pools.removeIf(p -> p.snapTokens <= 0);
+      }
+      pools.sort((a, b) -> Double.compare(a.snapRank, b.snapRank));
+      return pools;
+    }
     pools.sort((a, b) -> {
       boolean ra = a.snapTokens > 0;
       boolean rb = b.snapTokens > 0;
@@ -55,6 +65,11 @@ public final class JobsPool extends Pool {
       pools.removeIf(p -> p.snapTokens <= 0);
     }
     return pools;
+  }
+
+  /** Whether the latest allocation ranked the pools ({@link TokenPool#rank}): they are offered cores in that order. */
+  public void ranked(boolean on) {
+    ranked = on;
   }
 
   @Override

@@ -24,7 +24,7 @@ public final class SlaqMessages {
       implements Messages.Message {}
 
   @JsonTypeName("allocation")
-  public record Allocation(double seconds, boolean newEpoch, Map<String, Double> cores) implements Messages.Message {}
+  public record Allocation(double seconds, boolean newEpoch, Map<String, Double> cores, Map<String, Double> ranks) implements Messages.Message {}
 
   /**
    * One job as the epoch loop saw it (the SLAQ UI tab, the REST JSON and the per-epoch log line show these): its

@@ -187,7 +187,8 @@ public final class SlaqPools implements Shim.FailOpen {
   /**
    * One allocation, an {@code allocation} message: a new epoch's, or a decision within the current
    * epoch (a job arrived or ended). Grants every listed pool its cores for the message's seconds
-   * ({@link TokenPool#grant}) in one batch under the scheduler lock, then revives offers.
+   * ({@link TokenPool#grant}) and ranks every pool (one the message does not rank last; no ranks:
+   * by their tokens) in one batch under the scheduler lock, then revives offers.
    */
   public void deposit(String allocationJson) {
     SlaqMessages.Allocation allocation = Messages.decode(allocationJson, SlaqMessages.Allocation.class);
@@ -202,6 +203,11 @@ public final class SlaqPools implements Shim.FailOpen {
           pool.grant(Math.max(e.getValue(), 0.0), allocation.seconds(), epochs, now);
         }
       }
+      Map<String, Double> ranks = allocation.ranks() == null ? Map.of() : allocation.ranks();
+      for (Map.Entry<String, TokenPool> e : pools.entrySet()) {  // by job name (a pool's own name has the prefix)
+        e.getValue().rank(ranks.getOrDefault(e.getKey(), Double.POSITIVE_INFINITY));
+      }
+      parent.ranked(!ranks.isEmpty());
       mode.deposited(now);
     }
     SparkScheduler.reviveOffers(ts);

@@ -26,6 +26,7 @@ public final class TokenPool extends Pool {
   private double lastDeposit;     // what this epoch granted so far, to rank pools by the fraction left
   private double cores;           // the cores of the latest grant
   private long epoch = -1;        // the epoch of the latest grant (SlaqPools counts them)
+  private double rank = Double.POSITIVE_INFINITY;  // where a ranking policy puts it in the offer order, least first
   private double stageSeconds;    // wall seconds with a task set of this job in Spark's scheduler (queued or running)
   private int taskSets;           // task sets of this job in Spark's scheduler now
   private final ShimClock clock;
@@ -34,6 +35,7 @@ public final class TokenPool extends Pool {
   // Snapshots taken once per offer round so the sort never sees values change under it.
   double snapTokens;
   double snapFraction;
+  double snapRank;
   int snapRunning;
 
   public TokenPool(String name, double weight, double cpusPerTask, ShimClock clock) {
@@ -115,7 +117,13 @@ public final class TokenPool extends Pool {
     settle(now);
     snapTokens = tokens;
     snapFraction = lastDeposit > 0 ? tokens / lastDeposit : (tokens > 0 ? 1.0 : -1e9 + tokens);
+    snapRank = rank;
     snapRunning = runningTasks();
+  }
+
+  /** Its place in a ranking policy's offer order, least first ({@link JobsPool}); NaN is taken for last. */
+  public synchronized void rank(double rank) {
+    this.rank = Double.isNaN(rank) ? Double.POSITIVE_INFINITY : rank;
   }
 
   public synchronized double consumedCoreSeconds() {
