@@ -48,13 +48,20 @@ def time_to_reduction(times: Sequence[float], losses: Sequence[float], fraction:
     None without a time per loss, without two losses, or for a loss that never fell below its first:
     such a job reduced nothing, so it reached no share of a reduction.
     """
-    if len(losses) < 2 or len(times) != len(losses):
+    at = reduction_index(losses, fraction)
+    return None if at is None or len(times) != len(losses) else times[at]
+
+
+def reduction_index(losses: Sequence[float], fraction: float) -> int | None:
+    """The index of the first loss that had made ``fraction`` of the job's whole loss reduction (from its first loss
+    to its lowest); None without two losses, or for a loss that never fell below its first."""
+    if len(losses) < 2:
         return None
     first, lowest = losses[0], min(losses)
     span = first - lowest
     if span <= 0:
         return None
-    return next(t for t, v in zip(times, losses) if reached((v - lowest) / span, fraction))
+    return next(k for k, v in enumerate(losses) if reached((v - lowest) / span, fraction))
 
 
 def seconds_to_target(start: float, reached_at: float | None) -> float | None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from slaq.live.job import LiveJob
-from slaq.metrics import NINETY, reached
+from slaq.metrics import NINETY, reduction_index
 from slaq.predict.forecast import ForecastTable, job_forecast
 
 ORDER = "order"  # spark.slaq.policy's name for it
@@ -87,27 +87,26 @@ class SetupOrder:
         for name, j in now.items():
             self._open.setdefault(name, _Open(j))
         for o in self._open.values():
-            if o.setup is None and len(o.job.history.losses) >= 2:
-                o.setup = cumulative_at(o.job, 1)
-                if o.setup is not None:
-                    self._remember(self._setup, o.job, o.setup)
+            self._note_setup(o)
+
+    def _note_setup(self, o: _Open) -> None:
+        """Its set-up's cost, remembered once it reported its second loss."""
+        if o.setup is None and len(o.job.history.losses) >= 2:
+            o.setup = cumulative_at(o.job, 1)
+            if o.setup is not None:
+                self._remember(self._setup, o.job, o.setup)
 
     def _ended(self, o: _Open) -> None:
         """An ended job's setup (its whole history is known now: it may have run every loss between two decisions)
         and its work from set-up to its 90% point."""
-        j = o.job
-        if o.setup is None and len(j.history.losses) >= 2:
-            o.setup = cumulative_at(j, 1)
-            if o.setup is not None:
-                self._remember(self._setup, j, o.setup)
+        self._note_setup(o)
         if o.setup is None:
             return
-        losses = j.history.losses
-        first, low = losses[0], min(losses)
-        k = next((i for i, v in enumerate(losses) if first > low and reached((v - low) / (first - low), NINETY)), len(losses) - 1)
-        at = cumulative_at(j, max(k, 1))
+        losses = o.job.history.losses
+        k = reduction_index(losses, NINETY)
+        at = cumulative_at(o.job, max(len(losses) - 1 if k is None else k, 1))
         if at is not None:
-            self._remember(self._post, j, max(at - o.setup, 0.0))
+            self._remember(self._post, o.job, max(at - o.setup, 0.0))
 
     @staticmethod
     def _remember(table: OrderedDict[str, _Latest], job: LiveJob, value: float) -> None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from slaq.live.config import EPOCH_RANGE
-from slaq.metrics import NINETY, reached
+from slaq.metrics import NINETY, reduction_index
 from slaq.names import check_job_name, check_name_size
 from slaq.sim.trace_json import TraceError, count, items, number, read_json
 from slaq.stats.history import InvalidReport, positive_number
@@ -152,11 +152,8 @@ def outside_job(index: int, submitted: float, stages: tuple[Stage, ...]) -> Trac
 
 def ninety_phase(job: TraceJob) -> int:
     """The phase whose loss first covers 90% of the job's whole reduction (its last phase if none does)."""
-    first, lowest = job.losses[0], min(job.losses)
-    span = first - lowest
-    if span <= 0:
-        return len(job.losses) - 1
-    return next(k for k, v in enumerate(job.losses) if reached((v - lowest) / span, NINETY))
+    at = reduction_index(job.losses, NINETY)
+    return len(job.losses) - 1 if at is None else at
 
 
 # What a trace may hold. A trace is untrusted input (recorded elsewhere, received, edited), so every bound is
