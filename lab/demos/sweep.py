@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arrival-mean", type=float, default=2.0, help="mean seconds between arrivals (default 2)")
     p.add_argument("--iterations", type=int, default=40, help="iterations per job (default 40)")
     p.add_argument("--policies", default=",".join(CONFIGS),
-                   help=f"comma-separated configurations to compare, from {', '.join(CONFIGS)} (default all; stock = SLAQ off, Spark FAIR)")
+                   help=f"comma-separated configurations to compare, from {', '.join(CONFIGS)}, order (default all but order; "
+                        "stock = SLAQ off, Spark FAIR; order = spark.slaq.policy=order)")
     p.add_argument("--repeats", type=int, default=1, help="run every configuration N times, interleaved, and report medians and spread (default 1)")
     p.add_argument("--master", default="local-cluster[2,1,1024]", help="Spark master (default local-cluster[2,1,1024])")
     p.add_argument("--nodes", type=int, help="start an N-node standalone cluster on loopback for the run (instead of --master)")
