@@ -112,7 +112,7 @@ class Allocator:
             if not self.status or len(figures) == MAX_STATUS_JOBS:  # what the status lists (slaq.live.status); the rest need only their cores
                 continue
             why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
-                               self.policy.fitted_curves and self.policy.minimum_share)
+                               self.policy.fitted_curves and self.policy.minimum_share, self.order is not None)
             figures.append(j.figures(f, why, now))
         return Decision(alloc, None if self.order is None else self.order.ranks(jobs), tuple(j.name for j in jobs),
                         ForecastTable(forecasts, self.epoch) if jobs and self.status else None,

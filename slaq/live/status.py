@@ -28,10 +28,11 @@ GAIN = "predicted gain per core"  # the policy gave it cores for the normalized 
 MINIMUM = "minimum share"  # only the guaranteed minimum: others' predicted gain per core ranked higher
 TARGET = "target reached"  # reached its target: the minimum share from then on
 POLICY = "policy's share"  # a policy that does not rank by predicted gain (fair, fifo, ...) chose it
+RANKED = "ranked by work left to 90%"  # the order policy offers cores by expected executor work left to the 90% point, least first
 ENDED = "ended"  # a finished job that did not reach a target
 PRUNED = "pruned"  # a finished fit of a tuning candidate whose remaining folds were not fitted (slaq.integrations.pruning)
 FAILED = "failed"  # a finished job whose block (a slaq.job block, a spark.ml fit) ended with an exception
-WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, ENDED, PRUNED, FAILED)
+WHYS = (EXPLORING, NO_LOSS, GAIN, MINIMUM, TARGET, POLICY, RANKED, ENDED, PRUNED, FAILED)
 # Jobs one status lists: the first open ones, in arrival order (the JVM's model keeps as many: SlaqBounds.MAX_EPOCH_JOBS),
 # so a status costs the same however many jobs are open, and a job listed stays listed until it ends
 MAX_STATUS_JOBS = 1000
@@ -74,11 +75,15 @@ def used_cores(now: CoreSample, before: CoreSample, capacity: float) -> dict[str
     return used
 
 
-def share_reason(losses: int, satisfied: bool, fixed: bool, cores: float, minimum: float, ranks_by_gain: bool) -> str:
+def share_reason(losses: int, satisfied: bool, fixed: bool, cores: float, minimum: float, ranks_by_gain: bool,
+                 ranked: bool = False) -> str:
     """Why a job got ``cores`` this epoch: from the rule or policy decision that gave them (``fixed``: a
-    rule of :func:`slaq.live.loop.fixed_shares`, not the policy; ``minimum``: the guaranteed share)."""
+    rule of :func:`slaq.live.loop.fixed_shares`, not the policy; ``minimum``: the guaranteed share; ``ranked``: the
+    pools are offered cores by rank, which decides over the shares)."""
     if satisfied:
         return TARGET
+    if ranked:
+        return RANKED
     if fixed:
         return NO_LOSS
     if losses < 2:

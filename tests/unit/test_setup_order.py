@@ -9,6 +9,7 @@ from slaq.live.allocation import Allocator
 from slaq.live.job import LiveJob
 from slaq.live.registry import append
 from slaq.live.setup_order import NO_ESTIMATE, NO_LOSS, PAST, SetupOrder
+from slaq.live.status import RANKED
 from slaq.messages import Iteration
 
 
@@ -67,5 +68,6 @@ def test_the_allocator_deposits_fair_shares_and_hands_the_ranks_to_the_jvm():
     decision = Allocator("order", 1.0, status=False).decide(jobs, 4.0, ["closed"], 0.0)
     assert decision.alloc["a"] == decision.alloc["b"] and decision.ranks == {"a": NO_ESTIMATE, "b": NO_ESTIMATE + 1.0}
     assert Allocator("slaq", 1.0, status=False).decide(jobs, 4.0, [], 0.0).ranks is None
+    assert {f.why for f in Allocator("order", 1.0).decide(jobs, 4.0, [], 0.0).figures} == {RANKED}  # what the tab says decided
     sent = messages.decode(allocation_message(decision.alloc, 1.0, True, {**decision.ranks, "nan": float("nan")}))
     assert isinstance(sent, messages.Allocation) and sent.ranks == decision.ranks  # no rank that JSON cannot carry

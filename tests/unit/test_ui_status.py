@@ -12,7 +12,7 @@ from slaq import messages
 from slaq.live.job import LiveJob
 from slaq.live.loop import EpochLoop
 from slaq.live.observer import LoopObserver
-from slaq.live.status import ENDED, EXPLORING, FAILED, GAIN, MINIMUM, NO_LOSS, POLICY, TARGET, CoreSample, Tuning, share_reason, used_cores
+from slaq.live.status import ENDED, EXPLORING, FAILED, GAIN, MINIMUM, NO_LOSS, POLICY, RANKED, TARGET, CoreSample, Tuning, share_reason, used_cores
 from slaq.live.target import Target
 from slaq.progress import ConsoleProgress, console, format_table
 from srsupport.slaq_watch import Statuses
@@ -138,6 +138,9 @@ def test_share_reason_names_the_rule_or_decision_behind_each_share():
     assert share_reason(5, False, False, 1.5, 0.25, True) == GAIN
     assert share_reason(5, False, False, 0.25, 0.25, True) == MINIMUM
     assert share_reason(5, False, False, 1.0, 0.0, False) == POLICY
+    # under a ranking policy the rank decides, whatever the share, for a new job and one that reports no loss too
+    assert [share_reason(n, False, fixed, 1.0, 0.0, False, ranked=True) for n, fixed in ((0, True), (1, False), (5, False))] == [RANKED] * 3
+    assert share_reason(9, True, False, 0.25, 0.0, False, ranked=True) == TARGET
 
 
 def test_a_finished_job_carries_its_final_figures_from_its_whole_history():

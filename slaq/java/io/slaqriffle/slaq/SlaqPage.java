@@ -92,6 +92,8 @@ final class SlaqPage {
         .append("<li><em>minimum share</em>: other jobs' predicted gain per core ranked higher; it keeps the guaranteed minimum</li>")
         .append("<li><em>target reached</em>: it reached its target loss or reduction; the minimum share from then on</li>")
         .append("<li><em>policy's share</em>: the policy does not rank by predicted gain (fair, fifo, ...)</li>")
+        .append("<li><em>ranked by work left to 90%</em>: the order policy offers free cores first to the job expected to have "
+            + "the least executor work left to its 90% point; jobs past it, and jobs that report no loss, last</li>")
         .append("<li><em>ended</em>: a finished job that did not reach a target</li>")
         .append("<li><em>pruned</em>: a finished fit of a CrossValidator candidate that cannot beat the best one; its remaining folds are not fitted (spark.slaq.prune)</li>")
         .append("<li><em>failed</em>: a finished job whose block or fit ended with an exception</li>")
