@@ -194,6 +194,7 @@ def test_tab_renders_jobs_and_charts_in_headless_chromium(app):
     # #, job, tuning, state, why, iterations, loss, normalized loss, predicted gain, cores allocated, used, wall time, time to target,
     # time to 90%, core-seconds
     assert all(len(r) == 15 and r[4] in WHYS for r in page.rows), page.rows
+    assert [w for w in WHYS if f"<em>{w}</em>" not in rendered] == []  # the legend explains every reason a row can show
     assert rows[SHORT][12] == "\u2013" and rows[SHORT][13].endswith(" s")  # no target; its time to 90% once it finished
     tuned = [r for r in page.rows if r[2] != "\u2013"]
     assert sum(r[2].startswith("refit") for r in tuned) == 1 and len(tuned) == len(CV_PARAMS) * CV_FOLDS + 1, tuned
