@@ -78,7 +78,7 @@ class Allocator:
     def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, status: bool = True):
         self.policy_name = policy
         self.epoch = float(epoch)
-        self.order = SetupOrder(self.epoch) if policy == ORDER else None  # ranks the pools; its tokens are fair's
+        self.order = SetupOrder() if policy == ORDER else None  # ranks the pools; its tokens are fair's
         self.policy = make_policy("fair" if self.order else policy)
         self.reserve = float(reserve)
         self.status = status
@@ -114,8 +114,9 @@ class Allocator:
             why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
                                self.policy.fitted_curves and self.policy.minimum_share, self.order is not None)
             figures.append(j.figures(f, why, now))
-        return Decision(alloc, None if self.order is None else self.order.ranks(jobs), tuple(j.name for j in jobs),
-                        ForecastTable(forecasts, self.epoch) if jobs and self.status else None,
+        every = ForecastTable(forecasts, self.epoch) if jobs and (self.status or self.order is not None) else None  # every job's row
+        ranks = None if self.order is None or every is None else self.order.ranks(jobs, every)
+        return Decision(alloc, ranks, tuple(j.name for j in jobs), every if self.status else None,
                         tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures))
 
     def _cap_driver_bound(self, chosen: dict[str, float], shares: dict[str, DriverShare], minimum: float) -> dict[str, float]:

@@ -16,7 +16,6 @@ changes, only when its tasks run. Pure given the jobs: the state is what finishe
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ import numpy as np
 
 from slaq.live.job import LiveJob
 from slaq.metrics import NINETY, reduction_index
-from slaq.predict.forecast import ForecastTable, job_forecast
+from slaq.predict.forecast import ForecastTable
 
 ORDER = "order"  # spark.slaq.policy's name for it
 RECENT = 3  # finished set-ups an estimate takes the median of, the latest first (a warm cache makes later ones cheaper)
@@ -60,16 +59,18 @@ class SetupOrder:
     """Each decision's ranks (:meth:`ranks`); remembers of every job its set-up's cost and, once it ended, its work
     from set-up to its 90% point, per family and over all (:data:`MAX_FAMILIES` families at most)."""
 
-    def __init__(self, epoch: float):
-        self.epoch = float(epoch)
+    def __init__(self) -> None:
         self._open: dict[str, _Open] = {}
         self._setup: OrderedDict[str, _Latest] = OrderedDict()
         self._post: OrderedDict[str, _Latest] = OrderedDict()
 
-    def ranks(self, jobs: Sequence[LiveJob]) -> dict[str, float]:
-        """Each job's rank, least first: its estimated executor seconds left to its 90% point, plus a tier."""
+    def ranks(self, jobs: Sequence[LiveJob], table: ForecastTable) -> dict[str, float]:
+        """Each job's rank, least first: its estimated executor seconds left to its 90% point, plus a tier. ``table``:
+        the jobs' forecasts, row for row (the allocator's own)."""
         self._observe(jobs)
-        out = self._curve_left([j for j in jobs if len(j.history.losses) >= 2])
+        now_norm = table.normalized_now()
+        out = {j.name: _curve_left(j, float(now_norm[i]), float(table.cost[i]))
+               for i, j in enumerate(jobs) if len(j.history.losses) >= 2}
         for j in jobs:
             if j.reports is False:  # not one with no loss yet: a job the order holds back has none either
                 out[j.name] = NO_LOSS + j.order
@@ -134,21 +135,16 @@ class SetupOrder:
         post = self._median(self._post, j.family)
         return (est - j.consumed if j.consumed < est else 0.25 * j.consumed) + (post or 0.0)
 
-    def _curve_left(self, curve: list[LiveJob]) -> dict[str, float]:
-        """:data:`CAP_ITERATIONS` times each curve job's cost per iteration after its set-up; :data:`PAST` plus that
-        cost once its fitted curve puts it past its 90% point and it stopped falling."""
-        if not curve:
-            return {}
-        table = ForecastTable([job_forecast(j.name, j.history, j.curves, j.weight, math.inf, j.order) for j in curve], self.epoch)
-        now_norm = table.normalized_now()
-        out = {}
-        for i, j in enumerate(curve):
-            after, losses = j.history.core_seconds[1:], j.history.losses
-            cost = float(np.median(after)) if after else float(table.cost[i])
-            falling = losses[-2] - losses[-1] >= FALLING * max(losses[0] - losses[-1], 1e-12)
-            past = j.satisfied or (now_norm[i] <= 1 - NINETY + 1e-12 and not falling)
-            out[j.name] = PAST + cost if past else CAP_ITERATIONS * cost
-        return out
+
+
+def _curve_left(j: LiveJob, normalized_now: float, forecast_cost: float) -> float:
+    """:data:`CAP_ITERATIONS` times a curve job's cost per iteration after its set-up (its forecast's before it has
+    one); :data:`PAST` plus that cost once its fitted curve puts it past its 90% point and it stopped falling."""
+    after, losses = j.history.core_seconds[1:], j.history.losses
+    cost = float(np.median(after)) if after else forecast_cost
+    falling = losses[-2] - losses[-1] >= FALLING * max(losses[0] - losses[-1], 1e-12)
+    past = j.satisfied or (normalized_now <= 1 - NINETY + 1e-12 and not falling)
+    return PAST + cost if past else CAP_ITERATIONS * cost
 
 
 def cumulative_at(job: LiveJob, report: int) -> float | None:

@@ -3,12 +3,14 @@ one path (:func:`slaq.live.registry.append`), and their way into the allocation 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from slaq import messages
 from slaq.enforce.pools import allocation_message
 from slaq.live.allocation import Allocator
 from slaq.live.job import LiveJob
 from slaq.live.registry import append
-from slaq.live.setup_order import NO_ESTIMATE, NO_LOSS, PAST, SetupOrder
+from slaq.live.setup_order import NO_ESTIMATE, NO_LOSS, ORDER, PAST
 from slaq.live.status import RANKED
 from slaq.messages import Iteration
 
@@ -25,42 +27,48 @@ def fit(name: str, family: str, order: float, reports: bool | None = True) -> Li
     return LiveJob(name, family=family, order=order, reports=reports)
 
 
+def ranker() -> Callable[[list[LiveJob]], dict[str, float]]:
+    """One application's decisions under the order policy: each call decides once and gives the ranks."""
+    allocator = Allocator(ORDER, 1.0, status=False)
+    return lambda jobs: allocator.decide(jobs, 2.0, [], 0.0).ranks or {}
+
+
 def test_before_anything_finished_set_ups_go_by_arrival_and_silent_fits_go_last():
-    ranker = SetupOrder(1.0)
+    rank = ranker()
     jobs = [fit("b", "B", 1.0), fit("a", "A", 0.0), fit("kmeans", "KMeans", 2.0, reports=False)]
-    ranks = ranker.ranks(jobs)
+    ranks = rank(jobs)
     assert ranks == {"a": NO_ESTIMATE + 0.0, "b": NO_ESTIMATE + 1.0, "kmeans": NO_LOSS + 2.0}
 
 
 def test_a_set_up_is_estimated_from_its_familys_and_the_cheaper_family_goes_first():
-    ranker = SetupOrder(1.0)
+    rank = ranker()
     cheap, dear = reported(fit("cheap-0", "Cheap", 0.0), [1.0, 0.5], [2.0, 4.0]), reported(fit("dear-0", "Dear", 1.0), [1.0, 0.5], [30.0, 40.0])
-    ranker.ranks([cheap, dear])  # each reported its second loss: its set-up cost 4 and 40 core-seconds
+    rank([cheap, dear])  # each reported its second loss: its set-up cost 4 and 40 core-seconds
     new_cheap, new_dear, stranger = fit("cheap-1", "Cheap", 2.0), fit("dear-1", "Dear", 3.0), fit("other", "", 4.0)
     new_dear.consumed = 10.0
-    ranks = ranker.ranks([cheap, dear, new_dear, new_cheap, stranger])
+    ranks = rank([cheap, dear, new_dear, new_cheap, stranger])
     assert ranks["cheap-1"] == 4.0 and ranks["dear-1"] == 30.0  # its family's set-up less what it used
     assert ranks["other"] == 22.0  # no family: the median of every set-up seen
     assert ranks["cheap-1"] < ranks["other"] < ranks["dear-1"] < NO_ESTIMATE
 
 
 def test_a_finished_siblings_work_from_set_up_to_its_90_percent_point_is_added():
-    ranker = SetupOrder(1.0)
+    rank = ranker()
     done = reported(fit("a-0", "A", 0.0), [1.0, 0.6, 0.3, 0.1, 0.05, 0.0], [1.0, 4.0, 6.0, 8.0, 10.0, 12.0])
-    ranker.ranks([done])
-    ranks = ranker.ranks([fit("a-1", "A", 1.0)])  # a-0 ended: 90% of its reduction at its 4th loss, 4 core-seconds after its set-up
+    rank([done])
+    ranks = rank([fit("a-1", "A", 1.0)])  # a-0 ended: 90% of its reduction at its 4th loss, 4 core-seconds after its set-up
     assert ranks == {"a-1": 4.0 + 4.0}
 
 
 def test_a_job_with_a_curve_is_three_iterations_from_its_90_percent_point_until_it_stops_falling():
-    ranker = SetupOrder(1.0)
+    rank = ranker()
     falling = reported(fit("falling", "A", 0.0), [1.0, 0.5, 0.3, 0.2], [5.0, 6.0, 7.0, 8.0])
     flat = reported(fit("flat", "A", 1.0), [1.0, 0.1, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01], [5.0, 7.0, 9.0, 11.0, 13.0, 15.0, 17.0, 19.0])
-    ranks = ranker.ranks([falling, flat])
+    ranks = rank([falling, flat])
     assert ranks["falling"] == 3 * 1.0
     assert ranks["flat"] == PAST + 2.0  # past its 90% point: after every job short of it
     flat.satisfied = True
-    assert ranker.ranks([falling, flat])["flat"] >= PAST
+    assert rank([falling, flat])["flat"] >= PAST
 
 
 def test_the_allocator_deposits_fair_shares_and_hands_the_ranks_to_the_jvm():
