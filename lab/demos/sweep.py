@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep = make_sweep(args.jobs, args.arrival_mean, args.seed, args.iterations)
     out: dict = {"sweep": {"jobs": args.jobs, "arrival_mean_s": args.arrival_mean, "iterations": args.iterations, "master": args.master,
                            "epoch_s": args.epoch, "rows_per_partition": args.rows, "features": args.features, "seed": args.seed,
-                           "repeats": args.repeats, "sign": "changes are SLAQ / other - 1: negative = less time (lower loss) under SLAQ"},
+                           "repeats": args.repeats, "sign": "changes are <name>_vs_<base>: name / base - 1, negative = less time (lower loss) under name"},
                  "policies": {}}
     runs: dict[str, list[dict]] = {name: [] for name in policies}
     began = time.monotonic()
@@ -142,11 +142,13 @@ def main(argv: list[str] | None = None) -> int:
                 runs[policy].append(run_policy(policy, sweep, target.master, args.epoch, args.partitions, args.rows, args.features,
                                                extra_conf=target.conf, executors=args.nodes or 0, progress=say,
                                                record=bool(args.record_trace)))
-                say(f"  {policy}: mean time to 90% {runs[policy][-1][mean_time_to_key(0.9)]} s, makespan {runs[policy][-1]['makespan_s']} s")
+                run = runs[policy][-1]
+                say(f"  {policy}: mean time to 90% {run[mean_time_to_key(0.9)]} s, to 95% {run[mean_time_to_key(0.95)]} s, "
+                    f"mean normalized loss {run['mean_normalized_loss']}, makespan {run['makespan_s']} s")
     out["policies"] = by = {name: median_summary(rs) for name, rs in runs.items()}
-    for base in ("fair", STOCK):
-        if "slaq" in by and base in by:
-            out[f"slaq_vs_{base}"] = margins(runs, "slaq", base)
+    for name, base in (("slaq", "fair"), ("slaq", STOCK), ("order", "fair"), ("order", STOCK), ("order", "slaq")):
+        if name in by and base in by:
+            out[f"{name}_vs_{base}"] = margins(runs, name, base)
     out["elapsed_s"] = round(time.monotonic() - began, 1)
     if args.record_trace:
         out["trace"] = str(record_trace(args.record_trace, runs, args, out["sweep"]["master"]))
@@ -163,11 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, s in by.items():
         times = ", ".join(f"to {pct(thr)}% {s[mean_time_to_key(thr)]} s" for thr in THRESHOLDS)
         print(f"{name:>6}: mean time {times}, mean normalized loss {s['mean_normalized_loss']}, makespan {s['makespan_s']} s")
-    for base, label in (("fair", "SLAQ's fair policy"), (STOCK, "stock Spark FAIR")):
-        for key, m in out.get(f"slaq_vs_{base}", {}).items():
+    labels = {"slaq": "SLAQ", "order": "order", "fair": "SLAQ's fair policy", STOCK: "stock Spark FAIR"}
+    for pair in [k for k in out if "_vs_" in k]:
+        name, base = pair.split("_vs_")
+        for key, m in out[pair].items():
             spread = f" (repeats {m['min']:+.1%}..{m['max']:+.1%}{', inside the noise' if m['inside_noise'] else ''})" if args.repeats > 1 else ""
-            print(f"SLAQ vs {label}, {key}: {m['median']:+.1%}{spread}")
-    print(f"(negative = less under SLAQ; {out['elapsed_s']:.0f} s in all)")
+            print(f"{labels[name]} vs {labels[base]}, {key}: {m['median']:+.1%}{spread}")
+    print(f"(negative = less under the first; {out['elapsed_s']:.0f} s in all)")
     if args.repeats == 1:
         print(SINGLE_RUN)
     return 0

@@ -78,8 +78,8 @@ class Allocator:
     def __init__(self, policy: str = "slaq", epoch: float = 2.0, reserve: float = 0.0, status: bool = True):
         self.policy_name = policy
         self.epoch = float(epoch)
-        self.order = SetupOrder() if policy == ORDER else None  # ranks the pools; its tokens are fair's
-        self.policy = make_policy("fair" if self.order else policy)
+        self.order = SetupOrder() if policy == ORDER else None  # ranks the pools while a job is short of its 90% point
+        self.policy = make_policy("slaq" if self.order else policy)  # the tokens, and the cores once there are no ranks
         self.reserve = float(reserve)
         self.status = status
         self.driver_warned = False  # the one WARN per application about driver-bound jobs was logged
@@ -106,16 +106,16 @@ class Allocator:
             if self.policy.fitted_curves:  # a policy that steers by predicted gain; fair, fifo, ... keep their own shares
                 chosen = self._cap_driver_bound(chosen, {j.name: j.driver for j, _ in steered}, unit(left, len(steered)))
             alloc.update(chosen)
+        every = ForecastTable(forecasts, self.epoch) if jobs and (self.status or self.order is not None) else None  # every job's row
+        ranks = None if self.order is None or every is None else self.order.ranks(jobs, every)
         figures: list[JobFigures] = []
         for j, f in zip(jobs, forecasts):
             j.cores = alloc[j.name]
             if not self.status or len(figures) == MAX_STATUS_JOBS:  # what the status lists (slaq.live.status); the rest need only their cores
                 continue
             why = share_reason(j.history.iterations, j.satisfied, j.name in fixed, j.cores, minimum,
-                               self.policy.fitted_curves and self.policy.minimum_share, self.order is not None)
+                               self.policy.fitted_curves and self.policy.minimum_share, ranks is not None)
             figures.append(j.figures(f, why, now))
-        every = ForecastTable(forecasts, self.epoch) if jobs and (self.status or self.order is not None) else None  # every job's row
-        ranks = None if self.order is None or every is None else self.order.ranks(jobs, every)
         return Decision(alloc, ranks, tuple(j.name for j in jobs), every if self.status else None,
                         tuple(alloc[j.name] for j in jobs), tuple(j.history.iterations for j in jobs), tuple(figures))
 

@@ -10,8 +10,10 @@ with a curve is :data:`CAP_ITERATIONS` iterations from its 90% point until its f
 and its latest drop is under :data:`FALLING` of its drop so far; then, and once it reached its target, it goes
 after every job short of it. Jobs known to report no loss (a spark.ml fit's catalogue says so) go last, by arrival.
 
-The ranks order the pools (``JobsPool``); the tokens stay the fair policy's even shares. Nothing a fit computes
-changes, only when its tasks run. Pure given the jobs: the state is what finished jobs leave behind, bounded.
+The ranks order the pools (``JobsPool``) while some job is short of its 90% point. Once none is, there are no
+ranks and SLAQ's own allocation shares the cores: a strict order would then leave a long tail waiting behind the
+cheapest one, where SLAQ gives each core to the job whose loss it lowers most. Nothing a fit computes changes,
+only when its tasks run. Pure given the jobs: the state is what finished jobs leave behind, bounded.
 """
 
 from __future__ import annotations
@@ -64,9 +66,9 @@ class SetupOrder:
         self._setup: OrderedDict[str, _Latest] = OrderedDict()
         self._post: OrderedDict[str, _Latest] = OrderedDict()
 
-    def ranks(self, jobs: Sequence[LiveJob], table: ForecastTable) -> dict[str, float]:
-        """Each job's rank, least first: its estimated executor seconds left to its 90% point, plus a tier. ``table``:
-        the jobs' forecasts, row for row (the allocator's own)."""
+    def ranks(self, jobs: Sequence[LiveJob], table: ForecastTable) -> dict[str, float] | None:
+        """Each job's rank, least first: its estimated executor seconds left to its 90% point, plus a tier; None when
+        no job is short of that point. ``table``: the jobs' forecasts, row for row (the allocator's own)."""
         self._observe(jobs)
         now_norm = table.normalized_now()
         out = {j.name: _curve_left(j, float(now_norm[i]), float(table.cost[i]))
@@ -79,7 +81,7 @@ class SetupOrder:
             elif j.name not in out:
                 left = self._setup_left(j)
                 out[j.name] = NO_ESTIMATE + j.order if left is None else left
-        return out
+        return out if any(r < PAST or NO_ESTIMATE <= r < NO_LOSS for r in out.values()) else None
 
     def _observe(self, jobs: Sequence[LiveJob]) -> None:
         now = {j.name: j for j in jobs}

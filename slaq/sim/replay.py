@@ -24,8 +24,8 @@ can be checked against the live runs the trace came from:
   epoch only (each pool gains or gives back its change in cores times the seconds left). Running tasks
   draw the tokens down, and the pools are ordered as ``JobsPool`` orders them (pools with tokens first,
   by the fraction of their epoch's grant left; then, work-conserving, the throttled ones).
-* ``order``: SLAQ's live path with the ranking policy (:mod:`slaq.live.setup_order`): the fair policy's tokens,
-  the pools offered cores by the ranks each decision sets, as ``JobsPool`` offers them.
+* ``order``: SLAQ's live path with the ranking policy (:mod:`slaq.live.setup_order`): SLAQ's tokens, the pools
+  offered cores by the ranks each decision sets while a job is short of its 90% point, as ``JobsPool`` offers them.
 * ``clairvoyant``: the limit of an order, for comparison: each job's future known (its losses, so its 90%
   point, and its work), free cores go first to the job with the fewest executor seconds left to its 90%
   point, then to jobs past that point (fewest seconds left to their end first), then to the Spark jobs

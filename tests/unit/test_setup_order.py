@@ -71,10 +71,26 @@ def test_a_job_with_a_curve_is_three_iterations_from_its_90_percent_point_until_
     assert rank([falling, flat])["flat"] >= PAST
 
 
-def test_the_allocator_deposits_fair_shares_and_hands_the_ranks_to_the_jvm():
+def test_once_no_job_is_short_of_its_90_percent_point_slaqs_allocation_shares_the_cores():
+    def past() -> list[LiveJob]:  # a job past its 90% point, one that reached its target, a fit that reports no loss
+        flat = reported(fit("flat", "A", 0.0), [1.0, 0.1, 0.01, 0.01, 0.01, 0.01], [5.0, 7.0, 9.0, 11.0, 13.0, 15.0])
+        done = reported(fit("done", "A", 1.0), [1.0, 0.5, 0.2], [2.0, 3.0, 4.0])
+        done.satisfied = True
+        return [flat, done, fit("kmeans", "KMeans", 2.0, reports=False)]
+
+    decision = Allocator(ORDER, 1.0).decide(past(), 4.0, [], 0.0)
+    assert decision.ranks is None and RANKED not in {f.why for f in decision.figures}
+    assert decision.alloc == Allocator("slaq", 1.0).decide(past(), 4.0, [], 0.0).alloc
+    with_a_new_fit = [*past(), fit("new", "B", 3.0)]  # short of its 90% point: ranked again, its set-up the median of any seen
+    assert Allocator(ORDER, 1.0).decide(with_a_new_fit, 4.0, [], 0.0).ranks == {
+        "flat": PAST + 2.0, "done": PAST + 1.0, "kmeans": NO_LOSS + 2.0, "new": (7.0 + 3.0) / 2}
+
+
+def test_the_allocator_deposits_slaqs_shares_and_hands_the_ranks_to_the_jvm():
     jobs = [fit("a", "A", 0.0), fit("b", "B", 1.0)]
     decision = Allocator("order", 1.0, status=False).decide(jobs, 4.0, ["closed"], 0.0)
-    assert decision.alloc["a"] == decision.alloc["b"] and decision.ranks == {"a": NO_ESTIMATE, "b": NO_ESTIMATE + 1.0}
+    assert decision.alloc == Allocator("slaq", 1.0, status=False).decide(jobs, 4.0, ["closed"], 0.0).alloc
+    assert decision.ranks == {"a": NO_ESTIMATE, "b": NO_ESTIMATE + 1.0}
     assert Allocator("slaq", 1.0, status=False).decide(jobs, 4.0, [], 0.0).ranks is None
     assert {f.why for f in Allocator("order", 1.0).decide(jobs, 4.0, [], 0.0).figures} == {RANKED}  # what the tab says decided
     sent = messages.decode(allocation_message(decision.alloc, 1.0, True, {**decision.ranks, "nan": float("nan")}))
