@@ -81,7 +81,8 @@ class SetupOrder:
             elif j.name not in out:
                 left = self._setup_left(j)
                 out[j.name] = NO_ESTIMATE + j.order if left is None else left
-        return out if any(r < PAST or NO_ESTIMATE <= r < NO_LOSS for r in out.values()) else None
+        short = any(r < PAST or NO_ESTIMATE <= r < NO_LOSS for r in out.values())  # a curve short of 90%, or a set-up
+        return out if short else None
 
     def _observe(self, jobs: Sequence[LiveJob]) -> None:
         now = {j.name: j for j in jobs}
@@ -136,7 +137,6 @@ class SetupOrder:
             return None
         post = self._median(self._post, j.family)
         return (est - j.consumed if j.consumed < est else 0.25 * j.consumed) + (post or 0.0)
-
 
 
 def _curve_left(j: LiveJob, normalized_now: float, forecast_cost: float) -> float:
