@@ -1,12 +1,12 @@
 #!/usr/bin/env python
 """SLAQ's main demo: a hyperparameter sweep of training jobs (logistic regression, SVM, K-Means,
-boosting) with Poisson arrivals on an embedded local-cluster Spark, run under SLAQ, under SLAQ's
-machinery with the fair policy, and under stock Spark FAIR (SLAQ off, one pool per job), compared on
+boosting) with Poisson arrivals on an embedded local-cluster Spark, run under SLAQ (its default policy,
+``order``), under SLAQ's machinery with the fair policy, and under stock Spark FAIR (SLAQ off, one pool per job), compared on
 time to 90%/95% loss reduction and mean normalized loss over time.
 
 Changes are SLAQ's figure relative to the other's: negative = less time (or lower loss) under SLAQ.
 One run of each configuration takes about 2-3 minutes on a quiet 2-core machine (the default: 6-9
-minutes in all); --repeats N runs them interleaved (slaq, fair, stock, slaq, ...) and reports the
+minutes in all); --repeats N runs them interleaved (order, fair, stock, order, ...) and reports the
 median change and its spread. It prints a progress line every 10 s and then the comparison; --tables adds
 SLAQ's table of the latest epoch every 5 s. README's figures are medians of 5 repeats with their spread: a
 single run can fall outside it.
@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arrival-mean", type=float, default=2.0, help="mean seconds between arrivals (default 2)")
     p.add_argument("--iterations", type=int, default=40, help="iterations per job (default 40)")
     p.add_argument("--policies", default=",".join(CONFIGS),
-                   help=f"comma-separated configurations to compare, from {', '.join(CONFIGS)}, order (default all but order; "
-                        "stock = SLAQ off, Spark FAIR; order = spark.slaq.policy=order)")
+                   help=f"comma-separated configurations to compare, from {', '.join(CONFIGS)}, slaq (default all but slaq; order = SLAQ's "
+                        "default; stock = SLAQ off, Spark FAIR; slaq = spark.slaq.policy=slaq, the paper's allocation alone)")
     p.add_argument("--repeats", type=int, default=1, help="run every configuration N times, interleaved, and report medians and spread (default 1)")
     p.add_argument("--master", default="local-cluster[2,1,1024]", help="Spark master (default local-cluster[2,1,1024])")
     p.add_argument("--nodes", type=int, help="start an N-node standalone cluster on loopback for the run (instead of --master)")
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"  {policy}: mean time to 90% {run[mean_time_to_key(0.9)]} s, to 95% {run[mean_time_to_key(0.95)]} s, "
                     f"mean normalized loss {run['mean_normalized_loss']}, makespan {run['makespan_s']} s")
     out["policies"] = by = {name: median_summary(rs) for name, rs in runs.items()}
-    for name, base in (("slaq", "fair"), ("slaq", STOCK), ("order", "fair"), ("order", STOCK), ("order", "slaq")):
+    for name, base in (("order", "fair"), ("order", STOCK), ("order", "slaq"), ("slaq", "fair"), ("slaq", STOCK)):
         if name in by and base in by:
             out[f"{name}_vs_{base}"] = margins(runs, name, base)
     out["elapsed_s"] = round(time.monotonic() - began, 1)
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, s in by.items():
         times = ", ".join(f"to {pct(thr)}% {s[mean_time_to_key(thr)]} s" for thr in THRESHOLDS)
         print(f"{name:>6}: mean time {times}, mean normalized loss {s['mean_normalized_loss']}, makespan {s['makespan_s']} s")
-    labels = {"slaq": "SLAQ", "order": "order", "fair": "SLAQ's fair policy", STOCK: "stock Spark FAIR"}
+    labels = {"order": "SLAQ", "slaq": "SLAQ's slaq policy", "fair": "SLAQ's fair policy", STOCK: "stock Spark FAIR"}
     for pair in [k for k in out if "_vs_" in k]:
         name, base = pair.split("_vs_")
         for key, m in out[pair].items():

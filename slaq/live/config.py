@@ -12,15 +12,17 @@ PREFIX = "spark.slaq."
 # the policies spark.slaq.policy accepts: the ones the lab measures live (srlab.slaq_bench.configs); every
 # policy of slaq.policy runs in ``slaq simulate``, where its model of the cluster holds
 LIVE_POLICIES = ("slaq", "fair", "order")
+# acts before a fit's first loss, then shares as slaq does: the measured best on spark.ml work and the demo (docs/benchmarks.md)
+DEFAULT_POLICY = "order"
 EPOCH_RANGE = (0.05, 3600.0)  # seconds: shorter is a busy loop (a recorded trace's epoch too, slaq.sim.trace)
 MAX_PATH = 4096  # characters of spark.slaq.recordTrace (Linux's PATH_MAX)
-__all__ = ["EPOCH_RANGE", "LIVE_POLICIES", "PREFIX", "ConfigError", "SlaqConfig"]
+__all__ = ["DEFAULT_POLICY", "EPOCH_RANGE", "LIVE_POLICIES", "PREFIX", "ConfigError", "SlaqConfig"]
 
 
 @dataclass(frozen=True)
 class SlaqConfig:
     enabled: bool = False
-    policy: str = "slaq"
+    policy: str = DEFAULT_POLICY
     epoch: float = 2.0
     work_conserving: bool = True
     fail_open_epochs: float = 3.0  # pools open when no allocation arrived for this many epochs

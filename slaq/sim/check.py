@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from slaq.live.config import DEFAULT_POLICY
 from slaq.metrics import NINETY, change_vs
 from slaq.sim.replay import CLAIRVOYANT, STOCK, ReplayResult, replay
 from slaq.sim.trace import Trace, TraceError, TraceJob, check_workload, ninety_phase
@@ -192,7 +193,7 @@ def plan_projections(traces: Sequence[Trace], cores_list: Sequence[int], seed: i
 def against_clairvoyant(means: Mapping[str, float], clairvoyant: float) -> dict:
     """Each policy's mean time to 90%, its ratio to the clairvoyant order's (:data:`CLAIRVOYANT`) and its share of
     the gain over fair that the clairvoyant order achieves, (fair - policy) / (fair - clairvoyant) (None when that
-    order gains nothing over fair, or fair was not replayed); SLAQ's share also on its own."""
+    order gains nothing over fair, or fair was not replayed); SLAQ's default policy's share also on its own."""
     gain = means["fair"] - clairvoyant if "fair" in means else 0.0
 
     def share(mean: float) -> float | None:
@@ -200,7 +201,8 @@ def against_clairvoyant(means: Mapping[str, float], clairvoyant: float) -> dict:
     return {"clairvoyant_mean_time_to_90pct_s": round(clairvoyant, 3),
             "policies": {policy: {"mean_time_to_90pct_s": round(mean, 3), "ratio_to_clairvoyant": round(mean / clairvoyant, 3),
                                   "share_of_gain_over_fair": share(mean)} for policy, mean in means.items()},
-            "slaq_share_of_gain_over_fair": share(means["slaq"]) if "slaq" in means else None}
+            "default_policy": DEFAULT_POLICY,
+            "default_share_of_gain_over_fair": share(means[DEFAULT_POLICY]) if DEFAULT_POLICY in means else None}
 
 
 def check_against_clairvoyant(trace: Trace, checks: Sequence[ConfigCheck]) -> dict:

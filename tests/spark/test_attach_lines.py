@@ -23,7 +23,7 @@ def test_an_explicit_attach_switches_each_system_on_and_says_so_in_one_info_line
         said = [(rec.levelname, rec.name, rec.getMessage()) for rec in caplog.records
                 if rec.levelno >= logging.INFO and rec.name.split(".")[0] in ("slaq", "riffle", "sparkshim")]
         assert said == [
-            ("INFO", "slaq", "SLAQ: on (policy slaq, epoch 0.5 s, work-conserving true); no SLAQ tab (spark.ui.enabled=false)"),
+            ("INFO", "slaq", "SLAQ: on (policy order, epoch 0.5 s, work-conserving true); no SLAQ tab (spark.ui.enabled=false)"),
             ("INFO", "riffle", f"Riffle: on for {sc.applicationId} (mergers one per executor host at port 7338, n-way 20, "
                                "best-effort 0.95, hold timeout 30 s); no Riffle tab (spark.ui.enabled=false)"),
         ], said

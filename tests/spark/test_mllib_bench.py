@@ -32,18 +32,18 @@ SIZE_FLAGS = [f"--{key.replace('_', '-')}={SIZE[key]}"
 def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
     assert SIZE["executor_memory_mb"] is None  # --small's Spark default of 1 GiB, given explicitly below
     cmd = [sys.executable, "-m", "slaq.cli", "bench", "mllib", *SIZE_FLAGS, "--executor-memory-mb=1024", "--no-warmup",
-           "--master", MASTER, "--configs", "slaq,order,stock", "--variants", "fits,cv,gbt", "--json", "--record-trace", str(tmp_path / "t.json.gz")]
+           "--master", MASTER, "--configs", "order,stock", "--variants", "fits,cv,gbt", "--json", "--record-trace", str(tmp_path / "t.json.gz")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, ends(proc.stderr)
     out = json.loads(proc.stdout)
-    assert sorted(out["variants"]) == ["cv", "fits", "gbt"]
+    assert sorted(out["variants"]) == ["cv", "fits", "gbt"] and out["workload"]["sequence"] == [["order", "stock"]]
     fits = make_fits(SIZE["fits"], SIZE["arrival_mean"], 1)
     # CrossValidator fits every grid entry once per fold, then refits the best entry on all the data
     cv_fits = sum(len({f.grid_index for f in fits if f.family == fam}) * CV_FOLDS + 1 for fam in GRIDS if any(f.family == fam for f in fits))
     gbt_fits = make_gbt_fits(SIZE["gbt_fits"], SIZE["arrival_mean"], 1)
     for variant, expected in (("fits", len(fits)), ("cv", cv_fits), ("gbt", len(gbt_fits))):
         v = out["variants"][variant]
-        for config in ("slaq", "order", "stock"):
+        for config in ("order", "stock"):
             per_fit = v["last_repeat_fits"][config]
             assert len(per_fit) == expected, (variant, config, sorted(per_fit))
             if variant == "cv":  # every family, tuned
@@ -67,21 +67,21 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
             assert run["cpu_s"]["executors_s"] > 0 and run["cpu_s"]["driver_jvm_s"] > 0, run["cpu_s"]
             assert 0 < run["storage"]["storage_memory_peak_mb"] <= run["storage"]["storage_memory_capacity_mb"], run["storage"]
             assert sum(run["task_locality"].values()) >= sum(f["spark_jobs"] for f in per_fit.values()), run["task_locality"]
-        assert all(v["per_repeat"][c][0]["epoch_loop"]["epochs"] > 0 for c in ("slaq", "order"))  # SLAQ really ran its loop
+        assert v["per_repeat"]["order"][0]["epoch_loop"]["epochs"] > 0  # SLAQ really ran its loop
         # every iteration of every fit is in its own job's history, none lost, none in another fit's job (and none in a GBT fit's)
-        assert v["capture"]["fits"] == 2 * expected and v["capture"]["iterations"] > 0, v["capture"]  # summed over slaq's and order's runs
-        assert (v["capture"]["lost_iterations"], v["capture"]["misattributed_iterations"]) == (0, 0), v["per_repeat"]["slaq"][0]["capture"]
+        assert v["capture"]["fits"] == expected and v["capture"]["iterations"] > 0, v["capture"]
+        assert (v["capture"]["lost_iterations"], v["capture"]["misattributed_iterations"]) == (0, 0), v["per_repeat"]["order"][0]["capture"]
         assert "epoch_loop" not in v["per_repeat"]["stock"][0]  # and stock Spark had none
-        assert "time_to_90pct_change" in v["slaq_vs_stock"]
+        assert "time_to_90pct_change" in v["order_vs_stock"] and "slaq_vs_stock" not in v
         # the scheduler changes when iterations run, never what they compute
         assert v["objectives"]["within_reassociation"], v["objectives"]
         assert v["objectives"]["fits_with_differing_iteration_counts"] == []
     # what a CrossValidator's user waits for and gets: each tuner's fit() from its start to its model, and the grid
     # entry of its best average metric, the same under SLAQ and stock Spark
     tuners = out["variants"]["cv"]["tuners"]
-    assert sorted(tuners["chosen"]["slaq"]) == sorted({f"cv-{f.family}" for f in fits}), tuners
-    assert tuners["same_chosen_model"] and tuners["outside_reference_choices"] == {"slaq": [], "order": []}, tuners
-    for config in ("slaq", "order", "stock"):
+    assert sorted(tuners["chosen"]["order"]) == sorted({f"cv-{f.family}" for f in fits}), tuners
+    assert tuners["same_chosen_model"] and tuners["outside_reference_choices"] == {"order": []}, tuners
+    for config in ("order", "stock"):
         run = out["variants"]["cv"]["per_repeat"][config][0]
         for name, t in run["tuners"].items():
             entries = sorted({f.grid_index for f in fits if f"cv-{f.family}" == name})
@@ -89,13 +89,13 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
             last_fit = max(f["start_s"] + f["wall_s"] for n, f in out["variants"]["cv"]["last_repeat_fits"][config].items()
                            if n.startswith(name + "-p"))
             assert 0 < t["wall_s"] and t["start_s"] + t["wall_s"] >= last_fit - 0.01, (name, t, last_fit)
-    assert tuners["wall_vs_stock_per_repeat"]["slaq"][0] > -1, tuners
+    assert tuners["wall_vs_stock_per_repeat"]["order"][0] > -1, tuners
     # the GBT sweep's trace: each GBT fit a job with its work and no loss (SLAQ gives it an even share), which the check replays
     gbt = trace.load(tmp_path / "t-gbt.json.gz")
     silent = {j.name: j for j in gbt.jobs if j.silent}
     assert sorted(silent) == sorted(f.name for f in gbt_fits if f.family in GBT_FAMILIES), [j.name for j in gbt.jobs]
     assert all(j.reports is False and len(j.phases) == 1 and len(j.phases[0].stages) >= SIZE["max_iter"] for j in silent.values())
-    assert {c.config for c in check_trace(gbt)} == {"slaq", "order", "stock"}
+    assert {c.config for c in check_trace(gbt)} == {"order", "stock"}
     # the driver works between a GBT fit's Spark jobs (a tree's splits), and the trace places its time there
     for j in silent.values():
         (p,) = j.phases
@@ -119,7 +119,7 @@ def test_small_sweep_times_every_fit_under_slaq_and_stock_spark(tmp_path):
         assert trace.load(rebuilt).jobs == trace.load(recorded).jobs, variant
     with gzip.open(runs_path(tmp_path / "t-gbt.json.gz"), "rt") as fh:
         runs = json.load(fh)["runs"]
-    assert len(runs) == 3  # slaq's run, order's and stock's
+    assert len(runs) == 2  # order's run and stock's
     for run in runs:
         groups = {j["group"] for j in run["spark_jobs"]}
         assert {f["name"] for f in run["fits"]} <= groups, groups

@@ -39,7 +39,7 @@ def test_an_app_records_its_workload_and_the_check_replays_it(tmp_path, capsys):
     # two executors, each caching one of the input's partitions: Spark held each task for its executor, and the trace says so
     assert trace.executors == 2 and trace.locality_wait == 3.0
     assert all(sum(s.local) == 2 for j in trace.jobs for p in j.phases for s in p.stages), trace.jobs
-    assert list(trace.measured) == ["slaq"] and trace.setting["app_id"] == ran["app_id"]
+    assert list(trace.measured) == ["order"] and trace.setting["app_id"] == ran["app_id"]
     capsys.readouterr()
     assert main(["simulate", "--check", str(path)]) == 0
     verdict = capsys.readouterr().err.splitlines()[0]

@@ -95,7 +95,7 @@ def test_rest_json_is_the_schema_status_report(app):
     assert epochs == sorted(epochs) and len(set(epochs)) == len(epochs)
     assert [e.t for e in report.history] == sorted(e.t for e in report.history)
     for e in report.history:
-        assert e.policy == "slaq" and e.capacity == 2.0
+        assert e.policy == "order" and e.capacity == 2.0
         assert sum(j.cores for j in e.jobs) <= e.capacity + 1e-9
         assert sum(j.used_cores for j in e.jobs) <= e.capacity + 1e-9  # measured over the window its core-seconds were counted in
         for j in e.jobs:
@@ -242,7 +242,7 @@ def test_driver_log_has_one_info_line_per_epoch(app):
     # CrossValidator's folds, only the first idle epoch is kept and logged)
     assert all(b.epoch == a.epoch + 1 for a, b in zip(epochs, epochs[1:]) if a.jobs), history
     last = lines[numbers.index(history[-1])]
-    assert "policy slaq" in last and f"{LONG_NAME} [running] it=" in last and "cores=" in last
+    assert "policy order" in last and f"{LONG_NAME} [running] it=" in last and "cores=" in last
 
 
 def test_names_are_capped_and_their_bidi_controls_made_inert(gateway):

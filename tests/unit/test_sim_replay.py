@@ -11,6 +11,7 @@ import json
 import pytest
 
 from slaq.cli import main
+from slaq.live.config import SlaqConfig
 from slaq.sim import check, replay, trace
 from slaq.sim.trace import Phase, Stage, Trace, TraceError, TraceJob
 
@@ -100,17 +101,19 @@ def test_every_policy_finishes_every_job_and_never_beats_the_clairvoyant_bound(p
     assert result.mean() >= check.clairvoyant_bound(jobs, 2)["mean_time_to_90pct_s"] - 1e-9
 
 
-def test_the_clairvoyant_order_reaches_90_percent_no_later_on_average_than_any_policy_and_slaqs_share_is_as_defined():
+def test_the_clairvoyant_order_reaches_90_percent_no_later_on_average_than_any_policy_and_the_defaults_share_is_as_defined():
     # staggered jobs of unequal work: the order that knows each job's work to its 90% point runs the shortest first
     jobs = [job(f"j{i}", arrival=0.3 * i, tasks=4, seconds=0.4 * (1 + i % 3), driver=0.05 * (i % 2)) for i in range(8)]
-    means = {policy: replay.replay(jobs, policy, 2).mean() for policy in ("slaq", "fair", replay.STOCK)}
+    means = {policy: replay.replay(jobs, policy, 2).mean() for policy in ("order", "slaq", "fair", replay.STOCK)}
     clairvoyant = replay.replay(jobs, replay.CLAIRVOYANT, 2).mean()
     assert all(clairvoyant <= mean + 1e-9 for mean in means.values()) and clairvoyant < means["fair"]
     limit = check.against_clairvoyant(means, clairvoyant)
-    assert limit["slaq_share_of_gain_over_fair"] == pytest.approx((means["fair"] - means["slaq"]) / (means["fair"] - clairvoyant), abs=1e-3)
+    assert limit["default_policy"] == SlaqConfig().policy == "order"
+    assert limit["default_share_of_gain_over_fair"] == pytest.approx((means["fair"] - means["order"]) / (means["fair"] - clairvoyant), abs=1e-3)
+    assert limit["policies"]["slaq"]["share_of_gain_over_fair"] == pytest.approx((means["fair"] - means["slaq"]) / (means["fair"] - clairvoyant), abs=1e-3)
     assert limit["policies"]["fair"]["ratio_to_clairvoyant"] == pytest.approx(means["fair"] / clairvoyant, abs=1e-3)
-    assert check.against_clairvoyant({"slaq": 5.0, "fair": 9.0}, 4.0)["slaq_share_of_gain_over_fair"] == 0.8
-    assert check.against_clairvoyant({"slaq": 5.0, "fair": 4.0}, 4.0)["slaq_share_of_gain_over_fair"] is None  # no gain to share
+    assert check.against_clairvoyant({"order": 5.0, "fair": 9.0}, 4.0)["default_share_of_gain_over_fair"] == 0.8
+    assert check.against_clairvoyant({"order": 5.0, "fair": 4.0}, 4.0)["default_share_of_gain_over_fair"] is None  # no gain to share
 
 
 @pytest.mark.parametrize("path", check.packaged_traces(), ids=lambda p: p.name)

@@ -544,7 +544,10 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
     session took 1.7x its configuration's median time to 90% (docs/benchmarks.md), and after a warm-up
     on small data its driver JVM still used 80-93 s of CPU against 45-66 s in later sessions (the GBT
     sweep), hence the measured workload itself. The rotation and the median keep one slow session out
-    of the figure, the warm-up keeps it out of the repeats.
+    of the figure, the warm-up keeps it out of the repeats. Later sessions of a run can still drift
+    faster (docs/benchmarks.md), so a per-repeat ratio favours the configuration run second: the JSON's
+    ``sequence`` says which ran first in each repeat, and an even number of repeats of two
+    configurations puts each first equally often.
     """
     check_configs(configs)
     if not variants or any(v not in VARIANTS for v in variants):
@@ -562,11 +565,10 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         began = time.monotonic()
         run_config(configs[0], work, variants, master, epoch, attribution, extra)
         warmup_s = round(time.monotonic() - began, 1)
-    runs: list[dict[str, dict[str, dict]]] = []  # per repeat: config -> variant -> summary
+    runs: list[dict[str, dict[str, dict]]] = []  # per repeat: config -> variant -> summary, in the order run
     for r in range(repeats):
-        order = configs[r % len(configs):] + configs[:r % len(configs)]
         by_config: dict[str, dict[str, dict]] = {}
-        for config in order:
+        for config in configs[r % len(configs):] + configs[:r % len(configs)]:
             log.info("repeat %d: %s", r + 1, config)
             by_config[config] = run_config(config, work, variants, master, epoch, attribution, extra, record=record_trace is not None)
         runs.append(by_config)
@@ -575,7 +577,8 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
                               "features": work.data.features, "partitions": work.data.partitions, "seed": work.seed,
                               "master": master, "executor_memory_mb": executor_memory_mb, "epoch_s": epoch, "repeats": repeats, "attribution": attribution,
                               "cv": {"parallelism": CV_PARALLELISM, "folds": CV_FOLDS},
-                              "gbt": {"fits": len(work.gbt_fits), "families": sorted({f.family for f in work.gbt_fits})}, "warmup_s": warmup_s},
+                              "gbt": {"fits": len(work.gbt_fits), "families": sorted({f.family for f in work.gbt_fits})}, "warmup_s": warmup_s,
+                              "sequence": [list(run) for run in runs]},
                  "variants": {}}
     for variant in variants:
         per_config = {c: [run[c][variant] for run in runs] for c in configs}
@@ -588,8 +591,9 @@ def bench_mllib(work: Workload, configs: list[str], variants: list[str], repeats
         for c in configs:
             if c != STOCK and STOCK in medians:
                 v[f"{c}_vs_stock"] = change_vs(medians[c], medians[STOCK])
-        if "slaq" in medians and "fair" in medians:
-            v["slaq_vs_fair"] = change_vs(medians["slaq"], medians["fair"])
+        for c in ("order", "slaq"):
+            if c in medians and "fair" in medians:
+                v[f"{c}_vs_fair"] = change_vs(medians[c], medians["fair"])
         v["last_repeat_fits"] = {c: runs[-1][c][variant]["fits"] for c in configs}
         out["variants"][variant] = v
     if record_trace is not None:
@@ -611,8 +615,9 @@ def headline(result: dict) -> list[str]:
                 line += (f", storage memory peak {m['storage']['storage_memory_peak_mb']:.0f} of "
                          f"{m['storage']['storage_memory_capacity_mb']:.0f} MB, cached on disk peak {m['storage']['cached_on_disk_peak_mb']:.0f} MB")
             lines.append(line)
-        if "slaq_vs_stock" in v:
-            lines.append(f"{variant:>4} SLAQ vs stock Spark FAIR, time to 90%: {v['slaq_vs_stock'].get('time_to_90pct_change', 0):+.1%}")
+        for c in ("order", "slaq"):
+            if f"{c}_vs_stock" in v:
+                lines.append(f"{variant:>4} {c} vs stock Spark FAIR, time to 90%: {v[f'{c}_vs_stock'].get('time_to_90pct_change', 0):+.1%}")
         if v.get("tuners"):
             t = v["tuners"]
             walls = ", ".join(f"{c} {m['mean_tuner_wall_s']} s" for c, m in v["median"].items())
