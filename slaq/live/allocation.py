@@ -11,10 +11,11 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from slaq.live.config import ORDER
 from slaq.live.driver_share import DriverShare, cap_driver_bound, driver_bound_warning, driver_caps
 from slaq.live.job import LiveJob
 from slaq.live.registry import NO_LOSS_EPOCHS
-from slaq.live.setup_order import ORDER, SetupOrder
+from slaq.live.setup_order import SetupOrder
 from slaq.live.status import MAX_STATUS_JOBS, JobFigures, share_reason
 from slaq.policy import make_policy
 from slaq.policy.base import unit

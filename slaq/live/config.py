@@ -11,12 +11,13 @@ from sparkshim.conf import ConfigError, ConfReader
 PREFIX = "spark.slaq."
 # the policies spark.slaq.policy accepts: the ones the lab measures live (srlab.slaq_bench.configs); every
 # policy of slaq.policy runs in ``slaq simulate``, where its model of the cluster holds
-LIVE_POLICIES = ("slaq", "fair", "order")
+ORDER = "order"  # the policy that ranks the pools while a job is short of its 90% point (slaq.live.setup_order)
+LIVE_POLICIES = ("slaq", "fair", ORDER)
 # acts before a fit's first loss, then shares as slaq does: the measured best on spark.ml work and the demo (docs/benchmarks.md)
-DEFAULT_POLICY = "order"
+DEFAULT_POLICY = ORDER
 EPOCH_RANGE = (0.05, 3600.0)  # seconds: shorter is a busy loop (a recorded trace's epoch too, slaq.sim.trace)
 MAX_PATH = 4096  # characters of spark.slaq.recordTrace (Linux's PATH_MAX)
-__all__ = ["DEFAULT_POLICY", "EPOCH_RANGE", "LIVE_POLICIES", "PREFIX", "ConfigError", "SlaqConfig"]
+__all__ = ["DEFAULT_POLICY", "EPOCH_RANGE", "LIVE_POLICIES", "ORDER", "PREFIX", "ConfigError", "SlaqConfig"]
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ from slaq.live.job import LiveJob
 from slaq.metrics import NINETY, reduction_index
 from slaq.predict.forecast import ForecastTable
 
-ORDER = "order"  # spark.slaq.policy's name for it
 RECENT = 3  # finished set-ups an estimate takes the median of, the latest first (a warm cache makes later ones cheaper)
 CAP_ITERATIONS = 3  # a curve job short of its 90% point is taken as this many iterations from it
 FALLING = 0.02  # a latest drop at least this share of the drop so far: not past the 90% point

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from slaq import messages
 from slaq.enforce.pools import allocation_message
 from slaq.live.allocation import Allocator
+from slaq.live.config import ORDER
 from slaq.live.job import LiveJob
 from slaq.live.registry import append
-from slaq.live.setup_order import NO_ESTIMATE, NO_LOSS, ORDER, PAST
+from slaq.live.setup_order import NO_ESTIMATE, NO_LOSS, PAST
 from slaq.live.status import RANKED
 from slaq.messages import Iteration
 
